@@ -1,0 +1,3 @@
+//! Model importers: files in other formats into the core [`crate::ir::Graph`].
+
+pub mod onnx;

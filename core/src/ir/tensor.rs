@@ -1,0 +1,177 @@
+//! Dense host tensors: the constant data of the IR and the values the CPU runtime computes.
+
+use super::dtype::DType;
+use half::{bf16, f16};
+
+/// Typed element storage of a [`Tensor`].
+#[derive(Clone, Debug, PartialEq)]
+#[allow(missing_docs)]
+pub enum TensorData {
+    F32(Vec<f32>),
+    F64(Vec<f64>),
+    F16(Vec<f16>),
+    BF16(Vec<bf16>),
+    I8(Vec<i8>),
+    U8(Vec<u8>),
+    I16(Vec<i16>),
+    I32(Vec<i32>),
+    I64(Vec<i64>),
+    Bool(Vec<bool>),
+}
+
+/// Calls `$body` with `$v` bound to the inner `Vec` of any [`TensorData`] variant.
+#[macro_export]
+macro_rules! with_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            $crate::ir::TensorData::F32($v) => $body,
+            $crate::ir::TensorData::F64($v) => $body,
+            $crate::ir::TensorData::F16($v) => $body,
+            $crate::ir::TensorData::BF16($v) => $body,
+            $crate::ir::TensorData::I8($v) => $body,
+            $crate::ir::TensorData::U8($v) => $body,
+            $crate::ir::TensorData::I16($v) => $body,
+            $crate::ir::TensorData::I32($v) => $body,
+            $crate::ir::TensorData::I64($v) => $body,
+            $crate::ir::TensorData::Bool($v) => $body,
+        }
+    };
+}
+
+/// Maps a [`TensorData`] to a new one of the same variant, applying `$body` to the inner `Vec`.
+#[macro_export]
+macro_rules! map_data {
+    ($data:expr, $v:ident => $body:expr) => {
+        match $data {
+            $crate::ir::TensorData::F32($v) => $crate::ir::TensorData::F32($body),
+            $crate::ir::TensorData::F64($v) => $crate::ir::TensorData::F64($body),
+            $crate::ir::TensorData::F16($v) => $crate::ir::TensorData::F16($body),
+            $crate::ir::TensorData::BF16($v) => $crate::ir::TensorData::BF16($body),
+            $crate::ir::TensorData::I8($v) => $crate::ir::TensorData::I8($body),
+            $crate::ir::TensorData::U8($v) => $crate::ir::TensorData::U8($body),
+            $crate::ir::TensorData::I16($v) => $crate::ir::TensorData::I16($body),
+            $crate::ir::TensorData::I32($v) => $crate::ir::TensorData::I32($body),
+            $crate::ir::TensorData::I64($v) => $crate::ir::TensorData::I64($body),
+            $crate::ir::TensorData::Bool($v) => $crate::ir::TensorData::Bool($body),
+        }
+    };
+}
+
+impl TensorData {
+    /// Element type of this storage.
+    pub fn dtype(&self) -> DType {
+        match self {
+            TensorData::F32(_) => DType::F32,
+            TensorData::F64(_) => DType::F64,
+            TensorData::F16(_) => DType::F16,
+            TensorData::BF16(_) => DType::BF16,
+            TensorData::I8(_) => DType::I8,
+            TensorData::U8(_) => DType::U8,
+            TensorData::I16(_) => DType::I16,
+            TensorData::I32(_) => DType::I32,
+            TensorData::I64(_) => DType::I64,
+            TensorData::Bool(_) => DType::Bool,
+        }
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        with_data!(self, v => v.len())
+    }
+    /// True when there are no elements.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+    /// Zero-filled storage of `dtype` with `n` elements.
+    pub fn zeros(dtype: DType, n: usize) -> TensorData {
+        match dtype {
+            DType::F32 => TensorData::F32(vec![0.0; n]),
+            DType::F64 => TensorData::F64(vec![0.0; n]),
+            DType::F16 => TensorData::F16(vec![f16::ZERO; n]),
+            DType::BF16 => TensorData::BF16(vec![bf16::ZERO; n]),
+            DType::I8 => TensorData::I8(vec![0; n]),
+            DType::U8 => TensorData::U8(vec![0; n]),
+            DType::I16 => TensorData::I16(vec![0; n]),
+            DType::I32 => TensorData::I32(vec![0; n]),
+            DType::I64 => TensorData::I64(vec![0; n]),
+            DType::Bool => TensorData::Bool(vec![false; n]),
+        }
+    }
+}
+
+/// A dense, row-major host tensor.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tensor {
+    /// Dimensions, outermost first. An empty shape is a scalar.
+    pub shape: Vec<usize>,
+    /// Elements in row-major order; `data.len()` equals the product of `shape`.
+    pub data: TensorData,
+}
+
+impl Tensor {
+    /// Builds a tensor; returns `None` when the element count does not match the shape.
+    pub fn new(shape: Vec<usize>, data: TensorData) -> Option<Tensor> {
+        (shape.iter().product::<usize>() == data.len()).then_some(Tensor { shape, data })
+    }
+    /// An f32 tensor. Panics if `data.len()` is not the product of `shape` (a programming error).
+    pub fn from_f32(shape: Vec<usize>, data: Vec<f32>) -> Tensor {
+        Tensor::new(shape, TensorData::F32(data)).expect("element count must match shape")
+    }
+    /// An i64 tensor. Panics if `data.len()` is not the product of `shape`.
+    pub fn from_i64(shape: Vec<usize>, data: Vec<i64>) -> Tensor {
+        Tensor::new(shape, TensorData::I64(data)).expect("element count must match shape")
+    }
+    /// A zero-filled tensor.
+    pub fn zeros(dtype: DType, shape: Vec<usize>) -> Tensor {
+        let n = shape.iter().product();
+        Tensor { shape, data: TensorData::zeros(dtype, n) }
+    }
+    /// Element type.
+    pub fn dtype(&self) -> DType {
+        self.data.dtype()
+    }
+    /// Number of elements.
+    pub fn len(&self) -> usize {
+        self.data.len()
+    }
+    /// True when the tensor holds no elements.
+    pub fn is_empty(&self) -> bool {
+        self.data.is_empty()
+    }
+    /// The f32 elements, if this is an f32 tensor.
+    pub fn as_f32(&self) -> Option<&[f32]> {
+        match &self.data {
+            TensorData::F32(v) => Some(v),
+            _ => None,
+        }
+    }
+    /// Elements converted to i64 (integers and bools exactly; floats truncated). Used for shape-like inputs.
+    pub fn to_i64_vec(&self) -> Vec<i64> {
+        match &self.data {
+            TensorData::F32(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::F64(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::F16(v) => v.iter().map(|&x| x.to_f32() as i64).collect(),
+            TensorData::BF16(v) => v.iter().map(|&x| x.to_f32() as i64).collect(),
+            TensorData::I8(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I16(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| x as i64).collect(),
+            TensorData::I64(v) => v.clone(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as i64).collect(),
+        }
+    }
+    /// Elements converted to f64 (for comparisons and reports).
+    pub fn to_f64_vec(&self) -> Vec<f64> {
+        match &self.data {
+            TensorData::F32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::F64(v) => v.clone(),
+            TensorData::F16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+            TensorData::BF16(v) => v.iter().map(|&x| x.to_f64()).collect(),
+            TensorData::I8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::U8(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I16(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I32(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::I64(v) => v.iter().map(|&x| x as f64).collect(),
+            TensorData::Bool(v) => v.iter().map(|&x| x as u8 as f64).collect(),
+        }
+    }
+}
