@@ -34,6 +34,10 @@ pub struct Value {
     pub constant: Option<Tensor>,
     /// Quantization parameters, for quantized tensors.
     pub quant: Option<QuantParams>,
+    /// True when the shape depends on data only known at run time (for example NonZero's output, or a
+    /// Reshape whose target shape is a graph input). `shape` is then only a placeholder; the CPU runtime
+    /// still runs such graphs, static targets reject them.
+    pub dynamic: bool,
 }
 
 impl Value {
@@ -85,7 +89,7 @@ impl Graph {
     }
     /// Adds a value without data.
     pub fn add_value(&mut self, name: impl Into<String>, dtype: DType, shape: Vec<usize>) -> ValueId {
-        self.values.push(Value { name: name.into(), dtype, shape, constant: None, quant: None });
+        self.values.push(Value { name: name.into(), dtype, shape, constant: None, quant: None, dynamic: false });
         ValueId(self.values.len() - 1)
     }
     /// Adds a constant value.
@@ -96,6 +100,7 @@ impl Graph {
             shape: t.shape.clone(),
             constant: Some(t),
             quant: None,
+            dynamic: false,
         });
         ValueId(self.values.len() - 1)
     }

@@ -12,4 +12,4 @@ pub mod builder;
 pub use dtype::DType;
 pub use graph::{Graph, Node, NodeId, QuantParams, Value, ValueId};
 pub use op::*;
-pub use tensor::{Tensor, TensorData};
+pub use tensor::{Element, Tensor, TensorData};

@@ -175,3 +175,145 @@ impl Tensor {
         }
     }
 }
+
+/// A Rust element type that a [`Tensor`] can hold; lets kernels be generic over dtypes.
+pub trait Element: Copy + Default + PartialOrd + Send + Sync + std::fmt::Debug + 'static {
+    /// The IR dtype of this element type.
+    const DTYPE: DType;
+    /// The elements of `d` if it holds this type.
+    fn slice(d: &TensorData) -> Option<&[Self]>;
+    /// The storage of `d` if it holds this type.
+    fn vec_mut(d: &mut TensorData) -> Option<&mut Vec<Self>>;
+    /// Wraps a vector into storage.
+    fn wrap(v: Vec<Self>) -> TensorData;
+    /// Converts to f64 (bools as 0/1).
+    fn to_f64(self) -> f64;
+    /// Converts from f64 (saturating `as` casts for integers; non-zero is true for bools).
+    fn from_f64(x: f64) -> Self;
+}
+
+macro_rules! element {
+    ($t:ty, $variant:ident, $to:expr, $from:expr) => {
+        impl Element for $t {
+            const DTYPE: DType = DType::$variant;
+            fn slice(d: &TensorData) -> Option<&[Self]> {
+                match d {
+                    TensorData::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn vec_mut(d: &mut TensorData) -> Option<&mut Vec<Self>> {
+                match d {
+                    TensorData::$variant(v) => Some(v),
+                    _ => None,
+                }
+            }
+            fn wrap(v: Vec<Self>) -> TensorData {
+                TensorData::$variant(v)
+            }
+            #[inline]
+            fn to_f64(self) -> f64 {
+                let f: fn($t) -> f64 = $to;
+                f(self)
+            }
+            #[inline]
+            fn from_f64(x: f64) -> Self {
+                let f: fn(f64) -> $t = $from;
+                f(x)
+            }
+        }
+    };
+}
+
+element!(f32, F32, |x| x as f64, |x| x as f32);
+element!(f64, F64, |x| x, |x| x);
+element!(f16, F16, |x| x.to_f64(), f16::from_f64);
+element!(bf16, BF16, |x| x.to_f64(), bf16::from_f64);
+element!(i8, I8, |x| x as f64, |x| x as i8);
+element!(u8, U8, |x| x as f64, |x| x as u8);
+element!(i16, I16, |x| x as f64, |x| x as i16);
+element!(i32, I32, |x| x as f64, |x| x as i32);
+element!(i64, I64, |x| x as f64, |x| x as i64);
+element!(bool, Bool, |x| x as u8 as f64, |x| x != 0.0);
+
+impl Tensor {
+    /// The elements as `&[T]`, if the tensor holds `T`.
+    pub fn view<T: Element>(&self) -> Option<&[T]> {
+        T::slice(&self.data)
+    }
+    /// The elements as `&mut [T]`, if the tensor holds `T`.
+    pub fn view_mut<T: Element>(&mut self) -> Option<&mut [T]> {
+        T::vec_mut(&mut self.data).map(|v| v.as_mut_slice())
+    }
+    /// A tensor from a vector; `None` when the length does not match the shape.
+    pub fn from_vec<T: Element>(shape: Vec<usize>, v: Vec<T>) -> Option<Tensor> {
+        Tensor::new(shape, T::wrap(v))
+    }
+    /// A scalar (rank-0) tensor.
+    pub fn scalar<T: Element>(x: T) -> Tensor {
+        Tensor { shape: vec![], data: T::wrap(vec![x]) }
+    }
+    /// Re-shapes this tensor to `shape` holding `T`, reusing its storage when it already holds `T`
+    /// (no allocation once the capacity suffices), and returns the elements to fill.
+    ///
+    /// The returned contents are unspecified (stale values from an earlier use); kernels overwrite every
+    /// element or call `fill` first.
+    pub fn reset<T: Element>(&mut self, shape: &[usize]) -> &mut [T] {
+        let n: usize = shape.iter().product();
+        self.shape.clear();
+        self.shape.extend_from_slice(shape);
+        if T::vec_mut(&mut self.data).is_none() {
+            self.data = T::wrap(Vec::with_capacity(n));
+        }
+        let v = T::vec_mut(&mut self.data).expect("storage holds T after the replacement above");
+        if v.len() > n {
+            v.truncate(n);
+        } else {
+            v.resize(n, T::default());
+        }
+        v.as_mut_slice()
+    }
+    /// Like [`Tensor::reset`] with the dtype chosen at run time (contents unspecified).
+    pub fn reset_dtype(&mut self, dtype: DType, shape: &[usize]) {
+        match dtype {
+            DType::F32 => drop(self.reset::<f32>(shape)),
+            DType::F64 => drop(self.reset::<f64>(shape)),
+            DType::F16 => drop(self.reset::<f16>(shape)),
+            DType::BF16 => drop(self.reset::<bf16>(shape)),
+            DType::I8 => drop(self.reset::<i8>(shape)),
+            DType::U8 => drop(self.reset::<u8>(shape)),
+            DType::I16 => drop(self.reset::<i16>(shape)),
+            DType::I32 => drop(self.reset::<i32>(shape)),
+            DType::I64 => drop(self.reset::<i64>(shape)),
+            DType::Bool => drop(self.reset::<bool>(shape)),
+        }
+    }
+    /// Copies `src` into this tensor, reusing storage where possible.
+    pub fn assign(&mut self, src: &Tensor) {
+        let shape = src.shape.clone();
+        with_data!(&src.data, v => {
+            let dst = self.reset(&shape);
+            dst.copy_from_slice(v);
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reset_reuses_storage_and_switches_dtype() {
+        let mut t = Tensor::zeros(DType::F32, vec![4]);
+        let ptr = t.view::<f32>().unwrap().as_ptr();
+        t.reset::<f32>(&[2, 2]).fill(1.0);
+        assert_eq!(t.view::<f32>().unwrap().as_ptr(), ptr);
+        assert_eq!(t.shape, vec![2, 2]);
+        t.reset::<i64>(&[3]).copy_from_slice(&[1, 2, 3]);
+        assert_eq!(t.dtype(), DType::I64);
+        assert_eq!(t.to_i64_vec(), vec![1, 2, 3]);
+        let mut u = Tensor::scalar(0u8);
+        u.assign(&t);
+        assert_eq!(u, t);
+    }
+}
