@@ -107,6 +107,13 @@ pub struct Tensor {
     pub data: TensorData,
 }
 
+impl Default for Tensor {
+    /// An empty f32 tensor of shape `[0]`.
+    fn default() -> Tensor {
+        Tensor { shape: vec![0], data: TensorData::F32(Vec::new()) }
+    }
+}
+
 impl Tensor {
     /// Builds a tensor; returns `None` when the element count does not match the shape.
     pub fn new(shape: Vec<usize>, data: TensorData) -> Option<Tensor> {

@@ -1,1 +1,198 @@
-//! TODO
+//! The graph verifier: rejects ill-formed graphs with an error naming the node.
+//!
+//! Checks, in order: every referenced value exists; nodes are in topological order (each input is a graph
+//! input, a constant or the output of an earlier node); no value is produced twice, and graph inputs and
+//! constants are never produced by a node; each op has an input and output count it allows; graph outputs
+//! are defined; and the stored dtypes and shapes agree with what inference computes (so a pass that rewrites
+//! the graph and forgets to update a shape is caught).
+
+use super::{Graph, Op};
+use crate::runtime::kernels::{self, InferError, TypeInfo};
+use crate::{Error, Result};
+
+/// (minimum inputs, maximum inputs, minimum outputs, maximum outputs); `usize::MAX` means unbounded.
+fn arity(op: &Op) -> (usize, usize, usize, usize) {
+    use Op::*;
+    const N: usize = usize::MAX;
+    match op {
+        Conv(_) | ConvTranspose(_) | Gemm { .. } => (2, 3, 1, 1),
+        MatMul | Binary(..) | Expand | Tile | GatherElements { .. } | GatherNd { .. } | Gather { .. } => (2, 2, 1, 1),
+        ScatterElements { .. } | ScatterNd { .. } | Where | OneHot { .. } => (3, 3, 1, 1),
+        Unary(_) | Flatten { .. } | Transpose { .. } | Shape { .. } | Size | Cast { .. } | Identity | NonZero => (1, 1, 1, 1),
+        GlobalAveragePool | GlobalMaxPool | AveragePool(_) | LpPool(..) | Softmax { .. } | LogSoftmax { .. } => (1, 1, 1, 1),
+        Hardmax { .. } | Lrn { .. } | LpNorm { .. } | ArgReduce { .. } | DepthToSpace { .. } | SpaceToDepth { .. } => (1, 1, 1, 1),
+        EyeLike { .. } | ConstantOfShape { .. } => (1, 1, 1, 1),
+        MaxPool(_) => (1, 1, 1, 2),
+        ClipDynamic => (1, 3, 1, 1),
+        Variadic(_) | VariadicMean | Concat { .. } => (1, N, 1, 1),
+        BatchNorm { .. } => (5, 5, 1, 1),
+        InstanceNorm { .. } | GroupNorm { .. } => (3, 3, 1, 1),
+        LayerNorm { .. } => (2, 3, 1, 3),
+        Reduce { .. } | Squeeze { .. } | Unsqueeze { .. } | Trilu { .. } => (1, 2, 1, 1),
+        CumSum { .. } | Reshape { .. } | ReverseSequence { .. } => (2, 2, 1, 1),
+        TopK { .. } => (2, 2, 2, 2),
+        Split { .. } => (1, 2, 1, N),
+        Slice => (3, 5, 1, 1),
+        Pad { .. } => (2, 4, 1, 1),
+        Resize(_) => (1, 4, 1, 1),
+        Range => (3, 3, 1, 1),
+        DequantizeLinear { .. } | QuantizeLinear { .. } => (2, 3, 1, 1),
+    }
+}
+
+/// Verifies `g`; the error names the first offending node.
+pub fn verify(g: &Graph) -> Result<()> {
+    let nv = g.values.len();
+    let mut defined = vec![false; nv];
+    let mut is_input = vec![false; nv];
+    for &i in &g.inputs {
+        if i.0 >= nv {
+            return Err(Error::InvalidModel(format!("graph input refers to value #{} which does not exist", i.0)));
+        }
+        let v = &g.values[i.0];
+        if v.constant.is_some() {
+            return Err(Error::InvalidModel(format!("graph input '{}' also has constant data", v.name)));
+        }
+        defined[i.0] = true;
+        is_input[i.0] = true;
+    }
+    for (i, v) in g.values.iter().enumerate() {
+        if let Some(c) = &v.constant {
+            if c.dtype() != v.dtype || c.shape != v.shape {
+                return Err(Error::InvalidModel(format!(
+                    "value '{}' is declared {}{:?} but its constant data is {}{:?}",
+                    v.name,
+                    v.dtype,
+                    v.shape,
+                    c.dtype(),
+                    c.shape
+                )));
+            }
+            defined[i] = true;
+        }
+    }
+    let mut produced = vec![false; nv];
+    for (idx, n) in g.nodes.iter().enumerate() {
+        let (lo, hi, olo, ohi) = arity(&n.op);
+        if n.inputs.len() < lo || n.inputs.len() > hi {
+            let want = if hi == usize::MAX { format!("at least {lo}") } else if lo == hi { lo.to_string() } else { format!("{lo} to {hi}") };
+            return Err(Error::node(n, idx, format!("has {} inputs, the op takes {want}", n.inputs.len())));
+        }
+        if n.outputs.len() < olo || n.outputs.len() > ohi {
+            return Err(Error::node(n, idx, format!("has {} outputs, the op produces {olo} to {ohi}", n.outputs.len())));
+        }
+        for (k, i) in n.inputs.iter().enumerate() {
+            match i {
+                Some(v) if v.0 >= nv => return Err(Error::node(n, idx, format!("input {k} refers to value #{} which does not exist", v.0))),
+                Some(v) if !defined[v.0] => {
+                    return Err(Error::node(
+                        n,
+                        idx,
+                        format!("input {k} '{}' is used before it is produced (nodes are not in topological order, or it is never produced)", g.values[v.0].name),
+                    ))
+                }
+                None if k < lo => return Err(Error::node(n, idx, format!("required input {k} is absent"))),
+                _ => {}
+            }
+        }
+        for o in &n.outputs {
+            if o.0 >= nv {
+                return Err(Error::node(n, idx, format!("output refers to value #{} which does not exist", o.0)));
+            }
+            let name = &g.values[o.0].name;
+            if is_input[o.0] {
+                return Err(Error::node(n, idx, format!("produces graph input '{name}'")));
+            }
+            if produced[o.0] {
+                return Err(Error::node(n, idx, format!("produces '{name}', which another node already produces")));
+            }
+            produced[o.0] = true;
+        }
+        check_types(g, idx)?;
+        for o in &n.outputs {
+            defined[o.0] = true;
+        }
+    }
+    for &o in &g.outputs {
+        if o.0 >= nv || !defined[o.0] {
+            return Err(Error::InvalidModel(format!("graph output #{} is never produced", o.0)));
+        }
+    }
+    Ok(())
+}
+
+/// Compares the stored output types of node `idx` with what inference computes.
+fn check_types(g: &Graph, idx: usize) -> Result<()> {
+    let n = &g.nodes[idx];
+    if n.inputs.iter().flatten().any(|v| g.values[v.0].dynamic) {
+        return Ok(());
+    }
+    let infos: Vec<Option<TypeInfo>> = n
+        .inputs
+        .iter()
+        .map(|i| i.map(|v| TypeInfo { dtype: g.values[v.0].dtype, shape: &g.values[v.0].shape, value: g.values[v.0].constant.as_ref() }))
+        .collect();
+    match kernels::infer(&n.op, &infos) {
+        Ok(out) => {
+            for (o, (d, s)) in n.outputs.iter().zip(out) {
+                let v = &g.values[o.0];
+                if v.dynamic {
+                    continue;
+                }
+                if v.dtype != d || v.shape != s {
+                    return Err(Error::node(
+                        n,
+                        idx,
+                        format!("output '{}' is declared {}{:?} but the op computes {}{:?}", v.name, v.dtype, v.shape, d, s),
+                    ));
+                }
+            }
+            Ok(())
+        }
+        Err(InferError::Dynamic) => Ok(()),
+        Err(InferError::Invalid(m)) => Err(Error::node(n, idx, m)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{infer::infer_graph, BinaryOp, DType};
+
+    fn small() -> Graph {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", DType::F32, vec![2, 3]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        g.add_node("add", Op::Binary(BinaryOp::Add, None), vec![Some(x), Some(x)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g).unwrap();
+        g
+    }
+
+    #[test]
+    fn accepts_a_good_graph_and_names_the_bad_node() {
+        let g = small();
+        verify(&g).unwrap();
+
+        let mut wrong_shape = g.clone();
+        wrong_shape.values[1].shape = vec![3, 2];
+        let e = verify(&wrong_shape).unwrap_err().to_string();
+        assert!(e.contains("'add'") && e.contains("declared"), "{e}");
+
+        let mut unordered = g.clone();
+        let z = unordered.add_value("z", DType::F32, vec![2, 3]);
+        unordered.nodes[0].inputs[1] = Some(z);
+        let e = verify(&unordered).unwrap_err().to_string();
+        assert!(e.contains("before it is produced"), "{e}");
+
+        let mut arity = g.clone();
+        arity.nodes[0].inputs.pop();
+        let e = verify(&arity).unwrap_err().to_string();
+        assert!(e.contains("has 1 inputs"), "{e}");
+
+        let mut twice = g;
+        let y = twice.nodes[0].outputs[0];
+        twice.add_node("again", Op::Unary(crate::ir::UnaryOp::Relu), vec![Some(y)], vec![y]);
+        assert!(verify(&twice).unwrap_err().to_string().contains("already produces"));
+    }
+}

@@ -1,3 +1,29 @@
-//! The reference CPU runtime: kernels for every op and a session that runs a graph with memory planned once.
+//! The reference CPU runtime: kernels for every op and a [`Session`] that runs a graph with memory planned
+//! once. It is the default target and the numerical oracle for every other target.
 
 pub mod kernels;
+mod session;
+
+pub use session::Session;
+
+use crate::ir::{Graph, Tensor};
+use crate::target::{Executable, Target};
+
+/// The reference CPU target (`cpu`): runs graphs with [`Session`].
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CpuTarget;
+
+impl Target for CpuTarget {
+    fn name(&self) -> &str {
+        "cpu"
+    }
+    fn prepare(&self, graph: Graph) -> crate::Result<Box<dyn Executable>> {
+        Ok(Box::new(Session::new(graph)?))
+    }
+}
+
+impl Executable for Session {
+    fn run(&mut self, inputs: &[Tensor]) -> crate::Result<Vec<Tensor>> {
+        Session::run(self, inputs)
+    }
+}

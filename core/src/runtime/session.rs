@@ -1,0 +1,263 @@
+//! A [`Session`] runs one graph many times on the CPU with memory planned once.
+//!
+//! Planning (in [`Session::new`]) verifies the graph, skips nodes that inference folded to constants, and
+//! assigns every computed value a buffer from a pool: when a value's last reader has run, its buffer goes back
+//! to the pool and a later value of the same dtype reuses it (best fit by size). Buffers keep their capacity
+//! between runs, so after the first run a steady-state run allocates no tensor memory; only the returned
+//! output copies are new.
+
+use std::time::{Duration, Instant};
+
+use super::kernels::{self, Scratch};
+use crate::ir::{verify, DType, Graph, Tensor};
+use crate::{Error, Result};
+
+/// Where a value's tensor lives during a run.
+#[derive(Clone, Copy, Debug)]
+enum Src {
+    /// Constant data in the graph.
+    Const(usize),
+    /// The caller's k-th input.
+    Input(usize),
+    /// A planned buffer.
+    Buf(usize),
+}
+
+/// One node to execute.
+#[derive(Debug)]
+struct Step {
+    node: usize,
+    inputs: Vec<Option<Src>>,
+    outputs: Vec<usize>,
+}
+
+/// A graph prepared for repeated execution on the CPU.
+pub struct Session {
+    graph: Graph,
+    steps: Vec<Step>,
+    srcs: Vec<Option<Src>>,
+    bufs: Vec<Tensor>,
+    outs_tmp: Vec<Tensor>,
+    scratch: Scratch,
+    profile: Option<Vec<Duration>>,
+}
+
+impl Session {
+    /// Verifies `graph` and plans its execution.
+    pub fn new(graph: Graph) -> Result<Session> {
+        verify::verify(&graph)?;
+        let nv = graph.values.len();
+        let mut srcs: Vec<Option<Src>> = vec![None; nv];
+        for (i, v) in graph.values.iter().enumerate() {
+            if v.constant.is_some() {
+                srcs[i] = Some(Src::Const(i));
+            }
+        }
+        for (k, &i) in graph.inputs.iter().enumerate() {
+            srcs[i.0] = Some(Src::Input(k));
+        }
+        // Nodes whose outputs are all folded constants do not run.
+        let live_nodes: Vec<usize> = (0..graph.nodes.len())
+            .filter(|&i| graph.nodes[i].outputs.iter().any(|o| graph.values[o.0].constant.is_none()))
+            .collect();
+        // Last step reading each value; graph outputs live to the end.
+        let mut last_use = vec![None::<usize>; nv];
+        for (s, &n) in live_nodes.iter().enumerate() {
+            for i in graph.nodes[n].inputs.iter().flatten() {
+                last_use[i.0] = Some(s);
+            }
+        }
+        for o in &graph.outputs {
+            last_use[o.0] = Some(usize::MAX);
+        }
+        // Buffer pool: (dtype, planned bytes) per buffer, and the free list.
+        let mut buf_info: Vec<(DType, usize)> = Vec::new();
+        let mut free: Vec<usize> = Vec::new();
+        let mut steps = Vec::with_capacity(live_nodes.len());
+        let mut owner: Vec<Option<usize>> = vec![None; nv]; // value -> buffer
+        for (s, &n) in live_nodes.iter().enumerate() {
+            let node = &graph.nodes[n];
+            let inputs = node.inputs.iter().map(|i| i.map(|v| srcs[v.0].expect("verified: inputs are defined"))).collect();
+            let mut outputs = Vec::with_capacity(node.outputs.len());
+            for o in &node.outputs {
+                let v = &graph.values[o.0];
+                let need = if v.dynamic { 0 } else { v.numel() * v.dtype.size_bytes() };
+                // best fit among free buffers of the same dtype
+                let pick = free
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, &b)| buf_info[b].0 == v.dtype)
+                    .min_by_key(|(_, &b)| {
+                        let have = buf_info[b].1;
+                        if have >= need {
+                            (0, have - need)
+                        } else {
+                            (1, need - have)
+                        }
+                    })
+                    .map(|(pos, _)| pos);
+                let b = match pick {
+                    Some(pos) => free.swap_remove(pos),
+                    None => {
+                        buf_info.push((v.dtype, 0));
+                        buf_info.len() - 1
+                    }
+                };
+                buf_info[b].1 = buf_info[b].1.max(need);
+                outputs.push(b);
+                if v.constant.is_none() {
+                    srcs[o.0] = Some(Src::Buf(b));
+                    owner[o.0] = Some(b);
+                }
+            }
+            // Release buffers whose values are not read after this step (including unused outputs and the
+            // buffers of outputs that are constants anyway).
+            for (k, o) in node.outputs.iter().enumerate() {
+                if owner[o.0].is_none() || last_use[o.0].is_none() {
+                    free.push(outputs[k]);
+                    owner[o.0] = None;
+                }
+            }
+            for i in node.inputs.iter().flatten() {
+                if last_use[i.0] == Some(s) {
+                    if let Some(b) = owner[i.0].take() {
+                        if !free.contains(&b) {
+                            free.push(b);
+                        }
+                    }
+                }
+            }
+            steps.push(Step { node: n, inputs, outputs });
+        }
+        for o in &graph.outputs {
+            if srcs[o.0].is_none() {
+                return Err(Error::InvalidModel(format!("graph output '{}' is never computed", graph.values[o.0].name)));
+            }
+        }
+        let bufs = buf_info.iter().map(|_| Tensor::default()).collect();
+        Ok(Session { graph, steps, srcs, bufs, outs_tmp: Vec::new(), scratch: Scratch::default(), profile: None })
+    }
+
+    /// The graph this session runs.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// Number of planned buffers (fewer than computed values when memory is reused).
+    pub fn buffer_count(&self) -> usize {
+        self.bufs.len()
+    }
+
+    /// Turns per-node timing on or off; see [`Session::profile`].
+    pub fn set_profiling(&mut self, on: bool) {
+        self.profile = on.then(|| vec![Duration::ZERO; self.graph.nodes.len()]);
+    }
+
+    /// Accumulated time per node (indexed like `graph().nodes`) since profiling was turned on.
+    pub fn profile(&self) -> Option<&[Duration]> {
+        self.profile.as_deref()
+    }
+
+    /// Checks the caller's inputs against the graph inputs: count, dtype and shape.
+    pub fn check_inputs(&self, inputs: &[Tensor]) -> Result<()> {
+        let g = &self.graph;
+        if inputs.len() != g.inputs.len() {
+            let names: Vec<String> = g.inputs.iter().map(|&i| describe(&g.values[i.0].name, g.values[i.0].dtype, &g.values[i.0].shape)).collect();
+            return Err(Error::InputMismatch(format!(
+                "the model takes {} input(s) [{}], {} given",
+                g.inputs.len(),
+                names.join(", "),
+                inputs.len()
+            )));
+        }
+        for (k, (t, &id)) in inputs.iter().zip(&g.inputs).enumerate() {
+            let v = &g.values[id.0];
+            if t.dtype() != v.dtype || (!v.dynamic && t.shape != v.shape) {
+                return Err(Error::InputMismatch(format!(
+                    "input {k}: expected {}, given {}",
+                    describe(&v.name, v.dtype, &v.shape),
+                    describe("", t.dtype(), &t.shape)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the graph on `inputs` (in graph input order) and returns the outputs in graph output order.
+    pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        self.check_inputs(inputs)?;
+        let Session { graph, steps, srcs, bufs, outs_tmp, scratch, profile } = self;
+        for step in steps.iter() {
+            let node = &graph.nodes[step.node];
+            let t0 = profile.is_some().then(Instant::now);
+            outs_tmp.clear();
+            outs_tmp.extend(step.outputs.iter().map(|&b| std::mem::take(&mut bufs[b])));
+            let ins: Vec<Option<&Tensor>> = step.inputs.iter().map(|s| s.map(|s| resolve(graph, inputs, bufs, s))).collect();
+            let r = kernels::eval(&node.op, &ins, outs_tmp, scratch);
+            drop(ins);
+            for (&b, t) in step.outputs.iter().zip(outs_tmp.drain(..)) {
+                bufs[b] = t;
+            }
+            r.map_err(|m| Error::node(node, step.node, m))?;
+            if let (Some(t0), Some(p)) = (t0, profile.as_mut()) {
+                p[step.node] += t0.elapsed();
+            }
+        }
+        Ok(graph
+            .outputs
+            .iter()
+            .map(|o| resolve(graph, inputs, bufs, srcs[o.0].expect("planned: outputs are computed")).clone())
+            .collect())
+    }
+}
+
+fn resolve<'a>(g: &'a Graph, inputs: &'a [Tensor], bufs: &'a [Tensor], s: Src) -> &'a Tensor {
+    match s {
+        Src::Const(v) => g.values[v].constant.as_ref().expect("Src::Const only for constants"),
+        Src::Input(k) => &inputs[k],
+        Src::Buf(b) => &bufs[b],
+    }
+}
+
+/// `name: f32[1, 3, 224, 224]`
+pub(crate) fn describe(name: &str, dtype: DType, shape: &[usize]) -> String {
+    let dims: Vec<String> = shape.iter().map(|d| d.to_string()).collect();
+    if name.is_empty() {
+        format!("{dtype}[{}]", dims.join(", "))
+    } else {
+        format!("'{name}' {dtype}[{}]", dims.join(", "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{infer::infer_graph, BinaryOp, Op, UnaryOp};
+
+    /// x -> neg -> a; a + x -> b; neg(b) -> c; c * x -> out. Four values computed, at most three live at once.
+    fn chain() -> Graph {
+        let mut g = Graph::new("chain");
+        let x = g.add_input("x", DType::F32, vec![4]);
+        let a = g.add_value("a", DType::F32, vec![]);
+        let b = g.add_value("b", DType::F32, vec![]);
+        let c = g.add_value("c", DType::F32, vec![]);
+        let o = g.add_value("o", DType::F32, vec![]);
+        g.add_node("n0", Op::Unary(UnaryOp::Neg), vec![Some(x)], vec![a]);
+        g.add_node("n1", Op::Binary(BinaryOp::Add, None), vec![Some(a), Some(x)], vec![b]);
+        g.add_node("n2", Op::Unary(UnaryOp::Neg), vec![Some(b)], vec![c]);
+        g.add_node("n3", Op::Binary(BinaryOp::Mul, None), vec![Some(c), Some(x)], vec![o]);
+        g.outputs.push(o);
+        infer_graph(&mut g).unwrap();
+        g
+    }
+
+    #[test]
+    fn plans_buffer_reuse_and_checks_inputs() {
+        let s = Session::new(chain()).unwrap();
+        assert!(s.buffer_count() < 4, "buffers: {}", s.buffer_count());
+        let e = s.check_inputs(&[Tensor::from_f32(vec![3], vec![0.0; 3])]).unwrap_err().to_string();
+        assert!(e.contains("expected 'x' f32[4]") && e.contains("given f32[3]"), "{e}");
+        let e = s.check_inputs(&[]).unwrap_err().to_string();
+        assert!(e.contains("takes 1 input"), "{e}");
+    }
+}
