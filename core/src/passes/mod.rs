@@ -1,1 +1,26 @@
-//! Graph optimisation passes.
+//! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_batchnorm`],
+//! [`fuse_activation`], [`simplify_shapes`]. [`optimize`] runs them in a sensible order.
+
+pub mod const_fold;
+pub mod dce;
+pub mod fold_batchnorm;
+pub mod fuse_activation;
+pub mod simplify_shapes;
+
+use crate::ir::{verify, Graph};
+use crate::Result;
+
+/// Runs every pass and verifies the result.
+pub fn optimize(g: &mut Graph) -> Result<()> {
+    const_fold::run(g)?;
+    simplify_shapes::run(g);
+    fold_batchnorm::run(g);
+    fuse_activation::run(g);
+    dce::run(g);
+    verify::verify(g)
+}
+
+/// Whether `v` is one of the graph outputs.
+pub(crate) fn is_graph_output(g: &Graph, v: crate::ir::ValueId) -> bool {
+    g.outputs.contains(&v)
+}

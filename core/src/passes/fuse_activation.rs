@@ -1,0 +1,70 @@
+//! Activation fusion: a Relu, or a Clip with constant bounds (Relu6 when they are 0 and 6), that is the only
+//! reader of a float Conv/ConvTranspose/Gemm/Add output becomes that op's fused activation, applied in the
+//! producer's output loop.
+
+use crate::ir::{Activation, BinaryOp, Graph, Op, UnaryOp};
+
+fn activation_of(op: &Op) -> Option<Activation> {
+    match op {
+        Op::Unary(UnaryOp::Relu) => Some(Activation::Relu),
+        Op::Unary(UnaryOp::Clip { min, max }) if *min == 0.0 && *max == 6.0 => Some(Activation::Relu6),
+        Op::Unary(UnaryOp::Clip { min, max }) => Some(Activation::Clip { min: *min, max: *max }),
+        _ => None,
+    }
+}
+
+/// Fuses eligible pairs; returns how many activations were fused.
+pub fn run(g: &mut Graph) -> usize {
+    let uses = g.use_counts();
+    let producers = g.producers();
+    let mut remove = vec![false; g.nodes.len()];
+    let mut fused = 0;
+    for i in 0..g.nodes.len() {
+        let Some(act) = activation_of(&g.nodes[i].op) else { continue };
+        let Some(x) = g.nodes[i].input(0) else { continue };
+        let Some(p) = producers[x.0] else { continue };
+        if uses[x.0] != 1 || super::is_graph_output(g, x) || remove[p] || !g.values[x.0].dtype.is_float() {
+            continue;
+        }
+        let slot = match &mut g.nodes[p].op {
+            Op::Conv(a) => &mut a.activation,
+            Op::ConvTranspose(a) => &mut a.conv.activation,
+            Op::Gemm { activation, .. } => activation,
+            Op::Binary(BinaryOp::Add, a) => a,
+            _ => continue,
+        };
+        if slot.is_some() {
+            continue;
+        }
+        *slot = Some(act);
+        g.nodes[p].outputs = g.nodes[i].outputs.clone();
+        remove[i] = true;
+        fused += 1;
+    }
+    let mut it = remove.iter();
+    g.nodes.retain(|_| !*it.next().expect("one flag per node"));
+    fused
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{infer::infer_graph, verify::verify, DType};
+
+    #[test]
+    fn fuses_relu6_into_add_and_keeps_the_output_name() {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", DType::F32, vec![4]);
+        let a = g.add_value("a", DType::F32, vec![]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        g.add_node("add", Op::Binary(BinaryOp::Add, None), vec![Some(x), Some(x)], vec![a]);
+        g.add_node("clip", Op::Unary(UnaryOp::Clip { min: 0.0, max: 6.0 }), vec![Some(a)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g).unwrap();
+        assert_eq!(run(&mut g), 1);
+        assert_eq!(g.nodes.len(), 1);
+        assert_eq!(g.nodes[0].op, Op::Binary(BinaryOp::Add, Some(Activation::Relu6)));
+        assert_eq!(g.nodes[0].outputs, vec![y]);
+        verify(&g).unwrap();
+    }
+}

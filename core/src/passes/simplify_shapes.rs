@@ -1,0 +1,83 @@
+//! Shape-only op simplification: removes ops that do not change their input (Identity, a Reshape/Flatten/
+//! Squeeze/Unsqueeze to the same shape, an identity Transpose, a Cast to the same dtype) and collapses chains
+//! of reshapes into one.
+
+use crate::ir::{Graph, Op};
+
+/// True when `op` only changes the shape metadata of its first input.
+fn is_reshape_like(op: &Op) -> bool {
+    matches!(op, Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. })
+}
+
+/// Simplifies in place; returns the number of nodes removed or rewritten.
+pub fn run(g: &mut Graph) -> usize {
+    let mut changed = 0;
+    // Reshape-like of reshape-like: read the first one's input directly (the first may become dead).
+    let producers = g.producers();
+    for i in 0..g.nodes.len() {
+        let n = &g.nodes[i];
+        if !is_reshape_like(&n.op) {
+            continue;
+        }
+        let Some(src) = n.input(0) else { continue };
+        let Some(p) = producers[src.0] else { continue };
+        if is_reshape_like(&g.nodes[p].op) && matches!(n.op, Op::Reshape { .. }) {
+            if let Some(orig) = g.nodes[p].input(0) {
+                if !g.values[orig.0].dynamic {
+                    g.nodes[i].inputs[0] = Some(orig);
+                    changed += 1;
+                }
+            }
+        }
+    }
+    // No-op nodes: replace uses of the output by the input.
+    let mut remove = vec![false; g.nodes.len()];
+    for i in 0..g.nodes.len() {
+        let n = &g.nodes[i];
+        let (Some(inp), Some(&out)) = (n.input(0), n.outputs.first()) else { continue };
+        let (vi, vo) = (&g.values[inp.0], &g.values[out.0]);
+        if vi.dynamic || vo.dynamic || vo.constant.is_some() || n.outputs.len() != 1 {
+            continue;
+        }
+        let same_type = vi.shape == vo.shape && vi.dtype == vo.dtype;
+        let noop = match &n.op {
+            Op::Identity => true,
+            Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Expand => same_type,
+            Op::Transpose { perm } => same_type && perm.iter().enumerate().all(|(k, &p)| k == p) && !perm.is_empty(),
+            Op::Cast { to } => *to == vi.dtype,
+            _ => false,
+        };
+        if noop && !super::is_graph_output(g, out) {
+            g.replace_uses(out, inp);
+            remove[i] = true;
+            changed += 1;
+        }
+    }
+    let mut it = remove.iter();
+    g.nodes.retain(|_| !*it.next().expect("one flag per node"));
+    changed
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::{infer::infer_graph, DType, Tensor, UnaryOp};
+
+    #[test]
+    fn removes_noop_reshape_and_identity() {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", DType::F32, vec![2, 3]);
+        let s = g.add_constant("s", Tensor::from_i64(vec![2], vec![2, 3]));
+        let a = g.add_value("a", DType::F32, vec![]);
+        let b = g.add_value("b", DType::F32, vec![]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        g.add_node("reshape", Op::Reshape { allowzero: false }, vec![Some(x), Some(s)], vec![a]);
+        g.add_node("id", Op::Identity, vec![Some(a)], vec![b]);
+        g.add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(b)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g).unwrap();
+        assert_eq!(run(&mut g), 2);
+        assert_eq!(g.nodes.len(), 1);
+        assert_eq!(g.nodes[0].input(0), Some(x));
+    }
+}
