@@ -1,1 +1,130 @@
-//! TODO
+//! A builder for graphs written in Rust: add inputs, constants and ops; shapes are inferred as you go, so a
+//! mistake (shapes that do not fit) is reported at the line that makes it.
+//!
+//! ```
+//! use tpu_sdk_core::ir::{builder::GraphBuilder, DType, Tensor};
+//! let mut b = GraphBuilder::new("mlp");
+//! let x = b.input("x", DType::F32, &[1, 4]);
+//! let w = b.constant("w", Tensor::from_f32(vec![4, 2], vec![0.5; 8]));
+//! let h = b.matmul(x, w).unwrap();
+//! let y = b.relu(h).unwrap();
+//! b.output(y);
+//! let g = b.finish().unwrap();
+//! assert_eq!(g.value(g.outputs[0]).shape, vec![1, 2]);
+//! ```
+
+use super::{infer, verify, BinaryOp, DType, Graph, Op, Tensor, UnaryOp, ValueId};
+use crate::Result;
+
+/// Builds a [`Graph`] node by node.
+#[derive(Debug, Default)]
+pub struct GraphBuilder {
+    g: Graph,
+}
+
+impl GraphBuilder {
+    /// An empty graph called `name`.
+    pub fn new(name: impl Into<String>) -> GraphBuilder {
+        GraphBuilder { g: Graph::new(name) }
+    }
+
+    /// Adds a graph input.
+    pub fn input(&mut self, name: &str, dtype: DType, shape: &[usize]) -> ValueId {
+        self.g.add_input(name, dtype, shape.to_vec())
+    }
+
+    /// Adds a constant (a weight).
+    pub fn constant(&mut self, name: &str, t: Tensor) -> ValueId {
+        self.g.add_constant(name, t)
+    }
+
+    /// Adds a node with `n_outputs` outputs and infers their types; absent optional inputs are `None`.
+    pub fn node(&mut self, op: Op, inputs: &[Option<ValueId>], n_outputs: usize) -> Result<Vec<ValueId>> {
+        let idx = self.g.nodes.len();
+        let base = format!("{}_{idx}", op.name().to_lowercase());
+        let outs: Vec<ValueId> = (0..n_outputs)
+            .map(|k| {
+                let name = if n_outputs == 1 { base.clone() } else { format!("{base}_{k}") };
+                self.g.add_value(name, DType::F32, vec![])
+            })
+            .collect();
+        self.g.add_node(base, op, inputs.to_vec(), outs.clone());
+        if let Err(e) = infer::infer_node(&mut self.g, idx) {
+            self.g.nodes.pop();
+            self.g.values.truncate(self.g.values.len() - n_outputs);
+            return Err(e);
+        }
+        Ok(outs)
+    }
+
+    /// Adds a single-output node.
+    pub fn op(&mut self, op: Op, inputs: &[ValueId]) -> Result<ValueId> {
+        let ins: Vec<Option<ValueId>> = inputs.iter().map(|&v| Some(v)).collect();
+        Ok(self.node(op, &ins, 1)?[0])
+    }
+
+    /// `a + b` with broadcasting.
+    pub fn add(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
+        self.op(Op::Binary(BinaryOp::Add, None), &[a, b])
+    }
+
+    /// `a * b` with broadcasting.
+    pub fn mul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
+        self.op(Op::Binary(BinaryOp::Mul, None), &[a, b])
+    }
+
+    /// Matrix product (numpy semantics).
+    pub fn matmul(&mut self, a: ValueId, b: ValueId) -> Result<ValueId> {
+        self.op(Op::MatMul, &[a, b])
+    }
+
+    /// max(x, 0).
+    pub fn relu(&mut self, x: ValueId) -> Result<ValueId> {
+        self.op(Op::Unary(UnaryOp::Relu), &[x])
+    }
+
+    /// Softmax over the last axis.
+    pub fn softmax(&mut self, x: ValueId) -> Result<ValueId> {
+        let rank = self.g.value(x).shape.len();
+        self.op(Op::Softmax { axis: rank.saturating_sub(1) }, &[x])
+    }
+
+    /// Reshape to a static shape.
+    pub fn reshape(&mut self, x: ValueId, shape: &[i64]) -> Result<ValueId> {
+        let s = self.g.add_constant(format!("shape_{}", self.g.values.len()), Tensor::from_i64(vec![shape.len()], shape.to_vec()));
+        self.op(Op::Reshape { allowzero: false }, &[x, s])
+    }
+
+    /// Marks a graph output.
+    pub fn output(&mut self, v: ValueId) {
+        self.g.outputs.push(v);
+    }
+
+    /// The graph so far (for reading shapes while building).
+    pub fn graph(&self) -> &Graph {
+        &self.g
+    }
+
+    /// Verifies and returns the graph.
+    pub fn finish(self) -> Result<Graph> {
+        verify::verify(&self.g)?;
+        Ok(self.g)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reports_a_shape_error_at_the_offending_op_and_stays_usable() {
+        let mut b = GraphBuilder::new("t");
+        let x = b.input("x", DType::F32, &[2, 3]);
+        let w = b.constant("w", Tensor::zeros(DType::F32, vec![4, 5]));
+        assert!(b.matmul(x, w).is_err());
+        let y = b.relu(x).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        assert_eq!(g.nodes.len(), 1);
+    }
+}
