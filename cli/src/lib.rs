@@ -1,3 +1,110 @@
-//! The `tpu-sdk` library facade: re-exports the core crate; the targets follow behind cargo features.
+//! # tpu-sdk
+//!
+//! Run neural networks on Google's TPUs — Cloud TPUs through PJRT, Coral Edge TPUs — and on a fast reference
+//! CPU runtime that needs no accelerator at all.
+//!
+//! This crate is both the `tpu-sdk` command-line tool and a small library facade over
+//! [`tpu_sdk_core`] (re-exported as [`core`]) and the target crates (behind the `cloud-tpu` and `edgetpu`
+//! features). Load a [`Model`], optionally optimise it, [`Model::prepare`] it for a target and run it:
+//!
+//! ```
+//! # std::env::set_current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/..")).unwrap();
+//! use tpu_sdk::{DType, LoadOptions, Model, Tensor};
+//!
+//! let mut opts = LoadOptions::default();
+//! opts.input_shapes.insert("x".into(), vec![1, 3, 48, 192]); // the model leaves N, H, W symbolic
+//! let model = Model::load_with("examples/models/text_direction_cls.onnx", &opts)?;
+//! let mut exe = model.prepare("cpu")?;
+//! let outputs = exe.run(&[Tensor::zeros(DType::F32, vec![1, 3, 48, 192])])?;
+//! let scores = outputs[0].as_f32().unwrap();
+//! assert_eq!(scores.len(), 2); // upright text, text rotated by 180°
+//! # Ok::<(), tpu_sdk::Error>(())
+//! ```
+#![warn(missing_docs)]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 pub use tpu_sdk_core as core;
+pub use tpu_sdk_core::ir::{DType, Graph, Tensor};
+pub use tpu_sdk_core::target::{Executable, Target};
+pub use tpu_sdk_core::{Error, Result};
+
+pub mod targets;
+
+/// The README's code blocks, compiled and run as doc-tests.
+#[doc = include_str!("../../README.md")]
+#[cfg(doctest)]
+pub struct ReadmeDoctests;
+
+/// How to load a model.
+#[derive(Clone, Debug, Default)]
+pub struct LoadOptions {
+    /// Sizes for named symbolic dimensions (for example `batch` → 8).
+    pub dims: HashMap<String, usize>,
+    /// Full shapes for inputs, by input name; overrides symbolic and unknown dims.
+    pub input_shapes: HashMap<String, Vec<usize>>,
+    /// Skip the optimisation passes (keep the graph as imported).
+    pub no_optimize: bool,
+}
+
+/// A model loaded into the core IR.
+#[derive(Clone, Debug)]
+pub struct Model {
+    graph: Graph,
+    path: Option<PathBuf>,
+}
+
+impl Model {
+    /// Loads an ONNX model (`.onnx`) with default options and optimises it.
+    pub fn load(path: impl AsRef<Path>) -> Result<Model> {
+        Model::load_with(path, &LoadOptions::default())
+    }
+
+    /// Loads a model with options.
+    pub fn load_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Model> {
+        let path = path.as_ref();
+        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
+        let mut graph = match ext.as_str() {
+            "onnx" | "" => {
+                let io = tpu_sdk_core::import::onnx::ImportOptions {
+                    dims: opts.dims.clone(),
+                    input_shapes: opts.input_shapes.clone(),
+                    ..Default::default()
+                };
+                tpu_sdk_core::import::onnx::load(path, &io)?
+            }
+            other => {
+                return Err(Error::Unsupported(format!(
+                    "model format '.{other}' of {} (supported: .onnx)",
+                    path.display()
+                )))
+            }
+        };
+        if !opts.no_optimize {
+            tpu_sdk_core::passes::optimize(&mut graph)?;
+        }
+        Ok(Model { graph, path: Some(path.to_path_buf()) })
+    }
+
+    /// Wraps a graph built in code (see [`tpu_sdk_core::ir::builder`]).
+    pub fn from_graph(graph: Graph) -> Result<Model> {
+        tpu_sdk_core::ir::verify::verify(&graph)?;
+        Ok(Model { graph, path: None })
+    }
+
+    /// The graph.
+    pub fn graph(&self) -> &Graph {
+        &self.graph
+    }
+
+    /// The file the model came from, if any.
+    pub fn path(&self) -> Option<&Path> {
+        self.path.as_deref()
+    }
+
+    /// Prepares the model for a target by name (`cpu`, and `cloud-tpu`/`edgetpu` when built in).
+    pub fn prepare(&self, target: &str) -> Result<Box<dyn Executable>> {
+        targets::by_name(target)?.prepare(self.graph.clone())
+    }
+}

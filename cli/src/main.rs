@@ -1,8 +1,71 @@
 //! The `tpu-sdk` command-line tool.
+//!
+//! Exit codes: 0 success; 1 a failure while running (I/O, a kernel error); 2 bad usage or inputs that do not
+//! match the model (count, shape, dtype); 3 the model cannot be loaded (malformed, or uses something
+//! unsupported).
 
-fn main() {
-    println!(
-        "tpu-sdk {}: the inspect/compile/run/deploy/devices/bench commands are not implemented yet (issue 2 is in progress)",
-        env!("CARGO_PKG_VERSION")
-    );
+use std::process::ExitCode;
+
+use clap::{Parser, Subcommand};
+
+mod cmd;
+
+/// Run neural networks on TPUs and on the CPU.
+#[derive(Parser)]
+#[command(name = "tpu-sdk", version, about)]
+struct Cli {
+    /// Worker threads for the CPU runtime (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a model's graph: ops, shapes, dtypes, parameter count, MACs.
+    Inspect(cmd::inspect::Args),
+    /// Run a model on inputs (.npy files or an image) and write its outputs as .npy files.
+    Run(cmd::run::Args),
+    /// Measure a model's latency and throughput.
+    Bench(cmd::bench::Args),
+}
+
+fn exit_code(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if let Some(core) = cause.downcast_ref::<tpu_sdk::Error>() {
+            return match core {
+                tpu_sdk::Error::InputMismatch(_) => 2,
+                tpu_sdk::Error::InvalidModel(_) | tpu_sdk::Error::Unsupported(_) => 3,
+                _ => 1,
+            };
+        }
+        if cause.downcast_ref::<cmd::UsageError>().is_some() {
+            return 2;
+        }
+    }
+    1
+}
+
+fn main() -> ExitCode {
+    let cli = Cli::parse();
+    let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
+        std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());
+    }
+    if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global() {
+        eprintln!("warning: could not size the thread pool: {e}");
+    }
+    let r = match cli.command {
+        Command::Inspect(a) => cmd::inspect::main(a),
+        Command::Run(a) => cmd::run::main(a),
+        Command::Bench(a) => cmd::bench::main(a, threads),
+    };
+    match r {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            ExitCode::from(exit_code(&e))
+        }
+    }
 }

@@ -1,0 +1,62 @@
+//! `tpu-sdk inspect MODEL`: the graph in text form (or `--json`).
+
+use anyhow::Result;
+use serde_json::json;
+use tpu_sdk::core::ir::display::{summary, type_string};
+
+use super::ModelArgs;
+
+/// Arguments of `inspect`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    #[command(flatten)]
+    model: ModelArgs,
+    /// Print a JSON document instead of text.
+    #[arg(long)]
+    json: bool,
+}
+
+/// Runs `inspect`.
+pub fn main(a: Args) -> Result<()> {
+    let model = a.model.load()?;
+    let g = model.graph();
+    if !a.json {
+        println!("{g}");
+        return Ok(());
+    }
+    let s = summary(g);
+    let io = |ids: &[tpu_sdk::core::ir::ValueId]| -> Vec<serde_json::Value> {
+        ids.iter()
+            .map(|&i| {
+                let v = g.value(i);
+                json!({"name": v.name, "dtype": v.dtype.name(), "shape": v.shape, "dynamic": v.dynamic})
+            })
+            .collect()
+    };
+    let nodes: Vec<serde_json::Value> = g
+        .nodes
+        .iter()
+        .enumerate()
+        .map(|(i, n)| {
+            json!({
+                "name": n.name,
+                "op": n.op.name(),
+                "inputs": n.inputs.iter().map(|x| x.map(|v| g.value(v).name.clone())).collect::<Vec<_>>(),
+                "outputs": n.outputs.iter().map(|&o| json!({"name": g.value(o).name, "type": type_string(g.value(o))})).collect::<Vec<_>>(),
+                "macs": tpu_sdk::core::ir::display::node_macs(g, i),
+            })
+        })
+        .collect();
+    let doc = json!({
+        "name": g.name,
+        "inputs": io(&g.inputs),
+        "outputs": io(&g.outputs),
+        "nodes": s.nodes,
+        "ops": s.ops,
+        "parameters": s.parameters,
+        "macs": s.macs,
+        "graph": nodes,
+    });
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
+}

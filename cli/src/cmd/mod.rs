@@ -1,0 +1,192 @@
+//! The subcommands, one file each, and what they share: model loading options and input files.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use tpu_sdk::{LoadOptions, Model, Tensor};
+
+pub mod bench;
+pub mod image_input;
+pub mod inspect;
+pub mod run;
+
+/// A mistake in the command line that clap cannot see (exit code 2).
+#[derive(Debug)]
+pub struct UsageError(pub String);
+
+impl std::fmt::Display for UsageError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+impl std::error::Error for UsageError {}
+
+/// Options for loading a model, shared by the subcommands.
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelArgs {
+    /// The model file (.onnx).
+    pub model: PathBuf,
+    /// Size of a named symbolic dimension, e.g. `--dim batch=8` (repeatable).
+    #[arg(long = "dim", value_name = "NAME=SIZE")]
+    pub dims: Vec<String>,
+    /// Full shape of an input, e.g. `--input-shape x=1,3,224,224` (repeatable).
+    #[arg(long = "input-shape", value_name = "NAME=D0,D1,...")]
+    pub input_shapes: Vec<String>,
+    /// Keep the graph exactly as imported (no optimisation passes).
+    #[arg(long)]
+    pub no_optimize: bool,
+}
+
+impl ModelArgs {
+    /// The load options these flags describe.
+    pub fn options(&self) -> Result<LoadOptions> {
+        let mut o = LoadOptions { no_optimize: self.no_optimize, ..Default::default() };
+        for d in &self.dims {
+            let (k, v) = d.split_once('=').ok_or_else(|| UsageError(format!("--dim '{d}': expected NAME=SIZE")))?;
+            let v: usize = v.parse().map_err(|_| UsageError(format!("--dim '{d}': '{v}' is not a size")))?;
+            o.dims.insert(k.to_string(), v);
+        }
+        for s in &self.input_shapes {
+            let (k, v) = s.split_once('=').ok_or_else(|| UsageError(format!("--input-shape '{s}': expected NAME=D0,D1,...")))?;
+            let dims = parse_list::<usize>(v).map_err(|e| UsageError(format!("--input-shape '{s}': {e}")))?;
+            o.input_shapes.insert(k.to_string(), dims);
+        }
+        Ok(o)
+    }
+
+    /// Loads the model with these options.
+    pub fn load(&self) -> Result<Model> {
+        self.load_with(self.options()?)
+    }
+
+    /// Loads the model with explicit options.
+    pub fn load_with(&self, o: LoadOptions) -> Result<Model> {
+        Model::load_with(&self.model, &o).with_context(|| format!("cannot load {}", self.model.display()))
+    }
+}
+
+/// Parses `a,b,c`.
+pub fn parse_list<T: std::str::FromStr>(s: &str) -> Result<Vec<T>, String> {
+    s.split(',')
+        .filter(|p| !p.trim().is_empty())
+        .map(|p| p.trim().parse::<T>().map_err(|_| format!("'{p}' is not a valid number")))
+        .collect()
+}
+
+/// `--input A.npy` or `--input NAME=A.npy`.
+#[derive(Debug, Clone)]
+pub struct InputSpec {
+    /// Input name, when given.
+    pub name: Option<String>,
+    /// The .npy file.
+    pub path: PathBuf,
+}
+
+impl std::str::FromStr for InputSpec {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s.split_once('=') {
+            Some((n, p)) if !n.is_empty() && !Path::new(s).exists() => Ok(InputSpec { name: Some(n.into()), path: p.into() }),
+            _ => Ok(InputSpec { name: None, path: s.into() }),
+        }
+    }
+}
+
+/// Reads the input files.
+pub fn read_inputs(specs: &[InputSpec]) -> Result<Vec<(Option<String>, Tensor)>> {
+    specs
+        .iter()
+        .map(|s| {
+            let t = tpu_sdk::core::npy::read(&s.path).with_context(|| format!("cannot read input {}", s.path.display()))?;
+            Ok((s.name.clone(), t))
+        })
+        .collect()
+}
+
+/// Puts named and positional inputs into the model's input order; errors are input mismatches (exit 2).
+pub fn order_inputs(model: &Model, given: Vec<(Option<String>, Tensor)>) -> Result<Vec<Tensor>> {
+    let g = model.graph();
+    let names: Vec<&str> = g.inputs.iter().map(|&i| g.value(i).name.as_str()).collect();
+    if given.iter().all(|(n, _)| n.is_none()) {
+        return Ok(given.into_iter().map(|(_, t)| t).collect());
+    }
+    let mut slots: Vec<Option<Tensor>> = vec![None; names.len()];
+    let mut next = 0;
+    for (n, t) in given {
+        let k = match n {
+            Some(n) => names.iter().position(|x| *x == n).ok_or_else(|| {
+                tpu_sdk::Error::InputMismatch(format!("the model has no input '{n}' (inputs: {})", names.join(", ")))
+            })?,
+            None => {
+                while next < slots.len() && slots[next].is_some() {
+                    next += 1;
+                }
+                next
+            }
+        };
+        if k >= slots.len() {
+            return Err(tpu_sdk::Error::InputMismatch(format!("too many inputs: the model takes {}", names.len())).into());
+        }
+        if slots[k].is_some() {
+            return Err(tpu_sdk::Error::InputMismatch(format!("input '{}' given twice", names[k])).into());
+        }
+        slots[k] = Some(t);
+    }
+    slots
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| t.ok_or_else(|| tpu_sdk::Error::InputMismatch(format!("input '{}' is missing", names[k])).into()))
+        .collect()
+}
+
+/// Loads the model; when positional/named inputs are given whose shapes differ from the model's declared
+/// (possibly symbolic) input shapes, reloads with those shapes so symbolic dims take the given sizes.
+pub fn load_for_inputs(args: &ModelArgs, given: &[(Option<String>, Tensor)]) -> Result<Model> {
+    let opts = args.options()?;
+    let model = args.load_with(opts.clone())?;
+    if given.is_empty() {
+        return Ok(model);
+    }
+    let g = model.graph();
+    let names: Vec<String> = g.inputs.iter().map(|&i| g.value(i).name.clone()).collect();
+    let mut shapes = opts.input_shapes.clone();
+    let mut differs = false;
+    for (k, (n, t)) in given.iter().enumerate() {
+        let name = n.clone().or_else(|| names.get(k).cloned());
+        let Some(name) = name else { continue };
+        if let Some(pos) = names.iter().position(|x| *x == name) {
+            let declared = &g.value(g.inputs[pos]).shape;
+            if *declared != t.shape && !opts.input_shapes.contains_key(&name) {
+                differs = true;
+                shapes.insert(name, t.shape.clone());
+            }
+        }
+    }
+    if !differs {
+        return Ok(model);
+    }
+    args.load_with(tpu_sdk::LoadOptions { input_shapes: shapes, ..opts })
+}
+
+/// A deterministic pseudo-random tensor for inputs the user did not give (benchmarks).
+pub fn random_tensor(dtype: tpu_sdk::DType, shape: &[usize], seed: u64) -> Tensor {
+    use tpu_sdk::DType::*;
+    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move || {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        (s >> 11) as f64 / (1u64 << 53) as f64
+    };
+    let mut t = Tensor::zeros(dtype, shape.to_vec());
+    match dtype {
+        F32 => t.view_mut::<f32>().unwrap().iter_mut().for_each(|x| *x = next() as f32 * 2.0 - 1.0),
+        F64 => t.view_mut::<f64>().unwrap().iter_mut().for_each(|x| *x = next() * 2.0 - 1.0),
+        I64 => t.view_mut::<i64>().unwrap().iter_mut().for_each(|x| *x = (next() * 4.0) as i64),
+        I32 => t.view_mut::<i32>().unwrap().iter_mut().for_each(|x| *x = (next() * 4.0) as i32),
+        U8 => t.view_mut::<u8>().unwrap().iter_mut().for_each(|x| *x = (next() * 255.0) as u8),
+        I8 => t.view_mut::<i8>().unwrap().iter_mut().for_each(|x| *x = (next() * 255.0 - 128.0) as i8),
+        _ => {}
+    }
+    t
+}

@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Runs every test: sets up the Python oracles in .venv (onnx, onnxruntime, numpy), regenerates the ONNX
+# backend node suite into conformance/cases, then runs the Rust tests, the conformance harness included.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ ! -x .venv/bin/python ]; then
+    python3 -m venv .venv
+fi
+.venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
+
+if [ ! -f conformance/cases/.complete ]; then
+    rm -rf conformance/cases
+    .venv/bin/python conformance/generate.py conformance/cases
+    touch conformance/cases/.complete
+fi
+
+export TPU_SDK_PYTHON="$PWD/.venv/bin/python"
+export TPU_SDK_REQUIRE_CONFORMANCE=1
+cargo test --workspace -- --nocapture 2>&1 | grep -v '^$' | grep -vE '^test .* \.\.\. ok$'
+exit "${PIPESTATUS[0]}"
