@@ -15,7 +15,7 @@ pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     /// Target to run on.
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(tpu_sdk::targets::names()))]
     target: String,
     /// Timed runs.
     #[arg(long, default_value_t = 50)]

@@ -16,7 +16,7 @@ pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
     /// Target to run on.
-    #[arg(long, default_value = "cpu")]
+    #[arg(long, default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(tpu_sdk::targets::names()))]
     target: String,
     /// An input .npy file, in the model's input order, or NAME=FILE (repeatable).
     #[arg(long = "input", value_name = "[NAME=]FILE")]

@@ -1,0 +1,138 @@
+//! The command-line contract: outputs, JSON, exit codes and error messages, and no panic on bad files.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tpu_sdk::core::npy;
+use tpu_sdk::{DType, Tensor};
+
+const MODEL: &str = "examples/models/text_direction_cls.onnx";
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn tpu_sdk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).args(["--threads", "2"]).args(args).output().unwrap()
+}
+
+fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Asserts the exit code and that nothing panicked; returns (stdout, stderr).
+fn expect(o: Output, code: i32) -> (String, String) {
+    let (out, err) = text(&o);
+    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
+    (out, err)
+}
+
+fn classify(image: &str) -> String {
+    let (out, _) = expect(
+        tpu_sdk(&[
+            "run", MODEL, "--input-shape", "x=1,3,48,192", "--image", image, "--mean", "0.5", "--std", "0.5", "--top-k", "1",
+            "--labels", "examples/models/text_direction_cls.labels.txt", "--json",
+        ]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    doc["top_k"][0]["label"].as_str().unwrap().to_string()
+}
+
+#[test]
+fn the_trained_example_model_tells_upright_from_upside_down_text() {
+    assert_eq!(classify("examples/images/text_upright.png"), "0");
+    assert_eq!(classify("examples/images/text_upside_down.png"), "180");
+}
+
+#[test]
+fn run_writes_outputs_in_order_and_reports_json() {
+    let tmp = tempfile::tempdir().unwrap();
+    let x = tmp.path().join("x.npy");
+    npy::write(&x, &Tensor::zeros(DType::F32, vec![2, 3, 48, 192])).unwrap();
+    let out_dir = tmp.path().join("out");
+    let (out, _) = expect(
+        tpu_sdk(&["run", MODEL, "--target", "cpu", "--input", x.to_str().unwrap(), "--output-dir", out_dir.to_str().unwrap(), "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["outputs"][0]["shape"], serde_json::json!([2, 2]));
+    let y = npy::read(&out_dir.join("output_0.npy")).unwrap();
+    assert_eq!(y.shape, vec![2, 2]);
+    let s = y.as_f32().unwrap();
+    assert!((s[0] + s[1] - 1.0).abs() < 1e-5, "softmax scores sum to 1: {s:?}");
+    // named input form
+    let named = format!("x={}", x.display());
+    expect(tpu_sdk(&["run", MODEL, "--input", &named]), 0);
+}
+
+#[test]
+fn wrong_inputs_exit_2_and_show_expected_and_given() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bad = tmp.path().join("bad.npy");
+    npy::write(&bad, &Tensor::zeros(DType::F32, vec![1, 3, 48, 100])).unwrap();
+    let (_, err) = expect(tpu_sdk(&["run", MODEL, "--input-shape", "x=1,3,48,192", "--input", bad.to_str().unwrap()]), 2);
+    assert!(err.contains("expected") && err.contains("[1, 3, 48, 192]") && err.contains("[1, 3, 48, 100]"), "{err}");
+
+    let ints = tmp.path().join("ints.npy");
+    npy::write(&ints, &Tensor::zeros(DType::I64, vec![1, 3, 48, 192])).unwrap();
+    let (_, err) = expect(tpu_sdk(&["run", MODEL, "--input-shape", "x=1,3,48,192", "--input", ints.to_str().unwrap()]), 2);
+    assert!(err.contains("f32") && err.contains("i64"), "{err}");
+
+    let (_, err) = expect(tpu_sdk(&["run", MODEL, "--input", bad.to_str().unwrap(), "--input", bad.to_str().unwrap()]), 2);
+    assert!(err.contains("1 input"), "{err}");
+
+    let nope = format!("nope={}", bad.display());
+    let (_, err) = expect(tpu_sdk(&["run", MODEL, "--input", &nope]), 2);
+    assert!(err.contains("no input 'nope'"), "{err}");
+}
+
+#[test]
+fn broken_model_files_exit_3_with_a_message_and_never_panic() {
+    let tmp = tempfile::tempdir().unwrap();
+    let bytes = std::fs::read(repo().join(MODEL)).unwrap();
+    let mut cases: Vec<(String, Vec<u8>)> = vec![("empty".into(), vec![])];
+    for len in [1, 7, 100, 1000, bytes.len() / 2, bytes.len() - 1] {
+        cases.push((format!("truncated at {len}"), bytes[..len].to_vec()));
+    }
+    let mut s = 12345u64;
+    let noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect();
+    cases.push(("random bytes".into(), noise));
+    for (what, data) in cases {
+        let p = tmp.path().join("m.onnx");
+        std::fs::write(&p, &data).unwrap();
+        let o = tpu_sdk(&["inspect", p.to_str().unwrap()]);
+        let (_, err) = expect(o, 3);
+        assert!(err.contains("cannot load") && err.len() > 30, "{what}: {err}");
+    }
+    let (_, err) = expect(tpu_sdk(&["inspect", "no/such/model.onnx"]), 1);
+    assert!(err.contains("no/such/model.onnx"), "{err}");
+}
+
+#[test]
+fn inspect_and_bench_report_what_they_promise() {
+    let (out, _) = expect(tpu_sdk(&["inspect", MODEL, "--input-shape", "x=1,3,48,192"]), 0);
+    assert!(out.contains("Conv") && out.contains("MACs"), "{out}");
+    let (out, _) = expect(tpu_sdk(&["inspect", MODEL, "--input-shape", "x=1,3,48,192", "--json"]), 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(doc["inputs"][0]["shape"], serde_json::json!([1, 3, 48, 192]));
+    assert!(doc["macs"].as_u64().unwrap() > 1_000_000);
+    assert!(doc["parameters"].as_u64().unwrap() > 100_000);
+
+    let (out, _) = expect(tpu_sdk(&["bench", MODEL, "--input-shape", "x=1,3,48,192", "--iterations", "3", "--warmup", "1", "--json"]), 0);
+    let doc: serde_json::Value = serde_json::from_str(&out).unwrap();
+    let l = &doc["latency_ms"];
+    assert!(l["min"].as_f64().unwrap() > 0.0 && l["min"].as_f64() <= l["median"].as_f64() && l["median"].as_f64() <= l["p90"].as_f64());
+    assert!(doc["throughput_per_s"].as_f64().unwrap() > 0.0);
+
+    let (_, err) = expect(tpu_sdk(&["run", MODEL, "--target", "quantum"]), 2);
+    assert!(err.contains("'quantum'") && err.contains("cpu"), "{err}");
+}
