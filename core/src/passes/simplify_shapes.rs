@@ -21,7 +21,15 @@ pub fn run(g: &mut Graph) -> usize {
         }
         let Some(src) = n.input(0) else { continue };
         let Some(p) = producers[src.0] else { continue };
-        if is_reshape_like(&g.nodes[p].op) && matches!(n.op, Op::Reshape { .. }) {
+        // A Reshape reads only its input's element count, unless its target shape copies input dims (a 0
+        // without allowzero): only then would reading the earlier input change the result.
+        let copies_dims = match n.op {
+            Op::Reshape { allowzero: false } => {
+                n.input(1).and_then(|s| g.values[s.0].constant.as_ref()).is_none_or(|t| t.to_i64_vec().contains(&0))
+            }
+            _ => true,
+        };
+        if is_reshape_like(&g.nodes[p].op) && matches!(n.op, Op::Reshape { .. }) && !copies_dims {
             if let Some(orig) = g.nodes[p].input(0) {
                 if !g.values[orig.0].dynamic {
                     g.nodes[i].inputs[0] = Some(orig);
@@ -79,5 +87,21 @@ mod tests {
         assert_eq!(run(&mut g), 2);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.nodes[0].input(0), Some(x));
+    }
+
+    #[test]
+    fn keeps_a_reshape_whose_zero_copies_a_dim_of_the_earlier_reshape() {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", DType::F32, vec![2, 3, 4]);
+        let a = g.add_value("a", DType::F32, vec![]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        let axes = g.add_constant("axes", Tensor::from_i64(vec![1], vec![0]));
+        let s = g.add_constant("s", Tensor::from_i64(vec![2], vec![0, -1]));
+        g.add_node("unsq", Op::Unsqueeze { axes: None }, vec![Some(x), Some(axes)], vec![a]);
+        g.add_node("reshape", Op::Reshape { allowzero: false }, vec![Some(a), Some(s)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g).unwrap();
+        run(&mut g);
+        assert_eq!(g.nodes[1].input(0), Some(a));
     }
 }
