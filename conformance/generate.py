@@ -86,7 +86,7 @@ def main():
             continue
         for kind, arrays in (("input", inputs), ("output", outputs)):
             for i, x in enumerate(arrays):
-                np.save(os.path.join(d, f"{kind}_{i}.npy"), np.ascontiguousarray(x))
+                np.save(os.path.join(d, f"{kind}_{i}.npy"), np.asarray(x, order="C"))
         n_ok += 1
     print(f"wrote {n_ok} cases to {out} ({n_unrep} more with data .npy cannot hold)")
 

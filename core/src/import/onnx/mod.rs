@@ -1,1 +1,85 @@
-//! ONNX import.
+//! ONNX import: a `.onnx` file (protobuf `ModelProto`) into the core [`Graph`].
+//!
+//! The importer decodes the model with hand-written prost messages ([`proto`]), inlines model-local
+//! functions, checks (and if needed restores) the topological order of the nodes, turns initializers and
+//! `Constant` nodes into constants, resolves the input shapes (declared sizes, `--dim` values for symbolic
+//! dimensions, or whole `--input-shape` overrides) and maps every node of the default ONNX domain to a core
+//! [`crate::ir::Op`], following the model's opset (attributes that moved to inputs, changed defaults, legacy
+//! broadcasting, ...). Shapes are inferred node by node as the graph is built, then the graph is verified.
+//!
+//! Anything the SDK cannot represent faithfully (an unknown op or domain, an attribute value that changes the
+//! semantics, an unsupported element type, control flow) is an [`Error::Unsupported`] naming the node; a
+//! malformed file (truncated, inconsistent) is an [`Error::InvalidModel`]. Import never panics on bad input.
+//!
+//! ```no_run
+//! use tpu_sdk_core::import::onnx::{load_with_notes, ImportOptions};
+//! let mut opts = ImportOptions::default();
+//! opts.dims.insert("batch".into(), 4);
+//! let (graph, notes) = load_with_notes("model.onnx".as_ref(), &opts)?;
+//! for n in notes {
+//!     eprintln!("note: {n}");
+//! }
+//! # Ok::<(), tpu_sdk_core::Error>(())
+//! ```
+
+use std::collections::HashMap;
+use std::path::Path;
+
+use crate::ir::Graph;
+use crate::{Error, Result};
+
+mod attrs;
+mod graph;
+mod ops;
+pub mod proto;
+mod tensor;
+#[cfg(test)]
+mod tests;
+
+pub use ops::SUPPORTED_OPS;
+
+/// Options of the ONNX importer.
+#[derive(Clone, Debug, Default)]
+pub struct ImportOptions {
+    /// Sizes for named symbolic dimensions (`dim_param`), e.g. `"batch" -> 8`.
+    pub dims: HashMap<String, usize>,
+    /// Full shapes for graph inputs by name; they override the declared shapes (the rank must match when the
+    /// model declares one).
+    pub input_shapes: HashMap<String, Vec<usize>>,
+}
+
+/// Loads an ONNX model file into a verified graph with inferred shapes.
+///
+/// External tensor data is read relative to the model's folder. Symbolic or unknown input dimensions that
+/// `opts` does not set are taken as 1 (see [`load_with_notes`] to learn which).
+pub fn load(path: &Path, opts: &ImportOptions) -> Result<Graph> {
+    load_with_notes(path, opts).map(|(g, _)| g)
+}
+
+/// Like [`load`], also returning human-readable notes: which symbolic or unknown input dimensions were
+/// assumed to be 1, and options that matched nothing.
+pub fn load_with_notes(path: &Path, opts: &ImportOptions) -> Result<(Graph, Vec<String>)> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    load_bytes_with_notes(&bytes, Some(dir), opts).map_err(|e| match e {
+        Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", path.display())),
+        other => other,
+    })
+}
+
+/// Loads an ONNX model from memory. `base_dir` is the folder external tensor data is read from (`None`:
+/// models with external data are rejected).
+pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>, opts: &ImportOptions) -> Result<Graph> {
+    load_bytes_with_notes(bytes, base_dir, opts).map(|(g, _)| g)
+}
+
+/// Like [`load_bytes`], also returning the notes of [`load_with_notes`].
+pub fn load_bytes_with_notes(bytes: &[u8], base_dir: Option<&Path>, opts: &ImportOptions) -> Result<(Graph, Vec<String>)> {
+    let model = graph::decode(bytes)?;
+    let (g, notes) = graph::import(&model, base_dir, opts, true)?;
+    crate::ir::verify::verify(&g)?;
+    Ok((g, notes))
+}

@@ -1,12 +1,1513 @@
-//! TODO: kernels of this op family (being written).
+//! Data movement and shape ops: Reshape, Flatten, Squeeze, Unsqueeze, Transpose, Concat, Split, Slice, Pad,
+//! Expand, Tile, Shape, Size, ConstantOfShape, Range, Identity, Trilu, OneHot, EyeLike, DepthToSpace,
+//! SpaceToDepth, NonZero and ReverseSequence.
+//!
+//! This family is the catch-all of the kernel dispatch: an op it does not own gets a "not supported" error.
+//!
+//! Every kernel is generic over the element type (dispatched once per call) and moves contiguous runs with
+//! `copy_from_slice`. Transpose, Slice, Expand, Tile, DepthToSpace and SpaceToDepth are all one strided copy
+//! ([`strided_copy`]): the output is a row-major walk over input offsets `base + Σ i_d * stride_d`, which is
+//! simplified (size-1 dims dropped, mergeable dims merged) and then run as contiguous row copies, fills,
+//! a cache-blocked 2-D transpose or a strided gather, in parallel over the outermost dim when large.
 
-use super::{InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{Op, Tensor};
+use rayon::prelude::*;
 
-pub fn infer(op: &Op, _inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    Err(InferError::Invalid(format!("{} is not implemented yet", op.name())))
+use super::util::{broadcast_shape, norm_axis, strides};
+use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use crate::ir::{DType, Element, Op, PadMode, Tensor};
+use crate::with_data;
+
+/// Outputs with fewer elements than this are computed on one thread.
+pub(super) const PAR_MIN: usize = 1 << 16;
+
+/// Side of the square tiles of the blocked transpose.
+const TILE: usize = 32;
+
+/// True for the ops this family computes.
+fn owns(op: &Op) -> bool {
+    use Op::*;
+    matches!(
+        op,
+        Reshape { .. }
+            | Flatten { .. }
+            | Squeeze { .. }
+            | Unsqueeze { .. }
+            | Transpose { .. }
+            | Concat { .. }
+            | Split { .. }
+            | Slice
+            | Pad { .. }
+            | Expand
+            | Tile
+            | Shape { .. }
+            | Size
+            | ConstantOfShape { .. }
+            | Range
+            | Identity
+            | Trilu { .. }
+            | OneHot { .. }
+            | EyeLike { .. }
+            | DepthToSpace { .. }
+            | SpaceToDepth { .. }
+            | NonZero
+            | ReverseSequence { .. }
+    )
 }
 
-pub fn eval(op: &Op, _inputs: &[Option<&Tensor>], _outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-    Err(format!("{} is not implemented yet", op.name()))
+/// The error for an op that no kernel family owns.
+fn unsupported(op: &Op) -> String {
+    format!("op {} is not supported by the CPU runtime", op.name())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Reading parameter inputs
+// ---------------------------------------------------------------------------------------------------------
+
+/// The values of an integer parameter tensor (shape, axes, pads, ...).
+fn ints(t: &Tensor, what: &str) -> Result<Vec<i64>, String> {
+    if !t.dtype().is_int() {
+        return Err(format!("{what} must be an integer tensor, not {}", t.dtype()));
+    }
+    Ok(t.to_i64_vec())
+}
+
+/// One integer from a scalar or one-element parameter tensor.
+fn int_scalar(t: &Tensor, what: &str) -> Result<i64, String> {
+    let v = ints(t, what)?;
+    match v.as_slice() {
+        [x] => Ok(*x),
+        _ => Err(format!("{what} must hold exactly one value, it has {}", v.len())),
+    }
+}
+
+/// Parameter input `i` for shape inference: `None` when absent, its value when constant, and
+/// [`InferError::Dynamic`] when it is present but only known at run time.
+fn cparam<'a>(inputs: &[Option<TypeInfo<'a>>], i: usize) -> Result<Option<&'a Tensor>, InferError> {
+    match inputs.get(i).copied().flatten() {
+        None => Ok(None),
+        Some(t) => t.value.map(Some).ok_or(InferError::Dynamic),
+    }
+}
+
+/// Parameter input `i` for evaluation (`None` when absent).
+fn rparam<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Option<&'a Tensor> {
+    inputs.get(i).copied().flatten()
+}
+
+/// A required parameter input.
+fn required<'a>(t: Option<&'a Tensor>, what: &str) -> Result<&'a Tensor, String> {
+    t.ok_or_else(|| format!("missing required input {what}"))
+}
+
+/// Product of dims, or an error on overflow.
+fn numel(shape: &[usize]) -> Result<usize, String> {
+    shape
+        .iter()
+        .try_fold(1usize, |a, &d| a.checked_mul(d))
+        .ok_or_else(|| format!("shape {shape:?} has too many elements"))
+}
+
+/// A non-negative dim from an i64, or an error naming it.
+fn dim_of(v: i64, what: &str) -> Result<usize, String> {
+    usize::try_from(v).map_err(|_| format!("{what} {v} is negative"))
+}
+
+/// Normalises axes against `rank` (each in [-rank, rank)), rejecting duplicates.
+fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
+    let mut out = Vec::with_capacity(axes.len());
+    for &a in axes {
+        let r = rank as i64;
+        if a < -r || a >= r {
+            return Err(format!("axis {a} is out of range for rank {rank}"));
+        }
+        let a = if a < 0 { a + r } else { a } as usize;
+        if out.contains(&a) {
+            return Err(format!("axis {a} appears twice in axes {axes:?}"));
+        }
+        out.push(a);
+    }
+    Ok(out)
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Shape rules (shared by infer and eval)
+// ---------------------------------------------------------------------------------------------------------
+
+fn reshape_shape(shape: &[usize], spec: &[i64], allowzero: bool) -> Result<Vec<usize>, String> {
+    let total = numel(shape)?;
+    let mut out = Vec::with_capacity(spec.len());
+    let mut inferred = None;
+    for (i, &d) in spec.iter().enumerate() {
+        match d {
+            -1 => {
+                if inferred.is_some() {
+                    return Err(format!("shape {spec:?} has more than one -1"));
+                }
+                inferred = Some(i);
+                out.push(1);
+            }
+            0 if !allowzero => match shape.get(i) {
+                Some(&s) => out.push(s),
+                None => {
+                    return Err(format!(
+                        "shape {spec:?} copies dim {i} (0) but the input {shape:?} has rank {}",
+                        shape.len()
+                    ))
+                }
+            },
+            d => out.push(dim_of(d, "shape value")?),
+        }
+    }
+    if let Some(i) = inferred {
+        if allowzero && spec.contains(&0) {
+            return Err(format!("shape {spec:?} has both -1 and 0 with allowzero"));
+        }
+        let known = numel(&out)?;
+        if known == 0 || total % known != 0 {
+            return Err(format!("cannot reshape {shape:?} ({total} elements) to {spec:?}"));
+        }
+        out[i] = total / known;
+    }
+    if numel(&out)? != total {
+        return Err(format!("cannot reshape {shape:?} ({total} elements) to {out:?}"));
+    }
+    Ok(out)
+}
+
+fn flatten_shape(shape: &[usize], axis: usize) -> Result<Vec<usize>, String> {
+    if axis > shape.len() {
+        return Err(format!("axis {axis} is out of range for rank {}", shape.len()));
+    }
+    Ok(vec![numel(&shape[..axis])?, numel(&shape[axis..])?])
+}
+
+fn squeeze_shape(shape: &[usize], axes: Option<&[i64]>) -> Result<Vec<usize>, String> {
+    match axes {
+        None | Some([]) => Ok(shape.iter().copied().filter(|&d| d != 1).collect()),
+        Some(axes) => {
+            let axes = norm_axes(axes, shape.len())?;
+            for &a in &axes {
+                if shape[a] != 1 {
+                    return Err(format!("cannot squeeze axis {a} of size {}", shape[a]));
+                }
+            }
+            Ok(shape.iter().enumerate().filter(|(i, _)| !axes.contains(i)).map(|(_, &d)| d).collect())
+        }
+    }
+}
+
+fn unsqueeze_shape(shape: &[usize], axes: &[i64]) -> Result<Vec<usize>, String> {
+    let rank = shape.len() + axes.len();
+    let axes = norm_axes(axes, rank)?;
+    let mut rest = shape.iter();
+    Ok((0..rank).map(|i| if axes.contains(&i) { 1 } else { rest.next().copied().unwrap_or(1) }).collect())
+}
+
+fn transpose_perm(rank: usize, perm: &[usize]) -> Result<Vec<usize>, String> {
+    if perm.is_empty() {
+        return Ok((0..rank).rev().collect());
+    }
+    let mut seen = vec![false; rank];
+    if perm.len() != rank || perm.iter().any(|&p| p >= rank || std::mem::replace(&mut seen[p], true)) {
+        return Err(format!("perm {perm:?} is not a permutation of the {rank} input dims"));
+    }
+    Ok(perm.to_vec())
+}
+
+fn concat_shape<'a>(shapes: impl Iterator<Item = &'a [usize]>, axis: usize) -> Result<Vec<usize>, String> {
+    let mut out: Option<Vec<usize>> = None;
+    for (k, s) in shapes.enumerate() {
+        match &mut out {
+            None => {
+                if axis >= s.len() {
+                    return Err(format!("axis {axis} is out of range for rank {}", s.len()));
+                }
+                out = Some(s.to_vec());
+            }
+            Some(o) => {
+                if s.len() != o.len() || s.iter().zip(o.iter()).enumerate().any(|(d, (a, b))| d != axis && a != b) {
+                    return Err(format!(
+                        "input {k} has shape {s:?}, which does not concatenate with {o:?} on axis {axis}"
+                    ));
+                }
+                o[axis] += s[axis];
+            }
+        }
+    }
+    out.ok_or_else(|| "Concat needs at least one input".to_string())
+}
+
+fn split_sizes(
+    shape: &[usize],
+    axis: usize,
+    attr: Option<&[usize]>,
+    input: Option<&Tensor>,
+    n: usize,
+) -> Result<Vec<usize>, String> {
+    let dim = *shape.get(axis).ok_or_else(|| format!("axis {axis} is out of range for rank {}", shape.len()))?;
+    let sizes = match (attr, input) {
+        (Some(s), _) if !s.is_empty() => s.to_vec(),
+        (_, Some(t)) if !t.is_empty() => {
+            ints(t, "split")?.into_iter().map(|v| dim_of(v, "split size")).collect::<Result<_, _>>()?
+        }
+        _ => {
+            if n == 0 {
+                return Err("Split needs split sizes or a number of outputs".into());
+            }
+            let chunk = dim.div_ceil(n);
+            let last = dim
+                .checked_sub(chunk * (n - 1))
+                .ok_or_else(|| format!("cannot split a dim of {dim} into {n} outputs"))?;
+            let mut v = vec![chunk; n];
+            v[n - 1] = last;
+            v
+        }
+    };
+    if sizes.iter().sum::<usize>() != dim {
+        return Err(format!("split sizes {sizes:?} do not add up to the dim {dim} of axis {axis}"));
+    }
+    Ok(sizes)
+}
+
+/// Per input dim: (first index, step, output length).
+type SlicePlan = Vec<(i64, i64, usize)>;
+
+fn slice_plan(
+    shape: &[usize],
+    starts: &Tensor,
+    ends: &Tensor,
+    axes: Option<&Tensor>,
+    steps: Option<&Tensor>,
+) -> Result<SlicePlan, String> {
+    let starts = ints(starts, "starts")?;
+    let ends = ints(ends, "ends")?;
+    let n = starts.len();
+    if ends.len() != n {
+        return Err(format!("starts has {n} values but ends has {}", ends.len()));
+    }
+    let axes = match axes {
+        Some(a) => norm_axes(&ints(a, "axes")?, shape.len())?,
+        None => {
+            if n > shape.len() {
+                return Err(format!("starts has {n} values but the input has rank {}", shape.len()));
+            }
+            (0..n).collect()
+        }
+    };
+    if axes.len() != n {
+        return Err(format!("axes has {} values but starts has {n}", axes.len()));
+    }
+    let steps = match steps {
+        Some(s) => ints(s, "steps")?,
+        None => vec![1; n],
+    };
+    if steps.len() != n {
+        return Err(format!("steps has {} values but starts has {n}", steps.len()));
+    }
+    let mut plan: SlicePlan = shape.iter().map(|&d| (0, 1, d)).collect();
+    for i in 0..n {
+        let (a, step) = (axes[i], steps[i]);
+        if step == 0 {
+            return Err(format!("step of axis {a} is 0"));
+        }
+        let dim = shape[a] as i128;
+        let (mut s, mut e) = (starts[i] as i128, ends[i] as i128);
+        if s < 0 {
+            s += dim;
+        }
+        if e < 0 {
+            e += dim;
+        }
+        let st = step as i128;
+        let len = if dim == 0 {
+            s = 0;
+            0
+        } else if st > 0 {
+            s = s.clamp(0, dim);
+            e = e.clamp(0, dim);
+            if e > s {
+                (e - s - 1) / st + 1
+            } else {
+                0
+            }
+        } else {
+            s = s.clamp(0, dim - 1);
+            e = e.clamp(-1, dim - 1);
+            if s > e {
+                (s - e - 1) / -st + 1
+            } else {
+                0
+            }
+        };
+        plan[a] = (s as i64, step, len as usize);
+    }
+    Ok(plan)
+}
+
+/// Per dim: (begin pad, end pad), negative values crop.
+type PadPlan = Vec<(i64, i64)>;
+
+/// The pads of every dim and the output shape.
+fn pad_plan(shape: &[usize], pads: &Tensor, axes: Option<&Tensor>) -> Result<(PadPlan, Vec<usize>), String> {
+    let rank = shape.len();
+    let pads = ints(pads, "pads")?;
+    let axes = match axes {
+        Some(a) => norm_axes(&ints(a, "axes")?, rank)?,
+        None => (0..rank).collect(),
+    };
+    if pads.len() != 2 * axes.len() {
+        return Err(format!("pads has {} values, expected {} (2 per padded axis)", pads.len(), 2 * axes.len()));
+    }
+    let mut plan = vec![(0i64, 0i64); rank];
+    for (i, &a) in axes.iter().enumerate() {
+        plan[a] = (pads[i], pads[axes.len() + i]);
+    }
+    let out = shape
+        .iter()
+        .zip(&plan)
+        .map(|(&d, &(b, e))| {
+            let n = (d as i128) + b as i128 + e as i128;
+            usize::try_from(n).map_err(|_| format!("pads {pads:?} make a negative dim from {shape:?}"))
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    Ok((plan, out))
+}
+
+fn expand_shape(shape: &[usize], target: &Tensor) -> Result<Vec<usize>, String> {
+    let t = ints(target, "shape")?.into_iter().map(|v| dim_of(v, "shape value")).collect::<Result<Vec<_>, _>>()?;
+    broadcast_shape(shape, &t)
+}
+
+fn tile_repeats(shape: &[usize], repeats: &Tensor) -> Result<Vec<usize>, String> {
+    let r = ints(repeats, "repeats")?;
+    if r.len() != shape.len() {
+        return Err(format!("repeats has {} values but the input has rank {}", r.len(), shape.len()));
+    }
+    r.into_iter().map(|v| dim_of(v, "repeats value")).collect()
+}
+
+fn tile_shape(shape: &[usize], repeats: &[usize]) -> Result<Vec<usize>, String> {
+    let out: Vec<usize> = shape
+        .iter()
+        .zip(repeats)
+        .map(|(a, b)| a.checked_mul(*b))
+        .collect::<Option<_>>()
+        .ok_or_else(|| format!("tiling {shape:?} by {repeats:?} has too many elements"))?;
+    numel(&out)?;
+    Ok(out)
+}
+
+fn shape_range(rank: usize, start: i64, end: Option<i64>) -> (usize, usize) {
+    let r = rank as i64;
+    let clamp = |v: i64| (if v < 0 { v.saturating_add(r) } else { v }).clamp(0, r) as usize;
+    let s = clamp(start);
+    let e = clamp(end.unwrap_or(r));
+    (s, e.max(s))
+}
+
+fn const_of_shape(shape: &Tensor, value: &Tensor) -> Result<Vec<usize>, String> {
+    if value.len() != 1 {
+        return Err(format!("value must hold one element, it has {}", value.len()));
+    }
+    if shape.shape.len() > 1 {
+        return Err(format!("the shape input must be 1-D, it has shape {:?}", shape.shape));
+    }
+    let s = ints(shape, "shape")?.into_iter().map(|v| dim_of(v, "shape value")).collect::<Result<Vec<_>, _>>()?;
+    numel(&s)?;
+    Ok(s)
+}
+
+/// Range parameters as exact integers or as f64.
+enum RangeParams {
+    Int(i64, i64, usize),
+    Float(f64, f64, usize),
+}
+
+fn range_params(start: &Tensor, limit: &Tensor, delta: &Tensor) -> Result<RangeParams, String> {
+    for (t, what) in [(start, "start"), (limit, "limit"), (delta, "delta")] {
+        if t.len() != 1 {
+            return Err(format!("{what} must be a scalar, it has shape {:?}", t.shape));
+        }
+        if t.dtype() == DType::Bool {
+            return Err(format!("{what} must be numeric, not bool"));
+        }
+    }
+    if start.dtype().is_int() {
+        let (s, l, d) = (start.to_i64_vec()[0], limit.to_i64_vec()[0], delta.to_i64_vec()[0]);
+        if d == 0 {
+            return Err("delta is 0".into());
+        }
+        let (diff, d128) = (l as i128 - s as i128, d as i128);
+        let mut q = diff / d128;
+        if diff % d128 != 0 && ((diff > 0) == (d128 > 0)) {
+            q += 1;
+        }
+        let n = usize::try_from(q.max(0)).map_err(|_| format!("Range({s}, {l}, {d}) is too long"))?;
+        Ok(RangeParams::Int(s, d, n))
+    } else {
+        let (s, l, d) = (start.to_f64_vec()[0], limit.to_f64_vec()[0], delta.to_f64_vec()[0]);
+        if d == 0.0 {
+            return Err("delta is 0".into());
+        }
+        let n = ((l - s) / d).ceil();
+        if !n.is_finite() {
+            return Err(format!("Range({s}, {l}, {d}) has no finite length"));
+        }
+        let n = n.max(0.0);
+        if n > (1u64 << 40) as f64 {
+            return Err(format!("Range({s}, {l}, {d}) is too long"));
+        }
+        // numpy's arange steps by the rounded difference of its first two values.
+        Ok(RangeParams::Float(s, (s + d) - s, n as usize))
+    }
+}
+
+fn range_len(p: &RangeParams) -> usize {
+    match *p {
+        RangeParams::Int(_, _, n) | RangeParams::Float(_, _, n) => n,
+    }
+}
+
+fn onehot_shape(shape: &[usize], depth: &Tensor, axis: i64) -> Result<(Vec<usize>, usize, usize), String> {
+    if depth.len() != 1 {
+        return Err(format!("depth must hold one value, it has shape {:?}", depth.shape));
+    }
+    let d = depth.to_f64_vec()[0];
+    if d.is_nan() || d < 1.0 || d > i64::MAX as f64 {
+        return Err(format!("depth {d} must be a positive number"));
+    }
+    let depth = d as usize;
+    let a = norm_axis(axis, shape.len() + 1)?;
+    let mut out = shape.to_vec();
+    out.insert(a, depth);
+    numel(&out)?;
+    Ok((out, a, depth))
+}
+
+fn depth_to_space_shape(shape: &[usize], b: usize) -> Result<Vec<usize>, String> {
+    match *shape {
+        [n, c, h, w] if b > 0 && c % (b * b) == 0 => Ok(vec![n, c / (b * b), h * b, w * b]),
+        [_, c, _, _] => Err(format!("channels {c} are not divisible by blocksize² ({b}²)")),
+        _ => Err(format!("input must be 4-D (NCHW), it has shape {shape:?}")),
+    }
+}
+
+fn space_to_depth_shape(shape: &[usize], b: usize) -> Result<Vec<usize>, String> {
+    match *shape {
+        [n, c, h, w] if b > 0 && h % b == 0 && w % b == 0 => Ok(vec![n, c * b * b, h / b, w / b]),
+        [_, _, h, w] => Err(format!("spatial dims {h}x{w} are not divisible by blocksize {b}")),
+        _ => Err(format!("input must be 4-D (NCHW), it has shape {shape:?}")),
+    }
+}
+
+fn count_nonzero(t: &Tensor) -> usize {
+    fn count<T: Element>(v: &[T]) -> usize {
+        let zero = T::default();
+        v.iter().filter(|&&x| x != zero).count()
+    }
+    with_data!(&t.data, v => count(v))
+}
+
+fn nonzero_shape(shape: &[usize], count: usize) -> Vec<usize> {
+    vec![shape.len().max(1), count]
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Inference
+// ---------------------------------------------------------------------------------------------------------
+
+/// Shape inference for the ops of this family (see the module docs); other ops get a "not supported" error.
+pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
+    if !owns(op) {
+        return Err(InferError::Invalid(unsupported(op)));
+    }
+    let x = info(inputs, 0)?;
+    let same = |shape: Vec<usize>| Ok(vec![(x.dtype, shape)]);
+    match op {
+        Op::Reshape { allowzero } => {
+            let s = ints(required(cparam(inputs, 1)?, "shape")?, "shape")?;
+            same(reshape_shape(x.shape, &s, *allowzero)?)
+        }
+        Op::Flatten { axis } => same(flatten_shape(x.shape, *axis)?),
+        Op::Squeeze { axes } => {
+            let axes = match axes {
+                Some(a) => Some(a.clone()),
+                None => cparam(inputs, 1)?.map(|t| ints(t, "axes")).transpose()?,
+            };
+            same(squeeze_shape(x.shape, axes.as_deref())?)
+        }
+        Op::Unsqueeze { axes } => {
+            let axes = match axes {
+                Some(a) => a.clone(),
+                None => ints(required(cparam(inputs, 1)?, "axes")?, "axes")?,
+            };
+            same(unsqueeze_shape(x.shape, &axes)?)
+        }
+        Op::Transpose { perm } => {
+            let p = transpose_perm(x.shape.len(), perm)?;
+            same(p.iter().map(|&i| x.shape[i]).collect())
+        }
+        Op::Concat { axis } => {
+            let all: Vec<TypeInfo> = (0..inputs.len()).map(|i| info(inputs, i)).collect::<Result<_, _>>()?;
+            if let Some((k, t)) = all.iter().enumerate().find(|(_, t)| t.dtype != x.dtype) {
+                return Err(InferError::Invalid(format!("input {k} is {}, input 0 is {}", t.dtype, x.dtype)));
+            }
+            same(concat_shape(all.iter().map(|t| t.shape), *axis)?)
+        }
+        Op::Split { axis, split, num_outputs } => {
+            let sizes = split_sizes(x.shape, *axis, split.as_deref(), cparam(inputs, 1)?, *num_outputs)?;
+            Ok(sizes
+                .into_iter()
+                .map(|s| {
+                    let mut sh = x.shape.to_vec();
+                    sh[*axis] = s;
+                    (x.dtype, sh)
+                })
+                .collect())
+        }
+        Op::Slice => {
+            let plan = slice_plan(
+                x.shape,
+                required(cparam(inputs, 1)?, "starts")?,
+                required(cparam(inputs, 2)?, "ends")?,
+                cparam(inputs, 3)?,
+                cparam(inputs, 4)?,
+            )?;
+            same(plan.iter().map(|p| p.2).collect())
+        }
+        Op::Pad { .. } => {
+            if let Some(c) = inputs.get(2).copied().flatten() {
+                if c.dtype != x.dtype {
+                    return Err(InferError::Invalid(format!("constant_value is {}, data is {}", c.dtype, x.dtype)));
+                }
+            }
+            let (_, out) = pad_plan(x.shape, required(cparam(inputs, 1)?, "pads")?, cparam(inputs, 3)?)?;
+            same(out)
+        }
+        Op::Expand => same(expand_shape(x.shape, required(cparam(inputs, 1)?, "shape")?)?),
+        Op::Tile => {
+            let r = tile_repeats(x.shape, required(cparam(inputs, 1)?, "repeats")?)?;
+            same(tile_shape(x.shape, &r)?)
+        }
+        Op::Shape { start, end } => {
+            let (s, e) = shape_range(x.shape.len(), *start, *end);
+            Ok(vec![(DType::I64, vec![e - s])])
+        }
+        Op::Size => Ok(vec![(DType::I64, vec![])]),
+        Op::ConstantOfShape { value } => {
+            let s = cparam(inputs, 0)?.ok_or(InferError::Dynamic)?;
+            Ok(vec![(value.dtype(), const_of_shape(s, value)?)])
+        }
+        Op::Range => {
+            let p = range_params(
+                required(cparam(inputs, 0)?, "start")?,
+                required(cparam(inputs, 1)?, "limit")?,
+                required(cparam(inputs, 2)?, "delta")?,
+            )?;
+            Ok(vec![(x.dtype, vec![range_len(&p)])])
+        }
+        Op::Identity => same(x.shape.to_vec()),
+        Op::Trilu { .. } => {
+            if x.shape.len() < 2 {
+                return Err(InferError::Invalid(format!("input must have rank >= 2, it has shape {:?}", x.shape)));
+            }
+            same(x.shape.to_vec())
+        }
+        Op::OneHot { axis } => {
+            let values = info(inputs, 2)?;
+            let (out, _, _) = onehot_shape(x.shape, required(cparam(inputs, 1)?, "depth")?, *axis)?;
+            Ok(vec![(values.dtype, out)])
+        }
+        Op::EyeLike { dtype, .. } => {
+            if x.shape.len() != 2 {
+                return Err(InferError::Invalid(format!("input must be 2-D, it has shape {:?}", x.shape)));
+            }
+            Ok(vec![(dtype.unwrap_or(x.dtype), x.shape.to_vec())])
+        }
+        Op::DepthToSpace { blocksize, .. } => same(depth_to_space_shape(x.shape, *blocksize)?),
+        Op::SpaceToDepth { blocksize } => same(space_to_depth_shape(x.shape, *blocksize)?),
+        Op::NonZero => {
+            let v = x.value.ok_or(InferError::Dynamic)?;
+            Ok(vec![(DType::I64, nonzero_shape(x.shape, count_nonzero(v)))])
+        }
+        Op::ReverseSequence { batch_axis, time_axis } => {
+            let l = info(inputs, 1)?;
+            reverse_sequence_check(x.shape, l.shape, *batch_axis, *time_axis)?;
+            same(x.shape.to_vec())
+        }
+        _ => Err(InferError::Invalid(unsupported(op))),
+    }
+}
+
+fn reverse_sequence_check(shape: &[usize], lengths: &[usize], batch: usize, time: usize) -> Result<(), String> {
+    if shape.len() < 2 {
+        return Err(format!("input must have rank >= 2, it has shape {shape:?}"));
+    }
+    if batch > 1 || time > 1 || batch == time {
+        return Err(format!("batch_axis {batch} and time_axis {time} must be 0 and 1 in some order"));
+    }
+    if lengths != [shape[batch]] {
+        return Err(format!("sequence_lens has shape {lengths:?}, expected [{}]", shape[batch]));
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Evaluation
+// ---------------------------------------------------------------------------------------------------------
+
+/// Runs the ops of this family (see the module docs); other ops get a "not supported" error.
+pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+    if !owns(op) {
+        return Err(unsupported(op));
+    }
+    let x = input(inputs, 0)?;
+    if let Op::Split { axis, split, num_outputs } = op {
+        return eval_split(x, *axis, split.as_deref(), rparam(inputs, 1), *num_outputs, outputs);
+    }
+    let out = outputs.first_mut().ok_or("the node has no output")?;
+    match op {
+        Op::Reshape { allowzero } => {
+            let s = ints(input(inputs, 1)?, "shape")?;
+            let shape = reshape_shape(&x.shape, &s, *allowzero)?;
+            copy_as(x, &shape, out)
+        }
+        Op::Flatten { axis } => copy_as(x, &flatten_shape(&x.shape, *axis)?, out),
+        Op::Squeeze { axes } => {
+            let axes = match axes {
+                Some(a) => Some(a.clone()),
+                None => rparam(inputs, 1).map(|t| ints(t, "axes")).transpose()?,
+            };
+            copy_as(x, &squeeze_shape(&x.shape, axes.as_deref())?, out)
+        }
+        Op::Unsqueeze { axes } => {
+            let axes = match axes {
+                Some(a) => a.clone(),
+                None => ints(input(inputs, 1)?, "axes")?,
+            };
+            copy_as(x, &unsqueeze_shape(&x.shape, &axes)?, out)
+        }
+        Op::Identity => {
+            out.assign(x);
+            Ok(())
+        }
+        Op::Transpose { perm } => {
+            let p = transpose_perm(x.shape.len(), perm)?;
+            let st = strides(&x.shape);
+            let dims: Vec<Dim> = p.iter().map(|&i| (x.shape[i], st[i] as isize)).collect();
+            let shape: Vec<usize> = p.iter().map(|&i| x.shape[i]).collect();
+            copy_strided(x, 0, &dims, &shape, out)
+        }
+        Op::Concat { axis } => eval_concat(inputs, *axis, out),
+        Op::Slice => {
+            let plan =
+                slice_plan(&x.shape, input(inputs, 1)?, input(inputs, 2)?, rparam(inputs, 3), rparam(inputs, 4))?;
+            let st = strides(&x.shape);
+            let base: i64 = plan.iter().zip(&st).map(|(p, &s)| if p.2 == 0 { 0 } else { p.0 * s as i64 }).sum();
+            let dims: Vec<Dim> =
+                plan.iter().zip(&st).map(|(p, &s)| (p.2, (p.1 as isize).wrapping_mul(s as isize))).collect();
+            let shape: Vec<usize> = plan.iter().map(|p| p.2).collect();
+            copy_strided(x, base as usize, &dims, &shape, out)
+        }
+        Op::Pad { mode } => {
+            let (plan, shape) = pad_plan(&x.shape, input(inputs, 1)?, rparam(inputs, 3))?;
+            let cval = rparam(inputs, 2);
+            with_data!(&x.data, v => pad(v, &x.shape, &plan, *mode, cval, &shape, out))
+        }
+        Op::Expand => {
+            let shape = expand_shape(&x.shape, input(inputs, 1)?)?;
+            let bs = super::util::broadcast_strides(&x.shape, &shape);
+            let dims: Vec<Dim> = shape.iter().zip(&bs).map(|(&d, &s)| (d, s as isize)).collect();
+            copy_strided(x, 0, &dims, &shape, out)
+        }
+        Op::Tile => {
+            let r = tile_repeats(&x.shape, input(inputs, 1)?)?;
+            let st = strides(&x.shape);
+            let mut dims: Vec<Dim> = Vec::with_capacity(2 * r.len());
+            for i in 0..r.len() {
+                dims.push((r[i], 0));
+                dims.push((x.shape[i], st[i] as isize));
+            }
+            let shape = tile_shape(&x.shape, &r)?;
+            copy_strided(x, 0, &dims, &shape, out)
+        }
+        Op::Shape { start, end } => {
+            let (s, e) = shape_range(x.shape.len(), *start, *end);
+            for (o, &d) in out.reset::<i64>(&[e - s]).iter_mut().zip(&x.shape[s..e]) {
+                *o = d as i64;
+            }
+            Ok(())
+        }
+        Op::Size => {
+            out.reset::<i64>(&[])[0] = x.len() as i64;
+            Ok(())
+        }
+        Op::ConstantOfShape { value } => {
+            let shape = const_of_shape(x, value)?;
+            with_data!(&value.data, v => out.reset(&shape).fill(v[0]));
+            Ok(())
+        }
+        Op::Range => {
+            let p = range_params(x, input(inputs, 1)?, input(inputs, 2)?)?;
+            eval_range(&p, x.dtype(), out);
+            Ok(())
+        }
+        Op::Trilu { upper } => {
+            let k = rparam(inputs, 1).map(|t| int_scalar(t, "k")).transpose()?.unwrap_or(0);
+            let r = x.shape.len();
+            if r < 2 {
+                return Err(format!("input must have rank >= 2, it has shape {:?}", x.shape));
+            }
+            let (n, m) = (x.shape[r - 2], x.shape[r - 1]);
+            with_data!(&x.data, v => trilu(v, n, m, k, *upper, out.reset(&x.shape)));
+            Ok(())
+        }
+        Op::OneHot { axis } => {
+            let values = input(inputs, 2)?;
+            if values.len() != 2 {
+                return Err(format!("values must hold [off, on], it has {} elements", values.len()));
+            }
+            let (shape, a, depth) = onehot_shape(&x.shape, input(inputs, 1)?, *axis)?;
+            let inner: usize = x.shape[a..].iter().product();
+            with_data!(&x.data, idx => with_data!(&values.data, val => {
+                onehot(idx, inner, depth, val[0], val[1], out.reset(&shape))
+            }));
+            Ok(())
+        }
+        Op::EyeLike { dtype, k } => {
+            let &[n, m] = x.shape.as_slice() else {
+                return Err(format!("input must be 2-D, it has shape {:?}", x.shape));
+            };
+            out.reset_dtype(dtype.unwrap_or(x.dtype()), &[n, m]);
+            with_data!(&mut out.data, v => eye(v, n, m, *k));
+            Ok(())
+        }
+        Op::DepthToSpace { blocksize, crd } => {
+            let shape = depth_to_space_shape(&x.shape, *blocksize)?;
+            let (b, [n, c, h, w]) = (*blocksize, [x.shape[0], x.shape[1], x.shape[2], x.shape[3]]);
+            let c2 = c / (b * b);
+            let s = |v: usize| v as isize;
+            let (sn, sh, sw) = (s(c * h * w), s(w), 1);
+            let dims: [Dim; 6] = if *crd {
+                // input viewed as [n, c2, b1, b2, h, w]
+                [(n, sn), (c2, s(b * b * h * w)), (h, sh), (b, s(b * h * w)), (w, sw), (b, s(h * w))]
+            } else {
+                // input viewed as [n, b1, b2, c2, h, w]
+                [(n, sn), (c2, s(h * w)), (h, sh), (b, s(b * c2 * h * w)), (w, sw), (b, s(c2 * h * w))]
+            };
+            copy_strided(x, 0, &dims, &shape, out)
+        }
+        Op::SpaceToDepth { blocksize } => {
+            let shape = space_to_depth_shape(&x.shape, *blocksize)?;
+            let (b, [n, c, h, w]) = (*blocksize, [x.shape[0], x.shape[1], x.shape[2], x.shape[3]]);
+            let s = |v: usize| v as isize;
+            // input viewed as [n, c, h/b, b1, w/b, b2], output [n, b1, b2, c, h/b, w/b]
+            let dims: [Dim; 6] =
+                [(n, s(c * h * w)), (b, s(w)), (b, 1), (c, s(h * w)), (h / b, s(b * w)), (w / b, s(b))];
+            copy_strided(x, 0, &dims, &shape, out)
+        }
+        Op::NonZero => {
+            let shape = nonzero_shape(&x.shape, count_nonzero(x));
+            let o = out.reset::<i64>(&shape);
+            with_data!(&x.data, v => nonzero(v, &x.shape, o));
+            Ok(())
+        }
+        Op::ReverseSequence { batch_axis, time_axis } => {
+            let lens = input(inputs, 1)?;
+            reverse_sequence_check(&x.shape, &lens.shape, *batch_axis, *time_axis)?;
+            let lens = ints(lens, "sequence_lens")?;
+            let t = x.shape[*time_axis];
+            if let Some(l) = lens.iter().find(|&&l| l < 0 || l as u64 > t as u64) {
+                return Err(format!("sequence length {l} is out of range for a time axis of size {t}"));
+            }
+            with_data!(&x.data, v => reverse_sequence(v, &x.shape, &lens, *batch_axis, *time_axis, out.reset(&x.shape)));
+            Ok(())
+        }
+        _ => Err(unsupported(op)),
+    }
+}
+
+/// Copies `x`'s elements into `out` with a new shape of the same element count.
+fn copy_as(x: &Tensor, shape: &[usize], out: &mut Tensor) -> Result<(), String> {
+    if numel(shape)? != x.len() {
+        return Err(format!("cannot view {:?} as {shape:?}", x.shape));
+    }
+    with_data!(&x.data, v => out.reset(shape).copy_from_slice(v));
+    Ok(())
+}
+
+fn copy_strided(x: &Tensor, base: usize, dims: &[Dim], shape: &[usize], out: &mut Tensor) -> Result<(), String> {
+    with_data!(&x.data, v => strided_copy(v.as_slice(), base, dims, out.reset(shape)));
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Strided copy (Transpose, Slice, Expand, Tile, DepthToSpace, SpaceToDepth)
+// ---------------------------------------------------------------------------------------------------------
+
+/// One output dim of a strided read: its length and the input stride in elements (0 broadcasts, negative
+/// walks backwards).
+pub(super) type Dim = (usize, isize);
+
+/// Runs `f(first_row, rows)` over `out` cut into groups of whole rows of `row` elements, in parallel when
+/// `out` is large.
+pub(super) fn for_rows<T: Send>(out: &mut [T], row: usize, f: impl Fn(usize, &mut [T]) + Sync + Send) {
+    if row == 0 || out.is_empty() {
+        return;
+    }
+    let rows = out.len() / row;
+    if out.len() < PAR_MIN || rows < 2 {
+        f(0, out);
+        return;
+    }
+    let per = rows.div_ceil(rayon::current_num_threads() * 4).max(1);
+    out.par_chunks_mut(per * row).enumerate().for_each(|(t, c)| f(t * per, c));
+}
+
+/// Fills the row-major `out` (of shape `dims[..].0`) with `inp[base + Σ i_d * dims[d].1]`.
+///
+/// The caller guarantees every such offset is inside `inp` (it is for a valid view of the input).
+pub(super) fn strided_copy<T: Element>(inp: &[T], base: usize, dims: &[Dim], out: &mut [T]) {
+    if out.is_empty() {
+        return;
+    }
+    // Drop size-1 dims and merge an outer dim into the next when they walk the input as one.
+    let mut d: Vec<Dim> = Vec::with_capacity(dims.len() + 1);
+    for &(n, s) in dims {
+        if n == 1 {
+            continue;
+        }
+        if let Some(last) = d.last_mut() {
+            if last.1 == s.wrapping_mul(n as isize) {
+                *last = (last.0 * n, s);
+                continue;
+            }
+        }
+        d.push((n, s));
+    }
+    if d.is_empty() {
+        out[0] = inp[base];
+        return;
+    }
+    if d.len() == 1 {
+        d.insert(0, (1, 0));
+    }
+    let r = d.len();
+    let ostr = {
+        let shape: Vec<usize> = d.iter().map(|x| x.0).collect();
+        strides(&shape)
+    };
+    let (n_last, s_last) = d[r - 1];
+    // The output dim that reads the input contiguously, for the blocked transpose.
+    let tiled = if s_last == 1 || s_last == 0 { None } else { (0..r - 1).rev().find(|&k| d[k].1 == 1) };
+    let base = base as isize;
+
+    let run = |lo: usize, hi: usize, out: &mut [T]| {
+        // Outer dims: (lo, hi, out stride, in stride); dim 0 is restricted to [lo, hi).
+        let mut outer: Vec<(usize, usize, usize, isize)> = Vec::with_capacity(r);
+        for k in 0..r - 1 {
+            if Some(k) == tiled {
+                continue;
+            }
+            let (a, b) = if k == 0 { (lo, hi) } else { (0, d[k].0) };
+            outer.push((a, b, ostr[k], d[k].1));
+        }
+        match tiled {
+            None if s_last == 1 => walk(&outer, 0, base, &mut |o, i| {
+                let i = i as usize;
+                out[o..o + n_last].copy_from_slice(&inp[i..i + n_last]);
+            }),
+            None if s_last == 0 => walk(&outer, 0, base, &mut |o, i| out[o..o + n_last].fill(inp[i as usize])),
+            None => walk(&outer, 0, base, &mut |o, i| {
+                let mut i = i;
+                for v in &mut out[o..o + n_last] {
+                    *v = inp[i as usize];
+                    i += s_last;
+                }
+            }),
+            Some(k) => {
+                let (xlo, xhi) = if k == 0 { (lo, hi) } else { (0, d[k].0) };
+                let osk = ostr[k];
+                walk(&outer, 0, base, &mut |o, i| {
+                    for x0 in (xlo..xhi).step_by(TILE) {
+                        let x1 = (x0 + TILE).min(xhi);
+                        for y0 in (0..n_last).step_by(TILE) {
+                            let y1 = (y0 + TILE).min(n_last);
+                            for x in x0..x1 {
+                                let orow = o + (x - xlo) * osk;
+                                let mut ii = i + x as isize + y0 as isize * s_last;
+                                for v in &mut out[orow + y0..orow + y1] {
+                                    *v = inp[ii as usize];
+                                    ii += s_last;
+                                }
+                            }
+                        }
+                    }
+                })
+            }
+        }
+    };
+
+    let n0 = d[0].0;
+    if out.len() < PAR_MIN || n0 < 2 {
+        run(0, n0, out);
+        return;
+    }
+    let mut per = n0.div_ceil(rayon::current_num_threads() * 4);
+    if tiled == Some(0) {
+        per = per.max(TILE / 2);
+    }
+    out.par_chunks_mut(per * ostr[0]).enumerate().for_each(|(t, c)| {
+        let lo = t * per;
+        run(lo, (lo + per).min(n0), c)
+    });
+}
+
+/// Calls `f(out_offset, in_offset)` for every index of the outer dims `(lo, hi, out stride, in stride)`;
+/// out offsets count from `lo`.
+fn walk(dims: &[(usize, usize, usize, isize)], o: usize, i: isize, f: &mut impl FnMut(usize, isize)) {
+    match dims.split_first() {
+        None => f(o, i),
+        Some((&(lo, hi, os, is), rest)) => {
+            for x in lo..hi {
+                walk(rest, o + (x - lo) * os, i + x as isize * is, f);
+            }
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Concat / Split
+// ---------------------------------------------------------------------------------------------------------
+
+fn eval_concat(inputs: &[Option<&Tensor>], axis: usize, out: &mut Tensor) -> Result<(), String> {
+    let ts: Vec<&Tensor> = (0..inputs.len()).map(|i| input(inputs, i)).collect::<Result<_, _>>()?;
+    let shape = concat_shape(ts.iter().map(|t| t.shape.as_slice()), axis)?;
+    with_data!(&ts[0].data, v => concat(v.as_slice(), &ts, axis, &shape, out))
+}
+
+fn concat<T: Element>(
+    _first: &[T],
+    ts: &[&Tensor],
+    axis: usize,
+    shape: &[usize],
+    out: &mut Tensor,
+) -> Result<(), String> {
+    let views: Vec<&[T]> = ts
+        .iter()
+        .enumerate()
+        .map(|(k, t)| t.view::<T>().ok_or_else(|| format!("input {k} is {}, input 0 is {}", t.dtype(), T::DTYPE)))
+        .collect::<Result<_, _>>()?;
+    let inner: usize = shape[axis + 1..].iter().product();
+    let chunks: Vec<usize> = ts.iter().map(|t| t.shape[axis] * inner).collect();
+    let row: usize = chunks.iter().sum();
+    let out = out.reset::<T>(shape);
+    for_rows(out, row, |first, c| {
+        for (k, dst) in c.chunks_mut(row).enumerate() {
+            let o = first + k;
+            let mut off = 0;
+            for (src, &n) in views.iter().zip(&chunks) {
+                dst[off..off + n].copy_from_slice(&src[o * n..(o + 1) * n]);
+                off += n;
+            }
+        }
+    });
+    Ok(())
+}
+
+fn eval_split(
+    x: &Tensor,
+    axis: usize,
+    attr: Option<&[usize]>,
+    split: Option<&Tensor>,
+    n: usize,
+    outputs: &mut [Tensor],
+) -> Result<(), String> {
+    let sizes = split_sizes(&x.shape, axis, attr, split, n)?;
+    if sizes.len() != outputs.len() {
+        return Err(format!("split makes {} outputs but the node has {}", sizes.len(), outputs.len()));
+    }
+    let outer: usize = x.shape[..axis].iter().product();
+    let inner: usize = x.shape[axis + 1..].iter().product();
+    let dim = x.shape[axis];
+    let mut off = 0;
+    for (out, &s) in outputs.iter_mut().zip(&sizes) {
+        let mut shape = x.shape.clone();
+        shape[axis] = s;
+        let (row, start) = (s * inner, off * inner);
+        with_data!(&x.data, v => {
+            let o = out.reset(&shape);
+            debug_assert_eq!(o.len(), outer * row);
+            for_rows(o, row, |first, c| {
+                for (k, dst) in c.chunks_mut(row).enumerate() {
+                    let src = (first + k) * dim * inner + start;
+                    dst.copy_from_slice(&v[src..src + row]);
+                }
+            })
+        });
+        off += s;
+    }
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Pad
+// ---------------------------------------------------------------------------------------------------------
+
+/// Input index of each output position along one dim (`usize::MAX`: the constant value).
+fn pad_map(n: usize, begin: i64, end: i64, out_len: usize, mode: PadMode, axis: usize) -> Result<Vec<usize>, String> {
+    let cb = (-begin).max(0) as i128;
+    let ce = (-end).max(0) as i128;
+    let m = n as i128 - cb - ce;
+    let pb = begin.max(0) as i128;
+    let pe = end.max(0) as i128;
+    if m < 0 && mode != PadMode::Constant {
+        return Err(format!("pads crop more than the {n} elements of axis {axis}"));
+    }
+    if (pb > 0 || pe > 0) && mode != PadMode::Constant && m == 0 {
+        return Err(format!("cannot pad axis {axis} in {mode:?} mode: it is empty after cropping"));
+    }
+    Ok((0..out_len)
+        .map(|o| {
+            let j = o as i128 - pb;
+            let j = if (0..m).contains(&j) {
+                j
+            } else {
+                match mode {
+                    PadMode::Constant => return usize::MAX,
+                    PadMode::Edge => j.clamp(0, m - 1),
+                    PadMode::Wrap => j.rem_euclid(m),
+                    PadMode::Reflect if m == 1 => 0,
+                    PadMode::Reflect => {
+                        // numpy's reflection, repeated for pads longer than the axis
+                        let p = 2 * (m - 1);
+                        let jj = j.rem_euclid(p);
+                        if jj >= m {
+                            p - jj
+                        } else {
+                            jj
+                        }
+                    }
+                }
+            };
+            (j + cb) as usize
+        })
+        .collect())
+}
+
+fn pad<T: Element>(
+    x: &[T],
+    shape: &[usize],
+    plan: &[(i64, i64)],
+    mode: PadMode,
+    cval: Option<&Tensor>,
+    out_shape: &[usize],
+    out: &mut Tensor,
+) -> Result<(), String> {
+    let c = match cval {
+        None => T::default(),
+        Some(t) => match t.view::<T>() {
+            Some(v) => v.first().copied().unwrap_or_default(),
+            None => return Err(format!("constant_value is {}, data is {}", t.dtype(), T::DTYPE)),
+        },
+    };
+    let r = shape.len();
+    let maps: Vec<Vec<usize>> =
+        (0..r).map(|d| pad_map(shape[d], plan[d].0, plan[d].1, out_shape[d], mode, d)).collect::<Result<_, _>>()?;
+    let o = out.reset::<T>(out_shape);
+    if r == 0 {
+        o.copy_from_slice(x);
+        return Ok(());
+    }
+    let ist = strides(shape);
+    let last = &maps[r - 1];
+    let row = out_shape[r - 1];
+    // The run of the last dim copied straight from the input: output [lo, hi) reads input [cb, ..).
+    let (b, e) = plan[r - 1];
+    let (pb, cb) = (b.max(0) as usize, (-b).max(0) as usize);
+    let m = shape[r - 1] as i128 - cb as i128 - (-e).max(0) as i128;
+    let (lo, hi) = if m > 0 { (pb.min(row), (pb + m as usize).min(row)) } else { (0, 0) };
+    for_rows(o, row, |first, c_rows| {
+        for (k, dst) in c_rows.chunks_mut(row).enumerate() {
+            let mut ri = first + k;
+            let mut off = 0usize;
+            let mut constant = false;
+            for d in (0..r - 1).rev() {
+                let idx = ri % out_shape[d];
+                ri /= out_shape[d];
+                let m = maps[d][idx];
+                if m == usize::MAX {
+                    constant = true;
+                    break;
+                }
+                off += m * ist[d];
+            }
+            if constant {
+                dst.fill(c);
+                continue;
+            }
+            let src = &x[off..off + shape[r - 1]];
+            dst[lo..hi].copy_from_slice(&src[cb..cb + (hi - lo)]);
+            for j in (0..lo).chain(hi..row) {
+                dst[j] = if last[j] == usize::MAX { c } else { src[last[j]] };
+            }
+        }
+    });
+    Ok(())
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Generators and the rest
+// ---------------------------------------------------------------------------------------------------------
+
+fn eval_range(p: &RangeParams, dtype: DType, out: &mut Tensor) {
+    macro_rules! ints_to {
+        ($t:ty, $s:expr, $d:expr, $n:expr) => {
+            for (k, o) in out.reset::<$t>(&[$n]).iter_mut().enumerate() {
+                *o = ($s as i128 + k as i128 * $d as i128) as $t;
+            }
+        };
+    }
+    match *p {
+        RangeParams::Int(s, d, n) => match dtype {
+            DType::I8 => ints_to!(i8, s, d, n),
+            DType::U8 => ints_to!(u8, s, d, n),
+            DType::I16 => ints_to!(i16, s, d, n),
+            DType::I32 => ints_to!(i32, s, d, n),
+            _ => ints_to!(i64, s, d, n),
+        },
+        RangeParams::Float(s, d, n) => {
+            out.reset_dtype(dtype, &[n]);
+            fn fill<T: Element>(v: &mut [T], s: f64, d: f64) {
+                for (k, o) in v.iter_mut().enumerate() {
+                    *o = T::from_f64(s + k as f64 * d);
+                }
+            }
+            with_data!(&mut out.data, v => fill(v, s, d));
+        }
+    }
+}
+
+fn trilu<T: Element>(x: &[T], n: usize, m: usize, k: i64, upper: bool, out: &mut [T]) {
+    if n == 0 || m == 0 {
+        return;
+    }
+    let zero = T::default();
+    for (xm, om) in x.chunks(n * m).zip(out.chunks_mut(n * m)) {
+        for i in 0..n {
+            let (xr, or) = (&xm[i * m..(i + 1) * m], &mut om[i * m..(i + 1) * m]);
+            let diag = (i as i64).saturating_add(k);
+            let (lo, hi) = if upper {
+                (diag.clamp(0, m as i64) as usize, m)
+            } else {
+                (0, diag.saturating_add(1).clamp(0, m as i64) as usize)
+            };
+            or[..lo].fill(zero);
+            or[lo..hi].copy_from_slice(&xr[lo..hi]);
+            or[hi..].fill(zero);
+        }
+    }
+}
+
+fn onehot<I: Element, T: Element>(idx: &[I], inner: usize, depth: usize, off: T, on: T, out: &mut [T]) {
+    out.fill(off);
+    if inner == 0 {
+        return;
+    }
+    for (j, &i) in idx.iter().enumerate() {
+        let mut v = i.to_f64() as i64;
+        if v < 0 {
+            v += depth as i64;
+        }
+        if v >= 0 && (v as usize) < depth {
+            let (o, p) = (j / inner, j % inner);
+            out[(o * depth + v as usize) * inner + p] = on;
+        }
+    }
+}
+
+fn eye<T: Element>(v: &mut [T], n: usize, m: usize, k: i64) {
+    v.fill(T::default());
+    let one = T::from_f64(1.0);
+    for i in 0..n {
+        let j = i as i64 + k;
+        if j >= 0 && (j as usize) < m {
+            v[i * m + j as usize] = one;
+        }
+    }
+}
+
+fn nonzero<T: Element>(v: &[T], shape: &[usize], out: &mut [i64]) {
+    let zero = T::default();
+    let n = out.len() / shape.len().max(1);
+    let st = strides(shape);
+    let mut c = 0;
+    for (flat, x) in v.iter().enumerate() {
+        if *x != zero {
+            let mut rem = flat;
+            for (d, &s) in st.iter().enumerate() {
+                out[d * n + c] = (rem / s) as i64;
+                rem %= s;
+            }
+            if shape.is_empty() {
+                out[c] = 0;
+            }
+            c += 1;
+        }
+    }
+}
+
+fn reverse_sequence<T: Element>(x: &[T], shape: &[usize], lens: &[i64], batch: usize, time: usize, out: &mut [T]) {
+    out.copy_from_slice(x);
+    let st = strides(shape);
+    let inner: usize = shape[2..].iter().product();
+    for (b, &l) in lens.iter().enumerate() {
+        let l = l as usize;
+        for t in 0..l {
+            let o = b * st[batch] + t * st[time];
+            let i = b * st[batch] + (l - 1 - t) * st[time];
+            out[o..o + inner].copy_from_slice(&x[i..i + inner]);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(op: Op, inputs: &[&Tensor]) -> Result<Vec<Tensor>, String> {
+        let ins: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(*t)).collect();
+        let infos: Vec<Option<TypeInfo>> =
+            inputs.iter().map(|t| Some(TypeInfo { dtype: t.dtype(), shape: &t.shape, value: Some(t) })).collect();
+        let inferred = infer(&op, &infos).map_err(|e| format!("{e:?}"))?;
+        let mut outs = vec![Tensor::default(); inferred.len()];
+        eval(&op, &ins, &mut outs, &mut Scratch::default())?;
+        for (o, (d, s)) in outs.iter().zip(&inferred) {
+            assert_eq!((o.dtype(), &o.shape), (*d, s), "infer and eval disagree for {op:?}");
+        }
+        Ok(outs)
+    }
+
+    fn f(shape: &[usize], v: &[f32]) -> Tensor {
+        Tensor::from_f32(shape.to_vec(), v.to_vec())
+    }
+    fn i(v: &[i64]) -> Tensor {
+        Tensor::from_i64(vec![v.len()], v.to_vec())
+    }
+    fn iota(shape: &[usize]) -> Tensor {
+        let n = shape.iter().product::<usize>();
+        f(shape, &(0..n).map(|x| x as f32).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn reshape_rules() {
+        let x = iota(&[2, 3, 4]);
+        assert_eq!(run(Op::Reshape { allowzero: false }, &[&x, &i(&[0, -1])]).unwrap()[0].shape, vec![2, 12]);
+        assert_eq!(run(Op::Reshape { allowzero: false }, &[&x, &i(&[-1, 2, 2])]).unwrap()[0].shape, vec![6, 2, 2]);
+        assert!(run(Op::Reshape { allowzero: false }, &[&x, &i(&[5, -1])]).is_err());
+        assert!(run(Op::Reshape { allowzero: false }, &[&x, &i(&[-1, -1])]).is_err());
+        let e = Tensor::zeros(DType::F32, vec![0, 3]);
+        assert_eq!(run(Op::Reshape { allowzero: true }, &[&e, &i(&[3, 0])]).unwrap()[0].shape, vec![3, 0]);
+        // A shape input only known at run time makes the output dynamic.
+        let infos = [
+            Some(TypeInfo { dtype: DType::F32, shape: &[2, 3, 4], value: None }),
+            Some(TypeInfo { dtype: DType::I64, shape: &[2], value: None }),
+        ];
+        assert_eq!(infer(&Op::Reshape { allowzero: false }, &infos), Err(InferError::Dynamic));
+    }
+
+    #[test]
+    fn squeeze_unsqueeze_flatten() {
+        let x = iota(&[1, 3, 1, 2]);
+        assert_eq!(run(Op::Squeeze { axes: None }, &[&x]).unwrap()[0].shape, vec![3, 2]);
+        assert_eq!(run(Op::Squeeze { axes: None }, &[&x, &i(&[-2])]).unwrap()[0].shape, vec![1, 3, 2]);
+        assert!(run(Op::Squeeze { axes: Some(vec![1]) }, &[&x]).is_err());
+        let y = iota(&[3, 4, 5]);
+        assert_eq!(run(Op::Unsqueeze { axes: None }, &[&y, &i(&[2, 0])]).unwrap()[0].shape, vec![1, 3, 1, 4, 5]);
+        assert_eq!(run(Op::Unsqueeze { axes: Some(vec![-1]) }, &[&y]).unwrap()[0].shape, vec![3, 4, 5, 1]);
+        assert_eq!(run(Op::Flatten { axis: 0 }, &[&y]).unwrap()[0].shape, vec![1, 60]);
+        assert_eq!(run(Op::Flatten { axis: 3 }, &[&y]).unwrap()[0].shape, vec![60, 1]);
+        // a scalar has no axis 0 to squeeze (an error, not a panic)
+        assert!(run(Op::Squeeze { axes: Some(vec![0]) }, &[&Tensor::scalar(1.0f32)]).is_err());
+    }
+
+    /// Transpose against a naive index computation, over shapes that hit every strided-copy path
+    /// (row copies, the blocked transpose with and without parallelism, strided gathers).
+    #[test]
+    fn transpose_matches_naive() {
+        let cases: &[(&[usize], &[usize])] = &[
+            (&[2, 3], &[]),
+            (&[2, 3, 4], &[0, 2, 1]),
+            (&[2, 3, 4], &[2, 0, 1]),
+            (&[1, 37, 19, 23], &[0, 2, 3, 1]),
+            (&[1, 64, 40, 40], &[0, 2, 3, 1]),
+            (&[1, 40, 40, 64], &[0, 3, 1, 2]),
+            (&[3, 5, 7, 2], &[3, 1, 0, 2]),
+            (&[2, 1, 3, 1], &[3, 2, 1, 0]),
+        ];
+        for &(shape, perm) in cases {
+            let x = iota(shape);
+            let y = &run(Op::Transpose { perm: perm.to_vec() }, &[&x]).unwrap()[0];
+            let p: Vec<usize> = if perm.is_empty() { (0..shape.len()).rev().collect() } else { perm.to_vec() };
+            let ist = strides(shape);
+            let ost = strides(&y.shape);
+            let yv = y.as_f32().unwrap();
+            for (flat, &got) in yv.iter().enumerate() {
+                let mut src = 0;
+                for d in 0..p.len() {
+                    src += (flat / ost[d]) % y.shape[d] * ist[p[d]];
+                }
+                assert_eq!(got, src as f32, "{shape:?} perm {perm:?} at {flat}");
+            }
+        }
+        // every dtype goes through the same generic path
+        let b = Tensor::from_vec(vec![2, 2], vec![true, false, false, false]).unwrap();
+        assert_eq!(
+            run(Op::Transpose { perm: vec![] }, &[&b]).unwrap()[0].view::<bool>().unwrap(),
+            &[true, false, false, false]
+        );
+        let h = Tensor::from_vec(vec![1, 2], vec![half::f16::ONE, half::f16::ZERO]).unwrap();
+        assert_eq!(run(Op::Transpose { perm: vec![] }, &[&h]).unwrap()[0].shape, vec![2, 1]);
+    }
+
+    #[test]
+    fn concat_and_split() {
+        let a = f(&[2, 1], &[1., 2.]);
+        let b = f(&[2, 2], &[3., 4., 5., 6.]);
+        let y = &run(Op::Concat { axis: 1 }, &[&a, &b]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[1., 3., 4., 2., 5., 6.]);
+        assert!(run(Op::Concat { axis: 0 }, &[&a, &b]).is_err());
+        // ONNX 18: 7 elements into 3 outputs → 3, 3, 1
+        let x = iota(&[7]);
+        let outs = run(Op::Split { axis: 0, split: None, num_outputs: 3 }, &[&x]).unwrap();
+        assert_eq!(outs.iter().map(|t| t.shape[0]).collect::<Vec<_>>(), vec![3, 3, 1]);
+        assert_eq!(outs[2].as_f32().unwrap(), &[6.]);
+        let outs = run(Op::Split { axis: 1, split: None, num_outputs: 2 }, &[&b, &i(&[1, 1])]).unwrap();
+        assert_eq!(outs[0].as_f32().unwrap(), &[3., 5.]);
+        assert_eq!(outs[1].as_f32().unwrap(), &[4., 6.]);
+    }
+
+    #[test]
+    fn slice_clamping_and_negative_steps() {
+        // ONNX spec example: data [[1,2,3,4],[5,6,7,8]], starts [1,0], ends [2,3], steps [1,2] → [[5,7]]
+        let x = f(&[2, 4], &[1., 2., 3., 4., 5., 6., 7., 8.]);
+        let y = &run(Op::Slice, &[&x, &i(&[1, 0]), &i(&[2, 3]), &i(&[0, 1]), &i(&[1, 2])]).unwrap()[0];
+        assert_eq!((y.shape.as_slice(), y.as_f32().unwrap()), (&[1, 2][..], &[5., 7.][..]));
+        // starts [0,1], ends [-1,1000] → [[2,3,4]]
+        let y = &run(Op::Slice, &[&x, &i(&[0, 1]), &i(&[-1, 1000])]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[2., 3., 4.]);
+        // reverse with INT_MIN end sentinel
+        let y = &run(Op::Slice, &[&x, &i(&[-1]), &i(&[i64::MIN]), &i(&[1]), &i(&[-1])]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[4., 3., 2., 1., 8., 7., 6., 5.]);
+        let y = &run(Op::Slice, &[&x, &i(&[3]), &i(&[0]), &i(&[-1]), &i(&[-2])]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[4., 2., 8., 6.]);
+        let y = &run(Op::Slice, &[&x, &i(&[5]), &i(&[i64::MAX]), &i(&[1])]).unwrap()[0];
+        assert_eq!(y.shape, vec![2, 0]);
+        assert!(run(Op::Slice, &[&x, &i(&[0]), &i(&[1]), &i(&[0]), &i(&[0])]).is_err());
+    }
+
+    #[test]
+    fn pad_modes() {
+        // ONNX spec examples on [[1.0, 1.2], [2.3, 3.4], [4.5, 5.7]] with pads [0, 2, 0, 0]
+        let x = f(&[3, 2], &[1.0, 1.2, 2.3, 3.4, 4.5, 5.7]);
+        let p = i(&[0, 2, 0, 0]);
+        let y = run(Op::Pad { mode: PadMode::Reflect }, &[&x, &p]).unwrap();
+        assert_eq!(y[0].as_f32().unwrap(), &[1.0, 1.2, 1.0, 1.2, 2.3, 3.4, 2.3, 3.4, 4.5, 5.7, 4.5, 5.7]);
+        let y = run(Op::Pad { mode: PadMode::Edge }, &[&x, &p]).unwrap();
+        assert_eq!(y[0].as_f32().unwrap(), &[1.0, 1.0, 1.0, 1.2, 2.3, 2.3, 2.3, 3.4, 4.5, 4.5, 4.5, 5.7]);
+        let y = run(Op::Pad { mode: PadMode::Constant }, &[&x, &p]).unwrap();
+        assert_eq!(y[0].as_f32().unwrap(), &[0.0, 0.0, 1.0, 1.2, 0.0, 0.0, 2.3, 3.4, 0.0, 0.0, 4.5, 5.7]);
+        // wrap: [1,2,3] padded (2, 1) → [2,3,1,2,3,1]
+        let w = f(&[3], &[1., 2., 3.]);
+        let y = run(Op::Pad { mode: PadMode::Wrap }, &[&w, &i(&[2, 1])]).unwrap();
+        assert_eq!(y[0].as_f32().unwrap(), &[2., 3., 1., 2., 3., 1.]);
+        // negative pads crop; constant value and axes inputs
+        let y =
+            run(Op::Pad { mode: PadMode::Constant }, &[&x, &i(&[-1, 1]), &Tensor::scalar(9.0f32), &i(&[0])]).unwrap();
+        assert_eq!((y[0].shape.as_slice(), y[0].as_f32().unwrap()), (&[3, 2][..], &[2.3, 3.4, 4.5, 5.7, 9., 9.][..]));
+        let y = run(Op::Pad { mode: PadMode::Constant }, &[&x, &i(&[1, -1, 0, 0])]).unwrap();
+        assert_eq!((y[0].shape.as_slice(), y[0].as_f32().unwrap()), (&[4, 1][..], &[0., 1.2, 3.4, 5.7][..]));
+    }
+
+    #[test]
+    fn expand_tile_and_space_depth() {
+        let x = f(&[3, 1], &[1., 2., 3.]);
+        let y = &run(Op::Expand, &[&x, &i(&[2, 1, 2])]).unwrap()[0];
+        assert_eq!(
+            (y.shape.as_slice(), y.as_f32().unwrap()),
+            (&[2, 3, 2][..], &[1., 1., 2., 2., 3., 3., 1., 1., 2., 2., 3., 3.][..])
+        );
+        let t = f(&[2, 2], &[0., 1., 2., 3.]);
+        let y = &run(Op::Tile, &[&t, &i(&[2, 2])]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[0., 1., 0., 1., 2., 3., 2., 3., 0., 1., 0., 1., 2., 3., 2., 3.]);
+        // ONNX DepthToSpace example (DCR and CRD) on x = arange(48) reshaped [1, 8, 2, 3], blocksize 2
+        let x = iota(&[1, 8, 2, 3]);
+        let dcr = &run(Op::DepthToSpace { blocksize: 2, crd: false }, &[&x]).unwrap()[0];
+        assert_eq!(dcr.shape, vec![1, 2, 4, 6]);
+        let want_dcr = [
+            0., 12., 1., 13., 2., 14., 24., 36., 25., 37., 26., 38., 3., 15., 4., 16., 5., 17., 27., 39., 28., 40.,
+            29., 41.,
+        ];
+        assert_eq!(&dcr.as_f32().unwrap()[..24], &want_dcr);
+        let crd = &run(Op::DepthToSpace { blocksize: 2, crd: true }, &[&x]).unwrap()[0];
+        let want_crd = [
+            0., 6., 1., 7., 2., 8., 12., 18., 13., 19., 14., 20., 3., 9., 4., 10., 5., 11., 15., 21., 16., 22., 17.,
+            23.,
+        ];
+        assert_eq!(&crd.as_f32().unwrap()[..24], &want_crd);
+        // SpaceToDepth inverts DCR DepthToSpace
+        let back = &run(Op::SpaceToDepth { blocksize: 2 }, &[dcr]).unwrap()[0];
+        assert_eq!(back, &x);
+    }
+
+    #[test]
+    fn generators() {
+        let y = &run(Op::Range, &[&Tensor::scalar(10i32), &Tensor::scalar(4i32), &Tensor::scalar(-3i32)]).unwrap()[0];
+        assert_eq!(y.view::<i32>().unwrap(), &[10, 7]);
+        let y =
+            &run(Op::Range, &[&Tensor::scalar(3.0f32), &Tensor::scalar(9.0f32), &Tensor::scalar(3.0f32)]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[3., 6.]);
+        let y =
+            &run(Op::Range, &[&Tensor::scalar(1.0f64), &Tensor::scalar(0.0f64), &Tensor::scalar(1.0f64)]).unwrap()[0];
+        assert_eq!(y.shape, vec![0]);
+        let y = &run(Op::ConstantOfShape { value: Tensor::scalar(7i32) }, &[&i(&[2, 1])]).unwrap()[0];
+        assert_eq!(y.view::<i32>().unwrap(), &[7, 7]);
+        let y = &run(Op::EyeLike { dtype: Some(DType::Bool), k: 1 }, &[&iota(&[2, 3])]).unwrap()[0];
+        assert_eq!(y.view::<bool>().unwrap(), &[false, true, false, false, false, true]);
+        let x = iota(&[2, 3, 4]);
+        let s = &run(Op::Shape { start: -2, end: None }, &[&x]).unwrap()[0];
+        assert_eq!(s.view::<i64>().unwrap(), &[3, 4]);
+        assert_eq!(run(Op::Size, &[&x]).unwrap()[0].view::<i64>().unwrap(), &[24]);
+    }
+
+    #[test]
+    fn trilu_onehot_nonzero_reverse() {
+        let x = f(&[3, 3], &[1., 2., 3., 4., 5., 6., 7., 8., 9.]);
+        let y = &run(Op::Trilu { upper: true }, &[&x, &Tensor::scalar(1i64)]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[0., 2., 3., 0., 0., 6., 0., 0., 0.]);
+        let y = &run(Op::Trilu { upper: false }, &[&x, &Tensor::scalar(-1i64)]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[0., 0., 0., 4., 0., 0., 7., 8., 0.]);
+        // indices [0, -1, 5] with depth 3: -1 wraps to 2, 5 is out of range (all off)
+        let idx = Tensor::from_vec(vec![3], vec![0i64, -1, 5]).unwrap();
+        let vals = f(&[2], &[0., 1.]);
+        let y = &run(Op::OneHot { axis: -1 }, &[&idx, &Tensor::scalar(3i64), &vals]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[1., 0., 0., 0., 0., 1., 0., 0., 0.]);
+        let y = &run(Op::OneHot { axis: 0 }, &[&idx, &Tensor::scalar(3.0f32), &vals]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[1., 0., 0., 0., 0., 0., 0., 1., 0.]);
+        // ONNX NonZero example: [[1, 0], [1, 1]] → [[0, 1, 1], [0, 0, 1]]
+        let b = Tensor::from_vec(vec![2, 2], vec![true, false, true, true]).unwrap();
+        let y = &run(Op::NonZero, &[&b]).unwrap()[0];
+        assert_eq!((y.shape.as_slice(), y.view::<i64>().unwrap()), (&[2, 3][..], &[0, 1, 1, 0, 0, 1][..]));
+        // ONNX ReverseSequence example (time_axis 0, batch_axis 1)
+        let x = f(&[4, 4], &[0., 4., 8., 12., 1., 5., 9., 13., 2., 6., 10., 14., 3., 7., 11., 15.]);
+        let y = &run(Op::ReverseSequence { batch_axis: 1, time_axis: 0 }, &[&x, &i(&[4, 3, 2, 1])]).unwrap()[0];
+        assert_eq!(y.as_f32().unwrap(), &[3., 6., 9., 12., 2., 5., 8., 13., 1., 4., 10., 14., 0., 7., 11., 15.]);
+    }
+
+    #[test]
+    fn unsupported_ops_say_so() {
+        let x = iota(&[2]);
+        let e = eval(&Op::MatMul, &[Some(&x)], &mut [Tensor::default()], &mut Scratch::default()).unwrap_err();
+        assert!(e.contains("MatMul is not supported"), "{e}");
+    }
 }

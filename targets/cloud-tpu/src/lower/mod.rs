@@ -1,0 +1,237 @@
+//! Lowering of the core IR to StableHLO (MLIR text), one file per op family.
+//!
+//! The result is a module with one function, `@main`, whose arguments are the graph inputs (in order) and whose
+//! results are the graph outputs. Shapes are static: every value's shape is the one shape inference recorded in
+//! the graph, and each lowered node is checked against it. Weights become `stablehlo.constant`s (large ones as
+//! hex blobs). A node whose outputs were folded to constants is not lowered at all.
+//!
+//! ```
+//! use tpu_sdk_core::ir::{DType, Graph, Op, UnaryOp};
+//! let mut g = Graph::new("relu");
+//! let x = g.add_input("x", DType::F32, vec![2, 3]);
+//! let y = g.add_value("y", DType::F32, vec![2, 3]);
+//! g.add_node("r", Op::Unary(UnaryOp::Relu), vec![Some(x)], vec![y]);
+//! g.outputs.push(y);
+//! let mlir = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap();
+//! assert!(mlir.contains("func.func @main(%arg0: tensor<2x3xf32>) -> (tensor<2x3xf32>)"));
+//! assert!(mlir.contains("stablehlo.maximum"));
+//! ```
+
+mod conv;
+mod elementwise;
+pub(crate) mod emit;
+mod gather;
+mod matmul;
+mod norm;
+mod pool;
+mod reduce;
+mod shape;
+
+use std::fmt::Write;
+
+use tpu_sdk_core::ir::{DType, Graph, Node, Op, ValueId};
+
+use crate::error::{Error, Result};
+use emit::{Cx, V};
+
+/// How precisely f32 matrix products and convolutions are computed on the device.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Precision {
+    /// The platform's fastest mode (on TPU: one bfloat16 pass, about 3 significant digits).
+    Default,
+    /// Three bfloat16 passes on TPU (about f32 accuracy for most models).
+    High,
+    /// Full f32 (six bfloat16 passes on TPU): results match the CPU reference to ~1e-6. The default.
+    #[default]
+    Highest,
+}
+
+impl Precision {
+    fn name(self) -> Option<&'static str> {
+        match self {
+            Precision::Default => None,
+            Precision::High => Some("HIGH"),
+            Precision::Highest => Some("HIGHEST"),
+        }
+    }
+    /// `, precision = [X, X]` for `dot_general` on floats ("" for the default).
+    pub(crate) fn attr_dot(self, d: DType) -> String {
+        match self.name() {
+            Some(p) if d.is_float() => format!(", precision = [{p}, {p}]"),
+            _ => String::new(),
+        }
+    }
+    /// `, precision_config = [...]` for `convolution` on floats ("" for the default).
+    pub(crate) fn attr_conv(self, d: DType) -> String {
+        match self.name() {
+            Some(p) if d.is_float() => {
+                format!(", precision_config = [#stablehlo<precision {p}>, #stablehlo<precision {p}>]")
+            }
+            _ => String::new(),
+        }
+    }
+}
+
+/// Options of the lowering.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LowerOptions {
+    /// Precision of f32 matrix products and convolutions.
+    pub precision: Precision,
+    /// Constants with more elements than this become function arguments ([`Program::params`]) instead of being
+    /// embedded in the module; `None` embeds every constant. Passing weights as arguments keeps programs small
+    /// and compile times short (XLA does not constant-fold through them), and lets the runtime upload them once.
+    pub max_inline_constant: Option<usize>,
+}
+
+impl Default for LowerOptions {
+    /// Highest precision; constants above 1024 elements as arguments.
+    fn default() -> LowerOptions {
+        LowerOptions { precision: Precision::Highest, max_inline_constant: Some(1024) }
+    }
+}
+
+/// A lowered graph: the module, and the constants that it takes as arguments after the graph inputs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Program {
+    /// The StableHLO module (MLIR text); `@main` takes the graph inputs, then one argument per entry of `params`.
+    pub mlir: String,
+    /// Graph values (constants) passed as trailing arguments of `@main`, in order.
+    pub params: Vec<ValueId>,
+}
+
+/// The MLIR tensor type of a dtype and shape (`tensor<2x3xf32>`, `tensor<i1>`).
+pub fn tensor_type(dtype: DType, shape: &[usize]) -> String {
+    emit::ty(dtype, shape)
+}
+
+/// Lowers `graph` to a self-contained StableHLO module (MLIR text): `@main` takes exactly the graph inputs and
+/// every constant is embedded.
+pub fn lower(graph: &Graph) -> Result<String> {
+    let opts = LowerOptions { max_inline_constant: None, ..LowerOptions::default() };
+    Ok(lower_program(graph, &opts)?.mlir)
+}
+
+/// Lowers `graph` to a StableHLO module with the given options (large constants may become arguments).
+pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
+    let mut cx = Cx::new(graph, *opts);
+    let mut args = Vec::new();
+    for (i, &id) in graph.inputs.iter().enumerate() {
+        let v = graph.value(id);
+        if v.dynamic {
+            return Err(Error::Invalid(format!(
+                "graph input '{}' has a dynamic shape; give it a static one (--input-shape / --dim)",
+                v.name
+            )));
+        }
+        args.push(format!("%arg{i}: {}", emit::ty(v.dtype, &v.shape)));
+        cx.bind(id, format!("%arg{i}"));
+    }
+    let uses = graph.use_counts();
+    for (idx, node) in graph.nodes.iter().enumerate() {
+        cx.node_index = idx;
+        if node.outputs.iter().all(|o| graph.value(*o).constant.is_some()) {
+            continue; // folded: its outputs are emitted as constants where they are used
+        }
+        if node.outputs.iter().chain(node.inputs.iter().flatten()).any(|o| graph.value(*o).dynamic) {
+            return Err(cx.unsupported(node, "its shapes depend on run-time values; TPU programs need static shapes"));
+        }
+        let outs = lower_node(&mut cx, node)?;
+        for (k, &o) in node.outputs.iter().enumerate() {
+            let want = graph.value(o);
+            match outs.get(k) {
+                Some(v) => {
+                    if v.dtype != want.dtype || v.shape != want.shape {
+                        return Err(Error::Invalid(format!(
+                            "lowering node '{}' ({}) produced {} {:?} for output {k}, but the graph records {} {:?}",
+                            node.name,
+                            node.op.name(),
+                            v.dtype,
+                            v.shape,
+                            want.dtype,
+                            want.shape
+                        )));
+                    }
+                    cx.bind(o, v.name.clone());
+                }
+                None if uses[o.0] == 0 => {}
+                None => return Err(cx.unsupported(node, format!("output {k} is used but cannot be lowered"))),
+            }
+        }
+    }
+    let mut rets = Vec::new();
+    for &o in &graph.outputs {
+        rets.push(cx.value(o)?);
+    }
+    for (k, &p) in cx.params.iter().enumerate() {
+        let v = graph.value(p);
+        args.push(format!("%arg{}: {}", graph.inputs.len() + k, emit::ty(v.dtype, &v.shape)));
+    }
+    let mut s = String::new();
+    let _ = writeln!(s, "module @{} {{", module_name(&graph.name));
+    let ret_tys: Vec<String> = rets.iter().map(V::ty).collect();
+    let _ = writeln!(s, "  func.func @main({}) -> ({}) {{", args.join(", "), ret_tys.join(", "));
+    s.push_str(cx.body());
+    let names: Vec<&str> = rets.iter().map(|v| v.name.as_str()).collect();
+    if rets.is_empty() {
+        let _ = writeln!(s, "    return");
+    } else {
+        let _ = writeln!(s, "    return {} : {}", names.join(", "), ret_tys.join(", "));
+    }
+    s.push_str("  }\n}\n");
+    Ok(Program { mlir: s, params: cx.params })
+}
+
+/// A valid MLIR symbol name from the graph's name.
+fn module_name(name: &str) -> String {
+    let mut s: String = name.chars().map(|c| if c.is_ascii_alphanumeric() || c == '_' { c } else { '_' }).collect();
+    if s.is_empty() || s.starts_with(|c: char| c.is_ascii_digit()) {
+        s.insert(0, 'm');
+    }
+    s
+}
+
+/// Lowers one node; returns its outputs in order (fewer when trailing outputs are not supported and unused).
+fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
+    match &node.op {
+        Op::Conv(a) => conv::conv(cx, node, a).map(|v| vec![v]),
+        Op::ConvTranspose(a) => conv::conv_transpose(cx, node, a).map(|v| vec![v]),
+        Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
+            matmul::gemm(cx, node, *alpha, *beta, *trans_a, *trans_b, *activation).map(|v| vec![v])
+        }
+        Op::MatMul => matmul::matmul(cx, node).map(|v| vec![v]),
+        Op::Binary(..)
+        | Op::Unary(_)
+        | Op::ClipDynamic
+        | Op::Variadic(_)
+        | Op::VariadicMean
+        | Op::Where
+        | Op::Cast { .. }
+        | Op::Identity => elementwise::lower(cx, node).map(|v| vec![v]),
+        Op::MaxPool(_) | Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool | Op::GlobalMaxPool => {
+            pool::lower(cx, node).map(|v| vec![v])
+        }
+        Op::Reduce { .. } | Op::ArgReduce { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. } => {
+            reduce::lower(cx, node).map(|v| vec![v])
+        }
+        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } | Op::LpNorm { .. } => {
+            norm::lower(cx, node).map(|v| vec![v])
+        }
+        Op::LayerNorm { axis, epsilon } => norm::layer_norm(cx, node, *axis, *epsilon),
+        Op::Reshape { .. }
+        | Op::Flatten { .. }
+        | Op::Squeeze { .. }
+        | Op::Unsqueeze { .. }
+        | Op::Transpose { .. }
+        | Op::Concat { .. }
+        | Op::Slice
+        | Op::Pad { .. }
+        | Op::Expand
+        | Op::Tile
+        | Op::DepthToSpace { .. }
+        | Op::SpaceToDepth { .. }
+        | Op::Trilu { .. } => shape::lower(cx, node).map(|v| vec![v]),
+        Op::Split { axis, .. } => shape::split(cx, node, *axis),
+        Op::Gather { axis } => gather::gather(cx, node, *axis).map(|v| vec![v]),
+        other => Err(cx.unsupported(node, format!("{} has no StableHLO lowering yet", other.name()))),
+    }
+}

@@ -1,0 +1,120 @@
+//! Pooling: MaxPool, AveragePool and LpPool as `reduce_window`; global pools as `reduce`.
+
+use tpu_sdk_core::ir::{Node, Op, PoolAttrs, Tensor};
+
+use super::conv::window_padding;
+use super::emit::{Combine, Cx, V};
+use crate::error::Result;
+
+pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    if x.rank() < 3 {
+        return Err(cx.unsupported(node, format!("pooling needs an N x C x spatial input, got {:?}", x.shape)));
+    }
+    let spatial: Vec<usize> = (2..x.rank()).collect();
+    match &node.op {
+        Op::GlobalAveragePool => {
+            let s = cx.reduce_keep(&x, &spatial, Combine::Add);
+            let n: usize = x.shape[2..].iter().product();
+            Ok(cx.binary_scalar("divide", &s, n as f64))
+        }
+        Op::GlobalMaxPool => Ok(cx.reduce_keep(&x, &spatial, Combine::Max)),
+        Op::MaxPool(a) => window(cx, node, &x, a, Kind::Max),
+        Op::AveragePool(a) => window(cx, node, &x, a, Kind::Avg),
+        Op::LpPool(a, p) => window(cx, node, &x, a, Kind::Lp(*p)),
+        other => Err(cx.unsupported(node, format!("{} is not a pooling op", other.name()))),
+    }
+}
+
+#[derive(Clone, Copy, PartialEq)]
+enum Kind {
+    Max,
+    Avg,
+    Lp(u32),
+}
+
+fn window(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs, kind: Kind) -> Result<V> {
+    let (_, out_shape) = cx.out(node, 0);
+    let nsp = x.rank() - 2;
+    if a.kernel_shape.len() != nsp {
+        return Err(cx.unsupported(node, format!("kernel_shape {:?} does not fit input {:?}", a.kernel_shape, x.shape)));
+    }
+    let k = a.kernel_shape.clone();
+    let s = if a.strides.is_empty() { vec![1; nsp] } else { a.strides.clone() };
+    let d = if a.dilations.is_empty() { vec![1; nsp] } else { a.dilations.clone() };
+    let input = &x.shape[2..];
+    let declared = window_padding(a.auto_pad, &a.pads, input, &k, &s, &d);
+    // ceil_mode: extend the end padding so that the last (partial) window exists; its extra cells never count.
+    let mut padding = vec![(0usize, 0usize); 2];
+    for i in 0..nsp {
+        let eff = (k[i] - 1) * d[i] + 1;
+        let out = out_shape[i + 2];
+        let need = if out == 0 { 0 } else { (out - 1) * s[i] + eff } as i64;
+        let have = input[i] as i64 + declared[i].0 + declared[i].1;
+        let extra = (need - have).max(0);
+        padding.push((declared[i].0.max(0) as usize, (declared[i].1 + extra).max(0) as usize));
+    }
+    let mut wdims = vec![1, 1];
+    wdims.extend_from_slice(&k);
+    let mut wstr = vec![1, 1];
+    wstr.extend_from_slice(&s);
+    let mut wdil = vec![1, 1];
+    wdil.extend_from_slice(&d);
+    match kind {
+        Kind::Max => Ok(cx.reduce_window(x, Combine::Max, &wdims, &wstr, &wdil, &padding, &out_shape)),
+        Kind::Lp(p) => {
+            let ax = cx.unary("abs", x);
+            let xp = if p == 1 { ax } else { cx.binary_scalar("power", &ax, p as f64) };
+            let sum = cx.reduce_window(&xp, Combine::Add, &wdims, &wstr, &wdil, &padding, &out_shape);
+            Ok(if p == 1 { sum } else { cx.binary_scalar("power", &sum, 1.0 / p as f64) })
+        }
+        Kind::Avg => {
+            if !x.dtype.is_float() {
+                return Err(cx.unsupported(node, format!("AveragePool on {}", x.dtype)));
+            }
+            let sum = cx.reduce_window(x, Combine::Add, &wdims, &wstr, &wdil, &padding, &out_shape);
+            // The divisor of each output cell, computed here: the window cells inside the input (or inside the
+            // input and its declared padding with count_include_pad), never the ceil_mode extension.
+            let per_dim: Vec<Vec<f64>> = (0..nsp)
+                .map(|i| {
+                    let (lo, hi) = if a.count_include_pad {
+                        (-declared[i].0, input[i] as i64 + declared[i].1)
+                    } else {
+                        (0, input[i] as i64)
+                    };
+                    (0..out_shape[i + 2])
+                        .map(|o| {
+                            (0..k[i])
+                                .filter(|&j| {
+                                    let p = (o * s[i] + j * d[i]) as i64 - padding[i + 2].0 as i64;
+                                    p >= lo && p < hi
+                                })
+                                .count()
+                                .max(1) as f64
+                        })
+                        .collect()
+                })
+                .collect();
+            let out_sp = &out_shape[2..];
+            let total: usize = out_sp.iter().product();
+            let mut counts = vec![1.0f64; total];
+            for (idx, c) in counts.iter_mut().enumerate() {
+                let mut rem = idx;
+                for i in (0..nsp).rev() {
+                    *c *= per_dim[i][rem % out_sp[i]];
+                    rem /= out_sp[i];
+                }
+            }
+            let first = counts.first().copied().unwrap_or(1.0);
+            if counts.iter().all(|&c| c == first) {
+                return Ok(cx.binary_scalar("divide", &sum, first));
+            }
+            let t = Tensor::from_f32(out_sp.to_vec(), counts.iter().map(|&c| c as f32).collect());
+            let cv = cx.constant(&t);
+            let cv = cx.convert(&cv, x.dtype);
+            let dims: Vec<usize> = (2..x.rank()).collect();
+            let cb = cx.broadcast_in_dim(&cv, &dims, &out_shape);
+            Ok(cx.div(&sum, &cb))
+        }
+    }
+}

@@ -1,0 +1,1 @@
+//! TFLite export of f32 core graphs (being written).
