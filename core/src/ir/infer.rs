@@ -67,6 +67,27 @@ pub fn infer_node(g: &mut Graph, node: usize) -> Result<()> {
         return Ok(());
     }
 
+    // Shape and Size read only the (static) shape of their input: their value is known now even when the
+    // input's data is not, which is what lets `Shape → Slice → Concat → Reshape` chains fold to constants.
+    if let (Op::Shape { .. } | Op::Size, Some(Some(x)), 1) = (&n.op, infos.first(), n.outputs.len()) {
+        let value = match &n.op {
+            Op::Shape { start, end } => {
+                let r = x.shape.len() as i64;
+                let clamp = |i: i64| if i < 0 { (i + r).clamp(0, r) } else { i.min(r) } as usize;
+                let (s, e) = (clamp(*start), clamp(end.unwrap_or(r)));
+                let dims: Vec<i64> = x.shape[s..e.max(s)].iter().map(|&d| d as i64).collect();
+                Tensor::from_i64(vec![dims.len()], dims)
+            }
+            _ => Tensor::from_i64(vec![], vec![x.shape.iter().product::<usize>() as i64]),
+        };
+        let o = n.outputs[0];
+        let v = &mut g.values[o.0];
+        v.dtype = DType::I64;
+        v.shape = value.shape.clone();
+        v.dynamic = false;
+        v.constant = Some(value);
+        return Ok(());
+    }
     let inferred = kernels::infer(&n.op, &infos);
     let foldable = all_const
         && match &inferred {

@@ -14,4 +14,4 @@ pub mod pjrt;
 mod target;
 
 pub use error::{Error, Result};
-pub use target::{devices, CloudTpuExecutable, CloudTpuTarget, PlatformInfo};
+pub use target::{devices, AotArtifact, CloudTpuExecutable, CloudTpuTarget, PlatformInfo, ReplicatedExecutable};

@@ -2,7 +2,7 @@
 
 use std::path::PathBuf;
 
-use tpu_sdk_core::ir::{DType, Graph, Tensor};
+use tpu_sdk_core::ir::{DType, Graph, Tensor, ValueId};
 use tpu_sdk_core::target::{Executable, Target};
 
 use crate::discover::{find_plugin, FoundPlugin};
@@ -46,15 +46,42 @@ impl CloudTpuTarget {
 
     /// Lowers and compiles `graph` (the typed version of [`Target::prepare`]).
     pub fn compile(&self, graph: Graph) -> Result<CloudTpuExecutable> {
-        let program = lower_program(&graph, &self.lower)?;
+        let b = self.build(&graph, 1)?;
+        let device = b.devices.into_iter().next().ok_or_else(|| Error::Invalid("no device was chosen".into()))?;
+        let params = b.params.into_iter().next().unwrap_or_default();
+        Ok(CloudTpuExecutable { sig: b.sig, client: b.client, exe: b.exe, device, params, cache: b.cache })
+    }
+
+    /// Compiles `graph` once for `replicas` devices (data parallelism): the addressable devices
+    /// `device, device + 1, ...` each run the whole graph on their own inputs, in one launch. Weights passed as
+    /// arguments are uploaded to every device.
+    pub fn compile_replicated(&self, graph: Graph, replicas: usize) -> Result<ReplicatedExecutable> {
+        let b = self.build(&graph, replicas.max(1))?;
+        Ok(ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache })
+    }
+
+    /// Lowers, finds the plugin and `n` devices, compiles one replica per device (through the cache when one is
+    /// configured) and uploads the weights to each device.
+    fn build(&self, graph: &Graph, n: usize) -> Result<Built> {
+        let program = lower_program(graph, &self.lower)?;
         let found = self.find_plugin()?;
         let plugin = Plugin::load(&found.path)?;
         let client = plugin.shared_client()?;
-        let devices = client.addressable_devices()?;
-        let device = devices.get(self.device).cloned().ok_or_else(|| {
-            Error::Invalid(format!("device {} requested but the plugin has {} addressable device(s)", self.device, devices.len()))
-        })?;
-        let options = CompileOptions::on_device(device.id());
+        let all = client.addressable_devices()?;
+        if self.device + n > all.len() {
+            return Err(Error::Invalid(format!(
+                "devices {}..{} requested but the plugin has {} addressable device(s)",
+                self.device,
+                self.device + n,
+                all.len()
+            )));
+        }
+        let devices: Vec<Device> = all[self.device..self.device + n].to_vec();
+        let options = CompileOptions {
+            num_replicas: n,
+            device_assignment: Some(devices.iter().map(|d| vec![d.id() as i64]).collect()),
+            ..CompileOptions::default()
+        };
         let (exe, cache) = match &self.cache_dir {
             Some(dir) => {
                 let (exe, outcome) = CompileCache::new(dir).compile(&plugin, &client, &program.mlir, &options)?;
@@ -62,19 +89,107 @@ impl CloudTpuTarget {
             }
             None => (client.compile(&program.mlir, &options)?, None),
         };
-        // Weights passed as arguments are uploaded once and stay on the device.
-        let params = program
-            .params
+        // Weights passed as arguments are uploaded once and stay on the devices.
+        let params = devices
             .iter()
-            .map(|&p| {
-                let t = graph.value(p).constant.as_ref().ok_or_else(|| Error::Invalid("a parameter has no constant data".into()))?;
-                client.upload(t, &device)
+            .map(|d| {
+                program
+                    .params
+                    .iter()
+                    .map(|&p| {
+                        let t = graph
+                            .value(p)
+                            .constant
+                            .as_ref()
+                            .ok_or_else(|| Error::Invalid("a parameter has no constant data".into()))?;
+                        client.upload(t, d)
+                    })
+                    .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
-        let sig = |ids: &[tpu_sdk_core::ir::ValueId]| -> Vec<(String, DType, Vec<usize>)> {
+        let sig = |ids: &[ValueId]| -> Vec<(String, DType, Vec<usize>)> {
             ids.iter().map(|&i| (graph.value(i).name.clone(), graph.value(i).dtype, graph.value(i).shape.clone())).collect()
         };
-        Ok(CloudTpuExecutable { inputs: sig(&graph.inputs), outputs: sig(&graph.outputs), client, exe, device, params, cache })
+        Ok(Built { sig: Signature { inputs: sig(&graph.inputs), outputs: sig(&graph.outputs) }, client, exe, devices, params, cache })
+    }
+}
+
+/// What [`CloudTpuTarget::build`] produces.
+struct Built {
+    sig: Signature,
+    client: Client,
+    exe: LoadedExecutable,
+    devices: Vec<Device>,
+    params: Vec<Vec<Buffer>>,
+    cache: Option<CacheOutcome>,
+}
+
+/// Names, dtypes and shapes of a compiled graph's inputs and outputs.
+#[derive(Clone, Debug)]
+struct Signature {
+    inputs: Vec<(String, DType, Vec<usize>)>,
+    outputs: Vec<(String, DType, Vec<usize>)>,
+}
+
+impl Signature {
+    /// Checks `inputs` against the graph inputs (count, dtype, shape).
+    fn check(&self, inputs: &[Tensor]) -> Result<()> {
+        if inputs.len() != self.inputs.len() {
+            let names: Vec<String> = self.inputs.iter().map(|(n, d, s)| describe(n, *d, s)).collect();
+            return Err(Error::InputMismatch(format!(
+                "the model takes {} input(s) [{}], {} given",
+                self.inputs.len(),
+                names.join(", "),
+                inputs.len()
+            )));
+        }
+        for (k, (t, (name, dtype, shape))) in inputs.iter().zip(&self.inputs).enumerate() {
+            if t.dtype() != *dtype || t.shape != *shape {
+                return Err(Error::InputMismatch(format!(
+                    "input {k}: expected {}, given {}",
+                    describe(name, *dtype, shape),
+                    describe("", t.dtype(), &t.shape)
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    fn check_outputs(&self, n: usize) -> Result<()> {
+        if n != self.outputs.len() {
+            return Err(Error::Invalid(format!("the program returned {n} outputs, the model has {}", self.outputs.len())));
+        }
+        Ok(())
+    }
+}
+
+/// A model compiled ahead of time for a TPU topology (see [`CloudTpuTarget::compile_for_topology`]).
+#[derive(Clone, Debug)]
+pub struct AotArtifact {
+    /// Platform of the compiler ("tpu").
+    pub platform: String,
+    /// The topology compiled for (for example "v5e:2x2").
+    pub topology: String,
+    /// Number of devices in the topology.
+    pub devices: usize,
+    /// The serialized executable; load it on matching hardware with [`crate::pjrt::Client::load_serialized`].
+    /// Every weight is embedded, so it takes exactly the graph inputs.
+    pub executable: Vec<u8>,
+}
+
+impl CloudTpuTarget {
+    /// Compiles `graph` ahead of time for a named topology (libtpu: `v5e:2x2`, `v6e:2x4`, `v4:2x2x1`, ...)
+    /// without needing its devices: off a TPU VM the plugin (libtpu) is loaded with the environment of
+    /// [`crate::discover::prepare_libtpu_env`], so nothing is sent off the machine. The program is compiled for
+    /// one replica on the topology's first device.
+    pub fn compile_for_topology(&self, graph: &Graph, topology: &str) -> Result<AotArtifact> {
+        let opts = LowerOptions { max_inline_constant: None, ..self.lower };
+        let program = lower_program(graph, &opts)?;
+        let found = self.find_plugin()?;
+        let plugin = Plugin::load(&found.path)?;
+        let (platform, devices, executable) =
+            plugin.compile_for_topology(topology, &[], &program.mlir, &CompileOptions::default())?;
+        Ok(AotArtifact { platform, topology: topology.to_string(), devices, executable })
     }
 }
 
@@ -89,8 +204,7 @@ impl Target for CloudTpuTarget {
 
 /// A model compiled for one device of a PJRT plugin.
 pub struct CloudTpuExecutable {
-    inputs: Vec<(String, DType, Vec<usize>)>,
-    outputs: Vec<(String, DType, Vec<usize>)>,
+    sig: Signature,
     client: Client,
     exe: LoadedExecutable,
     device: Device,
@@ -100,7 +214,7 @@ pub struct CloudTpuExecutable {
 
 impl std::fmt::Debug for CloudTpuExecutable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CloudTpuExecutable({} inputs, {} outputs on {:?})", self.inputs.len(), self.outputs.len(), self.device)
+        write!(f, "CloudTpuExecutable({} inputs, {} outputs on {:?})", self.sig.inputs.len(), self.sig.outputs.len(), self.device)
     }
 }
 
@@ -131,31 +245,68 @@ impl CloudTpuExecutable {
 
     /// Runs on `inputs` (graph input order); returns the outputs in graph output order.
     pub fn execute(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        if inputs.len() != self.inputs.len() {
-            let names: Vec<String> = self.inputs.iter().map(|(n, d, s)| describe(n, *d, s)).collect();
-            return Err(Error::InputMismatch(format!(
-                "the model takes {} input(s) [{}], {} given",
-                self.inputs.len(),
-                names.join(", "),
-                inputs.len()
-            )));
-        }
-        for (k, (t, (name, dtype, shape))) in inputs.iter().zip(&self.inputs).enumerate() {
-            if t.dtype() != *dtype || t.shape != *shape {
-                return Err(Error::InputMismatch(format!(
-                    "input {k}: expected {}, given {}",
-                    describe(name, *dtype, shape),
-                    describe("", t.dtype(), &t.shape)
-                )));
-            }
-        }
+        self.sig.check(inputs)?;
         let bufs = inputs.iter().map(|t| self.client.upload(t, &self.device)).collect::<Result<Vec<_>>>()?;
         let refs: Vec<&Buffer> = bufs.iter().chain(&self.params).collect();
         let outs = self.exe.execute(&refs, None)?;
-        if outs.len() != self.outputs.len() {
-            return Err(Error::Invalid(format!("the program returned {} outputs, the model has {}", outs.len(), self.outputs.len())));
-        }
+        self.sig.check_outputs(outs.len())?;
         outs.iter().map(|b| b.to_tensor()).collect()
+    }
+}
+
+/// A model compiled for several devices at once, each running it on its own inputs (data parallelism).
+pub struct ReplicatedExecutable {
+    sig: Signature,
+    client: Client,
+    exe: LoadedExecutable,
+    devices: Vec<Device>,
+    params: Vec<Vec<Buffer>>,
+    cache: Option<CacheOutcome>,
+}
+
+impl std::fmt::Debug for ReplicatedExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ReplicatedExecutable(on {:?})", self.devices)
+    }
+}
+
+impl ReplicatedExecutable {
+    /// The devices, replica by replica.
+    pub fn devices(&self) -> &[Device] {
+        &self.devices
+    }
+
+    /// Whether the executable came from the compilation cache (`None`: no cache configured).
+    pub fn cache_outcome(&self) -> Option<CacheOutcome> {
+        self.cache
+    }
+
+    /// Runs replica `r` on `inputs[r]` (one input list per device, all in one launch); returns each replica's
+    /// outputs.
+    pub fn execute(&self, inputs: &[Vec<Tensor>]) -> Result<Vec<Vec<Tensor>>> {
+        if inputs.len() != self.devices.len() {
+            return Err(Error::InputMismatch(format!(
+                "{} input lists given for {} replicas",
+                inputs.len(),
+                self.devices.len()
+            )));
+        }
+        for i in inputs {
+            self.sig.check(i)?;
+        }
+        let bufs = inputs
+            .iter()
+            .zip(&self.devices)
+            .map(|(list, d)| list.iter().map(|t| self.client.upload(t, d)).collect::<Result<Vec<_>>>())
+            .collect::<Result<Vec<_>>>()?;
+        let lists: Vec<Vec<&Buffer>> = bufs.iter().zip(&self.params).map(|(b, p)| b.iter().chain(p).collect()).collect();
+        let outs = self.exe.execute_replicated(&lists)?;
+        outs.iter()
+            .map(|o| {
+                self.sig.check_outputs(o.len())?;
+                o.iter().map(|b| b.to_tensor()).collect()
+            })
+            .collect()
     }
 }
 

@@ -77,6 +77,7 @@ impl Cases {
             })
             .collect();
         let Some(wants) = common::onnx_reference(&refs) else { return };
+        let libtpu = common::libtpu();
         for ((onnx, op, ins, _, _), want) in self.cases.into_iter().zip(wants) {
             let mut g = Graph::new("case");
             let mut feeds = Vec::new();
@@ -99,6 +100,12 @@ impl Cases {
                 .compile(g.clone())
                 .unwrap_or_else(|e| panic!("{onnx}: {e}\n{}", tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_or_default()));
             let got = exe.execute(&feeds).unwrap_or_else(|e| panic!("{onnx}: {e}"));
+            if let Some(tpu) = &libtpu {
+                // The TPU compiler accepts the same program (compiled ahead of time for a v5e chip).
+                let mlir = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap();
+                tpu.compile_for_topology("v5e:1x1", &[], &mlir, &tpu_sdk_cloud_tpu::pjrt::CompileOptions::default())
+                    .unwrap_or_else(|e| panic!("{onnx}: libtpu rejects the lowering: {e}"));
+            }
             for (k, (a, b)) in got.iter().zip(&want).enumerate() {
                 assert_close(a, b, 1e-4, 1e-5, &format!("{onnx} output {k}"));
             }
@@ -688,10 +695,199 @@ fn unsupported_ops_name_the_node_and_op() {
     let mut g = Graph::new("u");
     let xi = g.add_input("x", DType::F32, vec![4]);
     let y = g.add_value("y", DType::F32, vec![4]);
-    g.add_node("my_cumsum", Op::CumSum { exclusive: false, reverse: false }, vec![Some(xi), Some(xi)], vec![y]);
+    g.add_node("my_scatter", Op::ScatterElements { axis: 0, reduction: None }, vec![Some(xi), Some(xi), Some(xi)], vec![y]);
     g.outputs.push(y);
     let e = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().to_string();
-    assert!(e.contains("my_cumsum") && e.contains("CumSum"), "{e}");
+    assert!(e.contains("my_scatter") && e.contains("ScatterElements"), "{e}");
     let core: tpu_sdk_core::Error = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().into();
     assert!(matches!(core, tpu_sdk_core::Error::Unsupported(_)), "{core:?}");
+}
+
+#[test]
+fn resize_nearest_linear_cubic_with_coordinate_modes() {
+    let mut cs = Cases::default();
+    let attrs = |mode: ResizeMode, coord: CoordTransform, nearest: NearestMode| ResizeAttrs {
+        mode,
+        coord,
+        nearest,
+        cubic_coeff_a: -0.75,
+        exclude_outside: false,
+        extrapolation_value: 0.0,
+    };
+    let scales = |v: &[f32]| In::C(Tensor::from_f32(vec![v.len()], v.to_vec()));
+    cs.check(
+        r#"helper.make_node("Resize", ["i0", "", "i2"], ["o0"], mode="nearest", coordinate_transformation_mode="asymmetric", nearest_mode="floor")"#,
+        Op::Resize(attrs(ResizeMode::Nearest, CoordTransform::Asymmetric, NearestMode::Floor)),
+        vec![x(&[1, 2, 3, 4], 700), In::Absent, scales(&[1.0, 1.0, 2.0, 2.0])],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("Resize", ["i0", "", "i2"], ["o0"], mode="nearest")"#,
+        Op::Resize(attrs(ResizeMode::Nearest, CoordTransform::HalfPixel, NearestMode::RoundPreferFloor)),
+        vec![x(&[1, 2, 5, 7], 701), In::Absent, scales(&[1.0, 1.0, 0.6, 1.5])],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("Resize", ["i0", "", "i2"], ["o0"], mode="linear")"#,
+        Op::Resize(attrs(ResizeMode::Linear, CoordTransform::HalfPixel, NearestMode::RoundPreferFloor)),
+        vec![x(&[2, 3, 4, 5], 702), In::Absent, scales(&[1.0, 1.0, 2.0, 1.5])],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("Resize", ["i0", "", "", "i3"], ["o0"], mode="linear", coordinate_transformation_mode="align_corners")"#,
+        Op::Resize(attrs(ResizeMode::Linear, CoordTransform::AlignCorners, NearestMode::RoundPreferFloor)),
+        vec![x(&[1, 1, 4, 4], 703), In::Absent, In::Absent, ci(&[1, 1, 7, 3])],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("Resize", ["i0", "", "i2"], ["o0"], mode="linear", coordinate_transformation_mode="pytorch_half_pixel")"#,
+        Op::Resize(attrs(ResizeMode::Linear, CoordTransform::PytorchHalfPixel, NearestMode::RoundPreferFloor)),
+        vec![x(&[1, 2, 6, 4], 704), In::Absent, scales(&[1.0, 1.0, 0.5, 2.0])],
+        1,
+    );
+    let mut cubic = attrs(ResizeMode::Cubic, CoordTransform::HalfPixel, NearestMode::RoundPreferFloor);
+    cubic.exclude_outside = true;
+    cubic.cubic_coeff_a = -0.5;
+    cs.check(
+        r#"helper.make_node("Resize", ["i0", "", "i2"], ["o0"], mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5)"#,
+        Op::Resize(cubic),
+        vec![x(&[1, 1, 5, 6], 705), In::Absent, scales(&[1.0, 1.0, 1.6, 0.5])],
+        1,
+    );
+    cs.run();
+}
+
+#[test]
+fn cumsum_onehot_hardmax_topk_lrn_gather_elements_and_quantization() {
+    let mut cs = Cases::default();
+    let axis = |a: i64| In::C(Tensor::from_i64(vec![], vec![a]));
+    for (ex, rev) in [(false, false), (true, false), (false, true), (true, true)] {
+        cs.check(
+            &format!(r#"helper.make_node("CumSum", ["i0", "i1"], ["o0"], exclusive={}, reverse={})"#, ex as u8, rev as u8),
+            Op::CumSum { exclusive: ex, reverse: rev },
+            vec![x(&[3, 5], 800), axis(-1)],
+            1,
+        );
+    }
+    cs.check(
+        r#"helper.make_node("OneHot", ["i0", "i1", "i2"], ["o0"], axis=1)"#,
+        Op::OneHot { axis: 1 },
+        vec![
+            In::X(Tensor::from_i64(vec![2, 2], vec![0, 3, -1, 2])),
+            In::C(Tensor::from_i64(vec![], vec![4])),
+            In::C(Tensor::from_f32(vec![2], vec![-1.0, 5.0])),
+        ],
+        1,
+    );
+    cs.check(r#"helper.make_node("Hardmax", ["i0"], ["o0"], axis=1)"#, Op::Hardmax { axis: 1 }, vec![x(&[3, 6], 801)], 1);
+    let k = In::C(Tensor::from_i64(vec![1], vec![3]));
+    cs.check(
+        r#"helper.make_node("TopK", ["i0", "i1"], ["o0", "o1"], axis=1)"#,
+        Op::TopK { axis: 1, largest: true, sorted: true },
+        vec![x(&[2, 7, 3], 802), k],
+        2,
+    );
+    cs.check(
+        r#"helper.make_node("TopK", ["i0", "i1"], ["o0", "o1"], axis=-1, largest=0)"#,
+        Op::TopK { axis: 1, largest: false, sorted: true },
+        vec![x(&[4, 9], 803), In::C(Tensor::from_i64(vec![1], vec![2]))],
+        2,
+    );
+    // onnx.reference's LRN loops over the batch instead of the channels; onnxruntime is right.
+    cs.check_ort(
+        r#"helper.make_node("LRN", ["i0"], ["o0"], alpha=1e-3, beta=0.75, bias=2.0, size=3)"#,
+        Op::Lrn { alpha: 1e-3, beta: 0.75, bias: 2.0, size: 3 },
+        vec![x(&[1, 5, 3, 3], 804)],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("GatherElements", ["i0", "i1"], ["o0"], axis=1)"#,
+        Op::GatherElements { axis: 1 },
+        vec![x(&[3, 4], 805), In::X(Tensor::from_i64(vec![3, 2], vec![0, 3, -1, 1, 2, 2]))],
+        1,
+    );
+    let q = Tensor::new(vec![2, 3], TensorData::U8(vec![0, 128, 255, 7, 100, 200])).unwrap();
+    cs.check(
+        r#"helper.make_node("DequantizeLinear", ["i0", "i1", "i2"], ["o0"], axis=1)"#,
+        Op::DequantizeLinear { axis: 1 },
+        vec![
+            In::X(q),
+            In::C(Tensor::from_f32(vec![3], vec![0.1, 0.02, 0.5])),
+            In::C(Tensor::new(vec![3], TensorData::U8(vec![128, 0, 10])).unwrap()),
+        ],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("QuantizeLinear", ["i0", "i1", "i2"], ["o0"])"#,
+        Op::QuantizeLinear { axis: 1, to: DType::I8 },
+        vec![
+            In::X(Tensor::from_f32(vec![6], vec![-3.0, -0.05, 0.05, 0.15, 1.0, 9.0])),
+            In::C(Tensor::from_f32(vec![], vec![0.1])),
+            In::C(Tensor::new(vec![], TensorData::I8(vec![-2])).unwrap()),
+        ],
+        1,
+    );
+    cs.run();
+}
+
+#[test]
+fn malformed_nodes_are_errors_naming_the_node_not_panics() {
+    let mut g = Graph::new("bad");
+    let a = g.add_input("a", DType::F32, vec![2]);
+    let b = g.add_input("b", DType::F32, vec![3]);
+    let y = g.add_value("y", DType::F32, vec![3]);
+    g.add_node("bad_add", Op::Binary(BinaryOp::Add, None), vec![Some(a), Some(b)], vec![y]);
+    g.outputs.push(y);
+    let e = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().to_string();
+    assert!(e.contains("bad_add") && e.contains("broadcast"), "{e}");
+
+    let mut g = Graph::new("bad_conv");
+    let x = g.add_input("x", DType::F32, vec![1, 1, 4, 4]);
+    let w = g.add_constant("w", Tensor::zeros(DType::F32, vec![1, 1, 2, 2]));
+    let y = g.add_value("y", DType::F32, vec![1, 1, 3, 3]);
+    let attrs = ConvAttrs { strides: vec![0, 1], ..conv_attrs() };
+    g.add_node("zero_stride", Op::Conv(attrs), vec![Some(x), Some(w)], vec![y]);
+    g.outputs.push(y);
+    let e = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().to_string();
+    assert!(e.contains("zero_stride") && e.contains("strides"), "{e}");
+
+    // A node whose recorded output shape disagrees with what it computes.
+    let mut g = Graph::new("wrong_shape");
+    let x = g.add_input("x", DType::F32, vec![2, 3]);
+    let y = g.add_value("y", DType::F32, vec![3, 2]);
+    g.add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(x)], vec![y]);
+    g.outputs.push(y);
+    let e = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().to_string();
+    assert!(e.contains("relu") && e.contains("[2, 3]") && e.contains("[3, 2]"), "{e}");
+}
+
+#[test]
+fn constants_of_every_dtype_survive_the_mlir_text_exactly() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let consts = vec![
+        Tensor::from_f32(vec![2, 2], vec![1.5, -0.0, f32::INFINITY, f32::MIN_POSITIVE]),
+        Tensor::from_f32(vec![3], vec![0.1; 3]),
+        Tensor::new(vec![2], TensorData::F64(vec![std::f64::consts::PI, -1e-300])).unwrap(),
+        Tensor::new(vec![2], TensorData::F16(vec![half::f16::from_f32(0.333), half::f16::from_f32(-2.0)])).unwrap(),
+        Tensor::new(vec![2], TensorData::BF16(vec![half::bf16::from_f32(0.333), half::bf16::from_f32(-2.0)])).unwrap(),
+        Tensor::new(vec![3], TensorData::I8(vec![-128, 0, 127])).unwrap(),
+        Tensor::new(vec![2], TensorData::U8(vec![0, 255])).unwrap(),
+        Tensor::new(vec![2], TensorData::I16(vec![-32768, 5])).unwrap(),
+        Tensor::new(vec![2], TensorData::I32(vec![i32::MIN, 1 << 20])).unwrap(),
+        Tensor::from_i64(vec![2, 1], vec![i64::MIN, i64::MAX]),
+        Tensor::new(vec![2, 3], TensorData::Bool(vec![true, false, false, true, true, false])).unwrap(),
+        Tensor::new(vec![2], TensorData::Bool(vec![true, true])).unwrap(),
+        Tensor::from_f32(vec![], vec![-7.25]),
+        Tensor::from_f32(vec![0, 2], vec![]),
+    ];
+    let mut g = Graph::new("consts");
+    // One input so that the program has an argument; the outputs are the constants themselves.
+    g.add_input("unused", DType::F32, vec![1]);
+    for (i, t) in consts.iter().enumerate() {
+        let v = g.add_constant(format!("c{i}"), t.clone());
+        g.outputs.push(v);
+    }
+    let exe = CloudTpuTarget::with_plugin(&plugin).compile(g).unwrap();
+    let got = exe.execute(&[Tensor::from_f32(vec![1], vec![0.0])]).unwrap();
+    assert_eq!(got, consts);
 }

@@ -124,3 +124,23 @@ fn a_missing_plugin_says_what_to_install() {
     let e = CloudTpuTarget::with_plugin("/nonexistent/libtpu.so").prepare(mlp(1).0).err().expect("no plugin").to_string();
     assert!(e.contains("/nonexistent/libtpu.so") && e.contains("pip install"), "{e}");
 }
+
+#[test]
+fn replicated_execution_runs_one_batch_per_device() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let (g, w1, b1, w2) = mlp(2);
+    let mut t = CloudTpuTarget::with_plugin(&plugin);
+    t.device = 1;
+    let exe = t.compile_replicated(g, 3).unwrap();
+    assert_eq!(exe.devices().iter().map(|d| d.id()).collect::<Vec<_>>(), vec![1, 2, 3]);
+    let batches: Vec<Vec<Tensor>> = (0..3).map(|r| vec![rand_f32(&[2, 48], 30 + r)]).collect();
+    let outs = exe.execute(&batches).unwrap();
+    assert_eq!(outs.len(), 3);
+    for (b, o) in batches.iter().zip(&outs) {
+        assert_close(&o[0], &mlp_reference(&b[0], &w1, &b1, &w2), 1e-5, 1e-6, "replica");
+    }
+    assert!(exe.execute(&batches[..2]).unwrap_err().to_string().contains("3 replicas"));
+    t.device = 2;
+    let e = t.compile_replicated(mlp(2).0, 3).unwrap_err().to_string();
+    assert!(e.contains("4 addressable device"), "{e}");
+}

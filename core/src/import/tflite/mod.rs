@@ -773,9 +773,18 @@ impl<'a> Importer<'a> {
             }
             bo::RESHAPE => {
                 let x = self.value(req(self, 0)?)?;
-                let shape: Vec<i64> = match input(1) {
-                    Some(t) if self.declared(t)?.1.len() == 1 => self.const_ints(t, "the target shape")?,
-                    _ => match op.options::<schema::ReshapeOptions>().and_then(|o| o.new_shape()) {
+                // As TFLite: a 1-D shape input, else the options' new_shape; a shape computed at run time
+                // falls back to the output's declared (static) shape.
+                let shape_input = match input(1) {
+                    Some(t) if self.declared(t)?.1.len() == 1 => {
+                        let v = self.value(t)?;
+                        self.g.constant(v).map(|c| c.to_i64_vec())
+                    }
+                    _ => None,
+                };
+                let shape: Vec<i64> = match shape_input {
+                    Some(s) => s,
+                    None => match op.options::<schema::ReshapeOptions>().and_then(|o| o.new_shape()).filter(|s| !s.is_empty() || input(1).is_none()) {
                         Some(s) => s.iter().map(|d| d as i64).collect(),
                         None => self.declared(outs[0])?.1.iter().map(|&d| d as i64).collect(),
                     },

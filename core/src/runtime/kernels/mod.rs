@@ -62,6 +62,8 @@ pub type Inferred = Vec<(DType, Vec<usize>)>;
 pub struct Scratch {
     /// f32 workspace; kernels resize it as needed.
     pub f32: Vec<f32>,
+    /// f64 workspace (f64 convolutions); kernels resize it as needed.
+    pub f64: Vec<f64>,
 }
 
 /// Fetches input `i` or fails with a message.

@@ -1,12 +1,252 @@
-//! TODO: kernels of this op family (being written).
+//! QuantizeLinear and DequantizeLinear, per tensor (one scale) or per axis (a 1-D scale along `axis`).
+//!
+//! Quantize: `y = saturate(round_half_even(x / scale) + zero_point)`, the output type being the zero
+//! point's, else the op's `to` (u8, i8 or i16). Dequantize: `y = (x - zero_point) * scale` in the scale's
+//! type. Blocked quantization (a scale of rank > 1) is not supported.
 
-use super::{InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{Op, Tensor};
+use super::elementwise::{data, par_chunks, with_float, Float, Real, CHUNK, PAR_MIN};
+use super::util::norm_axis;
+use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use crate::ir::{DType, Element, Op, Tensor};
 
-pub fn infer(op: &Op, _inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    Err(InferError::Invalid(format!("{} is not implemented yet", op.name())))
+/// How scale and zero point apply: row `r` of `inner` elements uses parameter `r % channels`.
+#[derive(Debug)]
+struct Layout {
+    channels: usize,
+    inner: usize,
 }
 
-pub fn eval(op: &Op, _inputs: &[Option<&Tensor>], _outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-    Err(format!("{} is not implemented yet", op.name()))
+/// Checks scale / zero-point shapes against the input and picks per-tensor or per-axis application.
+fn layout(name: &str, x: &[usize], scale: &[usize], zp: Option<&[usize]>, axis: i64) -> Result<Layout, String> {
+    let ns: usize = scale.iter().product();
+    if let Some(z) = zp {
+        if z.iter().product::<usize>() != ns || (z.len() > 1 && z != scale) {
+            return Err(format!("{name} zero point of shape {z:?} does not match the scale of shape {scale:?}"));
+        }
+    }
+    if ns == 1 && scale.len() <= 1 {
+        // per tensor: any partition of the data into rows works
+        return Ok(Layout { channels: 1, inner: CHUNK });
+    }
+    if scale.len() != 1 {
+        return Err(format!("{name} with a scale of shape {scale:?} (blocked quantization) is not supported"));
+    }
+    let ax = norm_axis(axis, x.len())?;
+    if x.is_empty() || x[ax] != ns {
+        return Err(format!("{name} scale has {ns} elements but axis {ax} of the input shape {x:?} does not"));
+    }
+    Ok(Layout { channels: ns, inner: x[ax + 1..].iter().product::<usize>().max(1) })
+}
+
+/// Output dtype of QuantizeLinear.
+fn quant_dtype(x: DType, scale: DType, zp: Option<DType>, to: DType) -> Result<DType, String> {
+    if !x.is_float() || !scale.is_float() {
+        return Err(format!("QuantizeLinear needs float input and scale, got {x} and {scale}"));
+    }
+    let out = zp.unwrap_or(to);
+    if !matches!(out, DType::U8 | DType::I8 | DType::I16) {
+        return Err(format!("QuantizeLinear to {out} is not supported (u8, i8, i16 are)"));
+    }
+    Ok(out)
+}
+
+/// Output dtype of DequantizeLinear.
+fn dequant_dtype(x: DType, scale: DType, zp: Option<DType>) -> Result<DType, String> {
+    if !matches!(x, DType::U8 | DType::I8 | DType::I16 | DType::I32) {
+        return Err(format!("DequantizeLinear of {x} is not supported (u8, i8, i16, i32 are)"));
+    }
+    if !scale.is_float() {
+        return Err(format!("DequantizeLinear scale is {scale}, expected a float type"));
+    }
+    if let Some(z) = zp {
+        if z != x {
+            return Err(format!("DequantizeLinear zero point is {z} but the input is {x}"));
+        }
+    }
+    Ok(scale)
+}
+
+/// Shape inference: the output has the input's shape.
+pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
+    let (x, s) = (info(inputs, 0)?, info(inputs, 1)?);
+    let zp = inputs.get(2).copied().flatten();
+    let (name, dt, axis) = match op {
+        Op::QuantizeLinear { axis, to } => ("QuantizeLinear", quant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype), *to)?, *axis),
+        Op::DequantizeLinear { axis } => ("DequantizeLinear", dequant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype))?, *axis),
+        other => return Err(InferError::Invalid(format!("{} is not a quantization op", other.name()))),
+    };
+    layout(name, x.shape, s.shape, zp.map(|z| z.shape), axis)?;
+    Ok(vec![(dt, x.shape.to_vec())])
+}
+
+/// Runs QuantizeLinear / DequantizeLinear.
+pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+    let (x, s) = (input(inputs, 0)?, input(inputs, 1)?);
+    let zp = inputs.get(2).copied().flatten();
+    let out = outputs.first_mut().ok_or_else(|| format!("{} needs an output", op.name()))?;
+    let (name, axis) = match op {
+        Op::QuantizeLinear { axis, .. } => ("QuantizeLinear", *axis),
+        Op::DequantizeLinear { axis } => ("DequantizeLinear", *axis),
+        other => return Err(format!("{} is not a quantization op", other.name())),
+    };
+    let lay = layout(name, &x.shape, &s.shape, zp.map(|z| z.shape.as_slice()), axis)?;
+    // the parameters are small (one per channel): read them as f64 once
+    let scale = s.to_f64_vec();
+    let zero = zp.map(|z| z.to_f64_vec()).unwrap_or_else(|| vec![0.0]);
+    if scale.len() < lay.channels || (zp.is_some() && zero.len() < lay.channels) {
+        return Err(format!("{name} parameters hold fewer elements than their shapes say"));
+    }
+    let zero_at = |c: usize| if zero.len() == 1 { zero[0] } else { zero[c] };
+    let params: Vec<(f64, f64)> = (0..lay.channels).map(|c| (scale[c], zero_at(c))).collect();
+    match op {
+        Op::QuantizeLinear { to, .. } => {
+            let dt = quant_dtype(x.dtype(), s.dtype(), zp.map(|z| z.dtype()), *to)?;
+            with_float!(x.dtype(), X => {
+                let a = data::<X>(x, "input")?;
+                match dt {
+                    DType::U8 => quantize::<X, u8>(a, out.reset::<u8>(&x.shape), &lay, &params, 0.0, 255.0),
+                    DType::I8 => quantize::<X, i8>(a, out.reset::<i8>(&x.shape), &lay, &params, -128.0, 127.0),
+                    _ => quantize::<X, i16>(a, out.reset::<i16>(&x.shape), &lay, &params, -32768.0, 32767.0),
+                }
+                Ok(())
+            }, Err(format!("QuantizeLinear of {} is not supported", x.dtype())))
+        }
+        _ => {
+            let dt = dequant_dtype(x.dtype(), s.dtype(), zp.map(|z| z.dtype()))?;
+            macro_rules! deq {
+                ($X:ty) => {{
+                    let a = data::<$X>(x, "input")?;
+                    with_float!(dt, T => {
+                        dequantize::<$X, T>(a, out.reset::<T>(&x.shape), &lay, &params);
+                        Ok(())
+                    }, Err(format!("DequantizeLinear to {dt} is not supported")))
+                }};
+            }
+            match x.dtype() {
+                DType::U8 => deq!(u8),
+                DType::I8 => deq!(i8),
+                DType::I16 => deq!(i16),
+                _ => deq!(i32),
+            }
+        }
+    }
+}
+
+/// Calls `f(channel, x_row, out_row)` for each row of `lay.inner` elements, over rayon when large.
+fn for_rows<A: Sync, O: Send>(a: &[A], o: &mut [O], lay: &Layout, f: impl Fn(usize, &[A], &mut [O]) + Sync) {
+    let inner = lay.inner;
+    let run = |r0: usize, a: &[A], o: &mut [O]| {
+        for (r, (or, ar)) in o.chunks_mut(inner).zip(a.chunks(inner)).enumerate() {
+            f((r0 + r) % lay.channels, ar, or);
+        }
+    };
+    if o.len() >= PAR_MIN {
+        let per = (CHUNK / inner).max(1);
+        par_chunks(o, per * inner, &|i, oc| run(i * per, &a[i * per * inner..], oc));
+    } else {
+        run(0, a, o);
+    }
+}
+
+fn quantize<X: Float, Q: Element>(a: &[X], o: &mut [Q], lay: &Layout, params: &[(f64, f64)], lo: f64, hi: f64) {
+    let c = <X::C as Real>::from_f64;
+    let (lo, hi) = (c(lo), c(hi));
+    for_rows(a, o, lay, |ch, ar, or| {
+        let (s, z) = (c(params[ch].0), c(params[ch].1));
+        for (o, v) in or.iter_mut().zip(ar) {
+            // x / scale in the input's compute type, like the ONNX reference (not x * (1 / scale))
+            let q = (v.load() / s).round_even() + z;
+            let q = if q < lo { lo } else if q > hi { hi } else { q };
+            *o = Q::from_f64(q.to_f64());
+        }
+    });
+}
+
+fn dequantize<X: Element, T: Float>(a: &[X], o: &mut [T], lay: &Layout, params: &[(f64, f64)]) {
+    let wide = X::DTYPE == DType::I32;
+    for_rows(a, o, lay, |ch, ar, or| {
+        let (s, z) = params[ch];
+        let sc = <T::C as Real>::from_f64(s);
+        let zf = z as f32;
+        for (o, v) in or.iter_mut().zip(ar) {
+            *o = T::store(if wide {
+                // the reference subtracts an i32 zero point from x as f32, which numpy does in f64
+                <T::C as Real>::from_f64(((v.to_f64() as f32) as f64 - z) * s)
+            } else {
+                // exact in f32 for 8/16-bit values, then times the scale in the output's compute type
+                <T::C as Real>::from_f64((v.to_f64() as f32 - zf) as f64) * sc
+            });
+        }
+    });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(op: Op, ins: &[Option<&Tensor>]) -> Result<Tensor, String> {
+        let mut outs = vec![Tensor::default()];
+        eval(&op, ins, &mut outs, &mut Scratch::default())?;
+        let infos: Vec<Option<TypeInfo>> = ins.iter().map(|t| t.map(|t| TypeInfo { dtype: t.dtype(), shape: &t.shape, value: None })).collect();
+        assert_eq!(infer(&op, &infos).unwrap(), vec![(outs[0].dtype(), outs[0].shape.clone())]);
+        Ok(outs.remove(0))
+    }
+
+    #[test]
+    fn quantize_per_tensor_rounds_half_to_even_and_saturates() {
+        // ONNX QuantizeLinear example: x = [0, 2, 3, 1000, -254, -1000], scale 2, zp 128
+        let x = Tensor::from_f32(vec![6], vec![0.0, 2.0, 3.0, 1000.0, -254.0, -1000.0]);
+        let s = Tensor::scalar(2.0f32);
+        let z = Tensor::scalar(128u8);
+        let y = run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
+        assert_eq!((y.dtype(), y.to_i64_vec()), (DType::U8, vec![128, 129, 130, 255, 1, 0]));
+        // no zero point: `to` decides; 2.5 -> 2, -2.5 -> -2 (half to even)
+        let x = Tensor::from_f32(vec![4], vec![2.5, -2.5, 3.5, 1000.0]);
+        let y = run(Op::QuantizeLinear { axis: 1, to: DType::I8 }, &[Some(&x), Some(&Tensor::scalar(1.0f32)), None]).unwrap();
+        assert_eq!((y.dtype(), y.to_i64_vec()), (DType::I8, vec![2, -2, 4, 127]));
+    }
+
+    #[test]
+    fn per_axis_quantize_and_dequantize() {
+        // ONNX test_quantizelinear_axis: x [1, 3, 3, 2], per-channel scale and zero point on axis 1
+        let x = Tensor::from_f32(
+            vec![1, 3, 3, 2],
+            vec![-162.0, 10.0, -100.0, 232.0, -20.0, -50.0, -76.0, 0.0, 0.0, 252.0, 32.0, -44.0, 245.0, -485.0, -960.0, -270.0, -375.0, -470.0],
+        );
+        let s = Tensor::from_f32(vec![3], vec![2.0, 4.0, 5.0]);
+        let z = Tensor::from_vec(vec![3], vec![84u8, 24, 196]).unwrap();
+        let y = run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
+        assert_eq!(y.to_i64_vec(), vec![3, 89, 34, 200, 74, 59, 5, 24, 24, 87, 32, 13, 245, 99, 4, 142, 121, 102]);
+        // ONNX test_dequantizelinear_axis: x [1, 3, 2, 2] u8, scale [1, 2, 4], zp [0, 0, 0]
+        let x = Tensor::from_vec(vec![1, 3, 2, 2], vec![3u8, 89, 34, 200, 74, 59, 5, 24, 24, 87, 32, 13]).unwrap();
+        let s = Tensor::from_f32(vec![3], vec![1.0, 2.0, 4.0]);
+        let z = Tensor::from_vec(vec![3], vec![0u8, 0, 0]).unwrap();
+        let y = run(Op::DequantizeLinear { axis: -3 }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
+        assert_eq!(y.as_f32().unwrap(), &[3.0, 89.0, 34.0, 200.0, 148.0, 118.0, 10.0, 48.0, 96.0, 348.0, 128.0, 52.0]);
+        // per-tensor dequantize into f16 (the scale's type)
+        let x = Tensor::from_vec(vec![3], vec![0i8, -128, 127]).unwrap();
+        let s = Tensor::scalar(half::f16::from_f32(0.5));
+        let y = run(Op::DequantizeLinear { axis: 1 }, &[Some(&x), Some(&s), Some(&Tensor::scalar(-1i8))]).unwrap();
+        assert_eq!((y.dtype(), y.to_f64_vec()), (DType::F16, vec![0.5, -63.5, 64.0]));
+        // blocked and mismatched parameters are errors, not panics
+        let x = Tensor::from_f32(vec![2, 4], vec![0.0; 8]);
+        let blocked = Tensor::from_f32(vec![2, 2], vec![1.0; 4]);
+        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&blocked), None]).unwrap_err().contains("blocked"));
+        let wrong = Tensor::from_f32(vec![3], vec![1.0; 3]);
+        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&wrong), None]).is_err());
+        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::I32 }, &[Some(&x), Some(&Tensor::scalar(1.0f32)), None]).is_err());
+    }
+
+    #[test]
+    fn large_per_axis_runs_in_parallel() {
+        let (c, inner) = (4usize, 30000usize);
+        let x: Vec<f32> = (0..c * inner).map(|i| (i % 200) as f32 - 100.0).collect();
+        let s = Tensor::from_f32(vec![c], vec![1.0, 2.0, 4.0, 8.0]);
+        let y = run(Op::QuantizeLinear { axis: 0, to: DType::I8 }, &[Some(&Tensor::from_f32(vec![c, inner], x.clone())), Some(&s), None]).unwrap();
+        let y = y.to_i64_vec();
+        for i in (0..c * inner).step_by(997) {
+            let sc = [1.0f32, 2.0, 4.0, 8.0][i / inner];
+            assert_eq!(y[i], (x[i] / sc).round_ties_even().clamp(-128.0, 127.0) as i64);
+        }
+    }
 }

@@ -14,6 +14,16 @@ fn per_dim(v: &[usize], n: usize, default: usize) -> Vec<usize> {
     }
 }
 
+/// Checks the window attributes: one entry per spatial dim, all at least 1.
+pub(super) fn check_window(cx: &Cx, node: &Node, nsp: usize, kernel: &[usize], strides: &[usize], dilations: &[usize]) -> Result<()> {
+    for (what, v) in [("kernel_shape", kernel), ("strides", strides), ("dilations", dilations)] {
+        if v.len() != nsp || v.contains(&0) {
+            return Err(cx.unsupported(node, format!("{what} {v:?} must have {nsp} entries of at least 1")));
+        }
+    }
+    Ok(())
+}
+
 /// (begin, end) padding of a convolution-like window over an input of size `input` (ONNX auto_pad rules).
 pub(super) fn window_padding(
     auto_pad: AutoPad,
@@ -122,6 +132,7 @@ pub(super) fn conv(cx: &mut Cx, node: &Node, a: &ConvAttrs) -> Result<V> {
     let kernel = w.shape[2..].to_vec();
     let strides = per_dim(&a.strides, nsp, 1);
     let dilations = per_dim(&a.dilations, nsp, 1);
+    check_window(cx, node, nsp, &kernel, &strides, &dilations)?;
     let padding = window_padding(a.auto_pad, &a.pads, &x.shape[2..], &kernel, &strides, &dilations);
     let group = a.group.max(1);
     let y = convolution(cx, &x, &w, &strides, &padding, &vec![1; nsp], &dilations, group);
@@ -143,6 +154,10 @@ pub(super) fn conv_transpose(cx: &mut Cx, node: &Node, a: &ConvTransposeAttrs) -
     let strides = per_dim(&c.strides, nsp, 1);
     let dilations = per_dim(&c.dilations, nsp, 1);
     let out_pad = per_dim(&a.output_padding, nsp, 0);
+    check_window(cx, node, nsp, &kernel, &strides, &dilations)?;
+    if out_pad.len() != nsp {
+        return Err(cx.unsupported(node, format!("output_padding {out_pad:?} must have {nsp} entries")));
+    }
     let cin = w.shape[0];
     let mg = w.shape[1];
     if cin % g != 0 || x.shape[1] != cin {

@@ -26,7 +26,7 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
         }
         Op::Variadic(b) => {
             let first = cx.input(node, 0)?;
-            let mut acc = cx.broadcast_to(&first, &oshape);
+            let mut acc = cx.broadcast_to(&first, &oshape)?;
             for i in 1..node.inputs.len() {
                 let x = cx.input(node, i)?;
                 acc = binary(cx, node, *b, &acc, &x, &oshape)?;
@@ -35,7 +35,7 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
         }
         Op::VariadicMean => {
             let first = cx.input(node, 0)?;
-            let mut acc = cx.broadcast_to(&first, &oshape);
+            let mut acc = cx.broadcast_to(&first, &oshape)?;
             for i in 1..node.inputs.len() {
                 let x = cx.input(node, i)?;
                 acc = binary(cx, node, BinaryOp::Add, &acc, &x, &oshape)?;
@@ -49,21 +49,21 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
             if x.dtype != y.dtype || c.dtype != DType::Bool {
                 return Err(cx.unsupported(node, "Where needs a bool condition and two values of one dtype"));
             }
-            let c = cx.broadcast_to(&c, &oshape);
-            let x = cx.broadcast_to(&x, &oshape);
-            let y = cx.broadcast_to(&y, &oshape);
+            let c = cx.broadcast_to(&c, &oshape)?;
+            let x = cx.broadcast_to(&x, &oshape)?;
+            let y = cx.broadcast_to(&y, &oshape)?;
             Ok(cx.select(&c, &x, &y))
         }
         Op::ClipDynamic => {
             let mut x = cx.input(node, 0)?;
             if let Some(lo) = cx.opt_input(node, 1)? {
                 let lo = cx.convert(&lo, x.dtype);
-                let lo = cx.broadcast_to(&lo, &x.shape.clone());
+                let lo = cx.broadcast_to(&lo, &x.shape.clone())?;
                 x = cx.binary("maximum", &x, &lo);
             }
             if let Some(hi) = cx.opt_input(node, 2)? {
                 let hi = cx.convert(&hi, x.dtype);
-                let hi = cx.broadcast_to(&hi, &x.shape.clone());
+                let hi = cx.broadcast_to(&hi, &x.shape.clone())?;
                 x = cx.binary("minimum", &x, &hi);
             }
             Ok(x)
@@ -78,8 +78,8 @@ fn binary(cx: &mut Cx, node: &Node, op: BinaryOp, a: &V, b: &V, shape: &[usize])
     if a.dtype != b.dtype {
         return Err(cx.unsupported(node, format!("operands have different dtypes ({} and {})", a.dtype, b.dtype)));
     }
-    let x = cx.broadcast_to(a, shape);
-    let y = cx.broadcast_to(&b, shape);
+    let x = cx.broadcast_to(a, shape)?;
+    let y = cx.broadcast_to(&b, shape)?;
     use BinaryOp::*;
     let name = match op {
         Add => "add",

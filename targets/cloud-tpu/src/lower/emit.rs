@@ -222,6 +222,8 @@ pub(crate) struct Cx<'g> {
     /// Constants passed as function arguments (after the graph inputs), in argument order.
     pub params: Vec<ValueId>,
     first_param: usize,
+    /// ` loc("node")` appended to each op of the node being lowered.
+    loc: String,
 }
 
 impl<'g> Cx<'g> {
@@ -236,6 +238,7 @@ impl<'g> Cx<'g> {
             node_index: 0,
             params: Vec::new(),
             first_param: g.inputs.len(),
+            loc: String::new(),
         }
     }
 
@@ -320,8 +323,20 @@ impl<'g> Cx<'g> {
     pub fn emit(&mut self, rhs: impl std::fmt::Display, dtype: DType, shape: Vec<usize>) -> V {
         let name = format!("%v{}", self.next);
         self.next += 1;
-        let _ = writeln!(self.body, "    {name} = {rhs}");
+        let _ = writeln!(self.body, "    {name} = {rhs}{}", self.loc);
         V { name, dtype, shape }
+    }
+
+    /// Attaches the following ops to a source location named after the node, so that compiler messages and
+    /// XLA profiles name the model's nodes.
+    pub fn set_loc(&mut self, node_name: &str) {
+        self.loc = if node_name.is_empty() {
+            String::new()
+        } else {
+            let clean: String =
+                node_name.chars().map(|c| if (c.is_ascii_graphic() && c != '"' && c != '\\') || c == ' ' { c } else { '_' }).collect();
+            format!(" loc(\"{clean}\")")
+        };
     }
 
     /// Writes a line as is (region bodies).
@@ -473,16 +488,20 @@ impl<'g> Cx<'g> {
     }
 
     /// Numpy-style broadcast of `a` to `shape` (trailing dims aligned). The caller guarantees compatibility.
-    pub fn broadcast_to(&mut self, a: &V, shape: &[usize]) -> V {
-        let r = a.rank();
-        let off = shape.len() - r;
-        if a.shape.iter().zip(&shape[off..]).any(|(&s, &t)| s != t && s != 1) {
-            // Not broadcastable: left to the plugin's verifier would give an obscure error; callers check first.
-            debug_assert!(false, "broadcast {:?} to {shape:?}", a.shape);
+    pub fn broadcast_to(&mut self, a: &V, shape: &[usize]) -> Result<V> {
+        let mut a = a.clone();
+        // Leading size-1 dims beyond the target rank carry nothing: drop them.
+        if a.rank() > shape.len() && a.shape[..a.rank() - shape.len()].iter().all(|&d| d == 1) {
+            let keep = a.shape[a.rank() - shape.len()..].to_vec();
+            a = self.reshape(&a, &keep);
         }
-        // Size-1 dims that expand must be dropped from the operand first (broadcast_in_dim allows 1 → n).
-        let dims: Vec<usize> = (off..shape.len()).collect();
-        self.broadcast_in_dim(a, &dims, shape)
+        let r = a.rank();
+        if r > shape.len() || a.shape.iter().zip(&shape[shape.len() - r..]).any(|(&s, &t)| s != t && s != 1) {
+            return Err(Error::Invalid(format!("cannot broadcast {:?} to {shape:?}", a.shape)));
+        }
+        // broadcast_in_dim expands size-1 operand dims to any size.
+        let dims: Vec<usize> = (shape.len() - r..shape.len()).collect();
+        Ok(self.broadcast_in_dim(&a, &dims, shape))
     }
 
     /// Broadcasts a 1-D per-channel vector (length `shape[axis]`) along `axis` of `shape`.
@@ -642,30 +661,45 @@ impl<'g> Cx<'g> {
         let d: Vec<i64> = dilations.iter().map(|&x| x as i64).collect();
         let pads: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
         let out = ty(a.dtype, out_shape);
+        let loc = self.loc.clone();
         self.line(format_args!("    {name} = \"stablehlo.reduce_window\"({}, {}) ({{", a.name, init.name));
         self.line(format_args!("    ^bb0(%ra: {st}, %rb: {st}):"));
         self.line(format_args!("      %rc = {} %ra, %rb : {st}", combine.op()));
         self.line(format_args!("      stablehlo.return %rc : {st}"));
         self.line(format_args!(
-            "    }}) {{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : ({}, {st}) -> {out}",
+            "    }}) {{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : ({}, {st}) -> {out}{}",
             i64_array(&w),
             i64_array(&s),
             i64_array(&d),
             pads.join(", "),
             padding.len(),
-            a.ty()
+            a.ty(),
+            loc
         ));
         V { name, dtype: a.dtype, shape: out_shape.to_vec() }
     }
 
     /// `dot_general` with batch and contracting dims; the result is [batch..., lhs free..., rhs free...].
     pub fn dot_general(&mut self, a: &V, b: &V, batch: (&[usize], &[usize]), contract: (&[usize], &[usize])) -> V {
+        let p = self.opts.precision;
+        self.dot_general_with(a, b, batch, contract, p)
+    }
+
+    /// `dot_general` with an explicit precision.
+    pub fn dot_general_with(
+        &mut self,
+        a: &V,
+        b: &V,
+        batch: (&[usize], &[usize]),
+        contract: (&[usize], &[usize]),
+        precision: super::Precision,
+    ) -> V {
         let mut shape: Vec<usize> = batch.0.iter().map(|&d| a.shape[d]).collect();
         shape.extend((0..a.rank()).filter(|d| !batch.0.contains(d) && !contract.0.contains(d)).map(|d| a.shape[d]));
         shape.extend((0..b.rank()).filter(|d| !batch.1.contains(d) && !contract.1.contains(d)).map(|d| b.shape[d]));
         let out = ty(a.dtype, &shape);
         let batching = if batch.0.is_empty() { String::new() } else { format!("batching_dims = {} x {}, ", list(batch.0), list(batch.1)) };
-        let precision = self.opts.precision.attr_dot(a.dtype);
+        let precision = precision.attr_dot(a.dtype);
         self.emit(
             format!(
                 "stablehlo.dot_general {}, {}, {batching}contracting_dims = {} x {}{precision} : ({}, {}) -> {out}",
@@ -705,6 +739,7 @@ impl<'g> Cx<'g> {
         self.next += 1;
         let better = if max { "GT" } else { "LT" };
         let tie = if last { "GT" } else { "LT" };
+        let loc = self.loc.clone();
         self.line(format_args!("    {name}:2 = \"stablehlo.reduce\"({}, {}, {}, {}) ({{", x.name, idx.name, init_v.name, init_i.name));
         self.line(format_args!("    ^bb0(%ra: {st}, %ri: {it}, %rb: {st}, %rj: {it}):"));
         self.line(format_args!("      %b1 = stablehlo.compare {better}, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
@@ -716,13 +751,54 @@ impl<'g> Cx<'g> {
         self.line(format_args!("      %b7 = stablehlo.select %b5, %ri, %rj : tensor<i1>, {it}"));
         self.line(format_args!("      stablehlo.return %b6, %b7 : {st}, {it}"));
         self.line(format_args!(
-            "    }}) {{dimensions = {}}} : ({}, {}, {st}, {it}) -> ({}, {})",
+            "    }}) {{dimensions = {}}} : ({}, {}, {st}, {it}) -> ({}, {}){}",
             i64_array(&[axis as i64]),
             x.ty(),
             idx.ty(),
             ty(x.dtype, &shape),
-            ty(DType::I64, &shape)
+            ty(DType::I64, &shape),
+            loc
         ));
         V { name: format!("{name}#1"), dtype: DType::I64, shape }
+    }
+
+    /// `x[..., indices, ...]` along `axis` (indices already in range) as a `gather`; the axis is replaced by the
+    /// dims of `indices`.
+    pub fn gather_axis(&mut self, x: &V, axis: usize, indices: &V) -> V {
+        let ri = indices.rank();
+        let rd = x.rank();
+        let mut shape: Vec<usize> = x.shape[..axis].to_vec();
+        shape.extend_from_slice(&indices.shape);
+        shape.extend_from_slice(&x.shape[axis + 1..]);
+        let offset_dims: Vec<usize> = (0..axis).chain(axis + ri..axis + ri + (rd - axis - 1)).collect();
+        let slice_sizes: Vec<i64> = (0..rd).map(|i| if i == axis { 1 } else { x.shape[i] as i64 }).collect();
+        let out = ty(x.dtype, &shape);
+        self.emit(
+            format!(
+                "\"stablehlo.gather\"({}, {}) {{dimension_numbers = #stablehlo.gather<offset_dims = {}, collapsed_slice_dims = [{axis}], start_index_map = [{axis}], index_vector_dim = {ri}>, slice_sizes = {}, indices_are_sorted = false}} : ({}, {}) -> {out}",
+                x.name,
+                indices.name,
+                list(&offset_dims),
+                i64_array(&slice_sizes),
+                x.ty(),
+                indices.ty()
+            ),
+            x.dtype,
+            shape,
+        )
+    }
+
+    /// `chlo.top_k` along the last dim: (values, i32 indices), largest first.
+    pub fn top_k(&mut self, x: &V, k: usize, shape: &[usize]) -> (V, V) {
+        let name = format!("%v{}", self.next);
+        self.next += 1;
+        let vt = ty(x.dtype, shape);
+        let it = ty(DType::I32, shape);
+        let loc = self.loc.clone();
+        self.line(format_args!("    {name}:2 = chlo.top_k({}, k = {k}) : {} -> ({vt}, {it}){loc}", x.name, x.ty()));
+        (
+            V { name: format!("{name}#0"), dtype: x.dtype, shape: shape.to_vec() },
+            V { name: format!("{name}#1"), dtype: DType::I32, shape: shape.to_vec() },
+        )
     }
 }

@@ -2,7 +2,7 @@
 
 use tpu_sdk_core::ir::{DType, Node, Tensor};
 
-use super::emit::{i64_array, list, ty, Cx, V};
+use super::emit::{Cx, V};
 use crate::error::Result;
 
 /// out = data[:axis] + indices.shape + data[axis+1:], with ONNX's negative indices counting from the end.
@@ -38,25 +38,5 @@ pub(super) fn gather(cx: &mut Cx, node: &Node, axis: usize) -> Result<V> {
             cx.select(&neg, &wrapped, &i)
         }
     };
-    let ri = idx.rank();
-    let rd = data.rank();
-    let mut shape: Vec<usize> = data.shape[..axis].to_vec();
-    shape.extend_from_slice(&idx.shape);
-    shape.extend_from_slice(&data.shape[axis + 1..]);
-    let offset_dims: Vec<usize> = (0..axis).chain(axis + ri..axis + ri + (rd - axis - 1)).collect();
-    let slice_sizes: Vec<i64> = (0..rd).map(|i| if i == axis { 1 } else { data.shape[i] as i64 }).collect();
-    let out = ty(data.dtype, &shape);
-    Ok(cx.emit(
-        format!(
-            "\"stablehlo.gather\"({}, {}) {{dimension_numbers = #stablehlo.gather<offset_dims = {}, collapsed_slice_dims = [{axis}], start_index_map = [{axis}], index_vector_dim = {ri}>, slice_sizes = {}, indices_are_sorted = false}} : ({}, {}) -> {out}",
-            data.name,
-            idx.name,
-            list(&offset_dims),
-            i64_array(&slice_sizes),
-            data.ty(),
-            idx.ty()
-        ),
-        data.dtype,
-        shape,
-    ))
+    Ok(cx.gather_axis(&data, axis, &idx))
 }

@@ -29,7 +29,7 @@ pub(super) fn gemm(
     if let Some(c) = cx.opt_input(node, 2)? {
         if beta != 0.0 {
             let c = cx.convert(&c, y.dtype);
-            let mut c = cx.broadcast_to(&c, &y.shape.clone());
+            let mut c = cx.broadcast_to(&c, &y.shape.clone())?;
             if beta != 1.0 {
                 c = cx.binary_scalar("multiply", &c, beta as f64);
             }
@@ -70,8 +70,8 @@ pub(super) fn matmul(cx: &mut Cx, node: &Node) -> Result<V> {
         sa.extend_from_slice(&a2.shape[ra - 2..]);
         let mut sb = batch.clone();
         sb.extend_from_slice(&b2.shape[rb - 2..]);
-        let a3 = cx.broadcast_to(&a2, &sa);
-        let b3 = cx.broadcast_to(&b2, &sb);
+        let a3 = cx.broadcast_to(&a2, &sa)?;
+        let b3 = cx.broadcast_to(&b2, &sb)?;
         let bd: Vec<usize> = (0..nb).collect();
         cx.dot_general(&a3, &b3, (&bd, &bd), (&[nb + 1], &[nb]))
     };

@@ -15,6 +15,7 @@
 //! let mlir = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap();
 //! assert!(mlir.contains("func.func @main(%arg0: tensor<2x3xf32>) -> (tensor<2x3xf32>)"));
 //! assert!(mlir.contains("stablehlo.maximum"));
+//! assert!(mlir.contains(r#"loc("r")"#)); // ops carry their node's name
 //! ```
 
 mod conv;
@@ -22,9 +23,11 @@ mod elementwise;
 pub(crate) mod emit;
 mod gather;
 mod matmul;
+mod misc;
 mod norm;
 mod pool;
 mod reduce;
+mod resize;
 mod shape;
 
 use std::fmt::Write;
@@ -129,13 +132,18 @@ pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
     let uses = graph.use_counts();
     for (idx, node) in graph.nodes.iter().enumerate() {
         cx.node_index = idx;
+        cx.set_loc(&node.name);
         if node.outputs.iter().all(|o| graph.value(*o).constant.is_some()) {
             continue; // folded: its outputs are emitted as constants where they are used
         }
         if node.outputs.iter().chain(node.inputs.iter().flatten()).any(|o| graph.value(*o).dynamic) {
             return Err(cx.unsupported(node, "its shapes depend on run-time values; TPU programs need static shapes"));
         }
-        let outs = lower_node(&mut cx, node)?;
+        // Inconsistencies found while lowering (shapes that do not broadcast, ...) name the node.
+        let outs = lower_node(&mut cx, node).map_err(|e| match e {
+            Error::Invalid(msg) => cx.unsupported(node, msg),
+            other => other,
+        })?;
         for (k, &o) in node.outputs.iter().enumerate() {
             let want = graph.value(o);
             match outs.get(k) {
@@ -158,6 +166,7 @@ pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
             }
         }
     }
+    cx.set_loc("");
     let mut rets = Vec::new();
     for &o in &graph.outputs {
         rets.push(cx.value(o)?);
@@ -232,6 +241,19 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         | Op::Trilu { .. } => shape::lower(cx, node).map(|v| vec![v]),
         Op::Split { axis, .. } => shape::split(cx, node, *axis),
         Op::Gather { axis } => gather::gather(cx, node, *axis).map(|v| vec![v]),
+        Op::Resize(a) => resize::resize(cx, node, a).map(|v| vec![v]),
+        Op::Shape { .. }
+        | Op::Size
+        | Op::ConstantOfShape { .. }
+        | Op::EyeLike { .. }
+        | Op::CumSum { .. }
+        | Op::OneHot { .. }
+        | Op::Hardmax { .. }
+        | Op::TopK { .. }
+        | Op::Lrn { .. }
+        | Op::GatherElements { .. }
+        | Op::DequantizeLinear { .. }
+        | Op::QuantizeLinear { .. } => misc::lower(cx, node),
         other => Err(cx.unsupported(node, format!("{} has no StableHLO lowering yet", other.name()))),
     }
 }

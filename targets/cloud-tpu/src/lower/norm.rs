@@ -117,11 +117,11 @@ pub(super) fn layer_norm(cx: &mut Cx, node: &Node, axis: usize, eps: f32) -> Res
     let (y, mean, inv) = normalize(cx, &x, &axes, eps);
     let scale = cx.input(node, 1)?;
     let scale = cx.convert(&scale, x.dtype);
-    let scale = cx.broadcast_to(&scale, &x.shape);
+    let scale = cx.broadcast_to(&scale, &x.shape)?;
     let mut y = cx.mul(&y, &scale);
     if let Some(b) = cx.opt_input(node, 2)? {
         let b = cx.convert(&b, x.dtype);
-        let b = cx.broadcast_to(&b, &x.shape);
+        let b = cx.broadcast_to(&b, &x.shape)?;
         y = cx.add(&y, &b);
     }
     let mut outs = vec![y];

@@ -2,7 +2,7 @@
 
 use tpu_sdk_core::ir::{Node, Op, PoolAttrs, Tensor};
 
-use super::conv::window_padding;
+use super::conv::{check_window, window_padding};
 use super::emit::{Combine, Cx, V};
 use crate::error::Result;
 
@@ -42,6 +42,7 @@ fn window(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs, kind: Kind) -> Result<
     let k = a.kernel_shape.clone();
     let s = if a.strides.is_empty() { vec![1; nsp] } else { a.strides.clone() };
     let d = if a.dilations.is_empty() { vec![1; nsp] } else { a.dilations.clone() };
+    check_window(cx, node, nsp, &k, &s, &d)?;
     let input = &x.shape[2..];
     let declared = window_padding(a.auto_pad, &a.pads, input, &k, &s, &d);
     // ceil_mode: extend the end padding so that the last (partial) window exists; its extra cells never count.

@@ -30,6 +30,9 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
                     None => Vec::new(),
                 },
             };
+            if let Some(&bad) = axes.iter().find(|&&a| a >= x.rank()) {
+                return Err(cx.unsupported(node, format!("axis {bad} is out of range for rank {rank}")));
+            }
             let axes = if axes.is_empty() {
                 if *noop_with_empty_axes {
                     return Ok(cx.reshape(&x, &out_shape));

@@ -33,7 +33,7 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
         }
         Op::Slice => slice(cx, node, &x),
         Op::Pad { mode } => pad(cx, node, &x, *mode),
-        Op::Expand => Ok(cx.broadcast_to(&x, &out_shape)),
+        Op::Expand => cx.broadcast_to(&x, &out_shape),
         Op::Tile => {
             let reps = cx.const_ints(node, 1, "repeats")?.unwrap_or_default();
             if reps.len() != x.rank() || reps.iter().any(|&r| r < 0) {

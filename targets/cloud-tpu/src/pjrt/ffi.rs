@@ -504,7 +504,8 @@ pub(crate) struct Api {
     path: PathBuf,
     major: i32,
     minor: i32,
-    _lib: libloading::Library,
+    /// The library (kept loaded; `None` only for the in-memory tables of the unit tests).
+    _lib: Option<libloading::Library>,
 }
 
 // SAFETY: `raw` points to the plugin's immutable, process-lifetime table of function pointers; PJRT functions
@@ -547,6 +548,18 @@ macro_rules! call {
             Err(e) => Err(e),
         }
     }};
+}
+
+/// Refuses a plugin whose major API version differs from the header's.
+fn check_version(path: &Path, major: i32, minor: i32) -> Result<()> {
+    if major != HEADER_MAJOR {
+        return Err(Error::Version(format!(
+            "{} implements PJRT C API {major}.{minor}; this build speaks {HEADER_MAJOR}.{HEADER_MINOR} and cannot use a \
+             different major version",
+            path.display()
+        )));
+    }
+    Ok(())
 }
 
 fn registry() -> &'static Mutex<HashMap<PathBuf, Arc<Api>>> {
@@ -593,14 +606,8 @@ impl Api {
             let v = ptr::addr_of!((*raw).pjrt_api_version);
             (ptr::addr_of!((*v).major_version).read(), ptr::addr_of!((*v).minor_version).read())
         };
-        if major != HEADER_MAJOR {
-            return Err(Error::Version(format!(
-                "{} implements PJRT C API {major}.{minor}; this build speaks {HEADER_MAJOR}.{HEADER_MINOR} and cannot \
-                 use a different major version",
-                canonical.display()
-            )));
-        }
-        let api = Api { raw, table_size, path: canonical.clone(), major, minor, _lib: lib };
+        check_version(&canonical, major, minor)?;
+        let api = Api { raw, table_size, path: canonical.clone(), major, minor, _lib: Some(lib) };
         let mut init = PJRT_Plugin_Initialize_Args::new();
         call!(&api, PJRT_Plugin_Initialize, &mut init)?;
         let api = Arc::new(api);
@@ -677,6 +684,58 @@ impl Api {
         call!(self, PJRT_Plugin_Attributes, &mut a)?;
         // SAFETY: the attributes array has process lifetime (header) and `num_attributes` entries.
         Ok(unsafe { read_named_values(a.attributes, a.num_attributes) })
+    }
+
+    /// `PJRT_TopologyDescription_Create` + `PJRT_Compile`: compiles ahead of time for a named topology
+    /// (libtpu: for example "v5e:2x2") without the devices; returns the serialized executable.
+    pub(crate) fn compile_for_topology(
+        self: &Arc<Self>,
+        topology: &str,
+        options: &[(String, NamedValue)],
+        code: &[u8],
+        format: &str,
+        compile_options: &[u8],
+    ) -> Result<(String, usize, Vec<u8>)> {
+        let opts = NamedValues::new(options);
+        let mut t = PJRT_TopologyDescription_Create_Args::new();
+        t.topology_name = topology.as_ptr().cast();
+        t.topology_name_size = topology.len();
+        t.create_options = opts.ptr();
+        t.num_options = options.len();
+        call!(self, PJRT_TopologyDescription_Create, &mut t)?;
+        if t.topology.is_null() {
+            return Err(Error::Invalid("PJRT_TopologyDescription_Create succeeded but returned no topology".into()));
+        }
+        let topo = TopologyHandle { api: self.clone(), raw: t.topology };
+        let platform = {
+            let mut a = PJRT_TopologyDescription_PlatformName_Args::new();
+            a.topology = topo.raw;
+            call!(self, PJRT_TopologyDescription_PlatformName, &mut a)?;
+            // SAFETY: owned by the topology, alive while `topo` is.
+            unsafe { copy_str(a.platform_name, a.platform_name_size) }
+        };
+        let num_devices = {
+            let mut a = PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
+            a.topology = topo.raw;
+            call!(self, PJRT_TopologyDescription_GetDeviceDescriptions, &mut a)?;
+            a.num_descriptions
+        };
+        let mut program = PJRT_Program::new();
+        program.code = code.as_ptr() as *mut c_char;
+        program.code_size = code.len();
+        program.format = format.as_ptr().cast();
+        program.format_size = format.len();
+        let mut a = PJRT_Compile_Args::new();
+        a.topology = topo.raw;
+        a.program = &program;
+        a.compile_options = compile_options.as_ptr().cast();
+        a.compile_options_size = compile_options.len();
+        call!(self, PJRT_Compile, &mut a)?;
+        if a.executable.is_null() {
+            return Err(Error::Invalid("PJRT_Compile succeeded but returned no executable".into()));
+        }
+        let exe = ExecutableHandle { api: self.clone(), raw: a.executable };
+        Ok((platform, num_devices, exe.serialize()?))
     }
 
     /// Awaits `event`, then destroys it; returns the event's error, if any.
@@ -956,52 +1015,6 @@ impl ClientHandle {
         self.api.await_event(a.done_with_host_buffer, "PJRT_Client_BufferFromHostBuffer")?;
         Ok(buffer)
     }
-
-    /// `PJRT_TopologyDescription_Create` + `PJRT_Compile`: compiles ahead of time for a named topology
-    /// (libtpu: for example "v5e:2x2") without the devices; returns the serialized executable.
-    pub(crate) fn compile_for_topology(
-        api: &Arc<Api>,
-        topology: &str,
-        options: &[(String, NamedValue)],
-        code: &[u8],
-        format: &str,
-        compile_options: &[u8],
-    ) -> Result<(String, usize, Vec<u8>)> {
-        let opts = NamedValues::new(options);
-        let mut t = PJRT_TopologyDescription_Create_Args::new();
-        t.topology_name = topology.as_ptr().cast();
-        t.topology_name_size = topology.len();
-        t.create_options = opts.ptr();
-        t.num_options = options.len();
-        call!(api, PJRT_TopologyDescription_Create, &mut t)?;
-        let topo = TopologyHandle { api: api.clone(), raw: t.topology };
-        let platform = {
-            let mut a = PJRT_TopologyDescription_PlatformName_Args::new();
-            a.topology = topo.raw;
-            call!(api, PJRT_TopologyDescription_PlatformName, &mut a)?;
-            // SAFETY: owned by the topology, alive while `topo` is.
-            unsafe { copy_str(a.platform_name, a.platform_name_size) }
-        };
-        let num_devices = {
-            let mut a = PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
-            a.topology = topo.raw;
-            call!(api, PJRT_TopologyDescription_GetDeviceDescriptions, &mut a)?;
-            a.num_descriptions
-        };
-        let mut program = PJRT_Program::new();
-        program.code = code.as_ptr() as *mut c_char;
-        program.code_size = code.len();
-        program.format = format.as_ptr().cast();
-        program.format_size = format.len();
-        let mut a = PJRT_Compile_Args::new();
-        a.topology = topo.raw;
-        a.program = &program;
-        a.compile_options = compile_options.as_ptr().cast();
-        a.compile_options_size = compile_options.len();
-        call!(api, PJRT_Compile, &mut a)?;
-        let exe = ExecutableHandle { api: api.clone(), raw: a.executable };
-        Ok((platform, num_devices, exe.serialize()?))
-    }
 }
 
 struct TopologyHandle {
@@ -1216,6 +1229,9 @@ impl LoadedExecutableHandle {
         let mut a = PJRT_LoadedExecutable_GetExecutable_Args::new();
         a.loaded_executable = self.raw;
         call!(&self.client.api, PJRT_LoadedExecutable_GetExecutable, &mut a)?;
+        if a.executable.is_null() {
+            return Err(Error::Invalid("PJRT_LoadedExecutable_GetExecutable returned no executable".into()));
+        }
         Ok(ExecutableHandle { api: self.client.api.clone(), raw: a.executable })
     }
 
@@ -1434,6 +1450,32 @@ pub(crate) fn bytes_of_bools(v: &[bool]) -> &[u8] {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_different_major_version_is_refused() {
+        assert!(check_version(Path::new("p.so"), 0, 7).is_ok());
+        let e = check_version(Path::new("p.so"), 1, 0).unwrap_err().to_string();
+        assert!(e.contains("p.so") && e.contains("1.0") && e.contains("major"), "{e}");
+    }
+
+    /// A plugin whose table ends before a slot (an older plugin) yields a clear error naming the function
+    /// instead of reading past the table; an empty slot inside the table is reported the same way.
+    #[test]
+    fn slots_beyond_the_plugins_table_are_refused() {
+        // SAFETY: all-zero is a valid `PJRT_Api` (sizes 0, null pointers, absent functions).
+        let mut table: Box<PJRT_Api> = Box::new(unsafe { std::mem::zeroed() });
+        let short = offset_of!(PJRT_Api, PJRT_Client_Create);
+        table.struct_size = short;
+        let api = Api { raw: &*table, table_size: short, path: "old.so".into(), major: 0, minor: 1, _lib: None };
+        let e = ClientHandle::create(&Arc::new(api), &[]).err().expect("refused").to_string();
+        assert!(e.contains("PJRT_Client_Create") && e.contains("old.so") && e.contains("0.1"), "{e}");
+        // Inside the table but null.
+        let full = size_of::<PJRT_Api>();
+        let api = Api { raw: &*table, table_size: full, path: "gap.so".into(), major: 0, minor: 99, _lib: None };
+        let e = ClientHandle::create(&Arc::new(api), &[]).err().expect("refused").to_string();
+        assert!(e.contains("PJRT_Client_Create") && e.contains("gap.so"), "{e}");
+        drop(table);
+    }
 
     /// Struct sizes and offsets the header fixes (x86-64/aarch64 LP64), computed by hand from the header.
     #[test]

@@ -139,6 +139,6 @@ impl Plugin {
         mlir: &str,
         options: &CompileOptions,
     ) -> Result<(String, usize, Vec<u8>)> {
-        ffi::ClientHandle::compile_for_topology(&self.api, topology, topology_options, mlir.as_bytes(), "mlir", &options.encode())
+        self.api.compile_for_topology(topology, topology_options, mlir.as_bytes(), "mlir", &options.encode())
     }
 }

@@ -171,3 +171,9 @@ pub fn rand_f32(shape: &[usize], seed: u64) -> Tensor {
         .collect();
     Tensor::from_f32(shape.to_vec(), data)
 }
+
+/// libtpu from `$TPU_SDK_LIBTPU`, loaded (off a TPU VM, with the environment that keeps it local), when set.
+pub fn libtpu() -> Option<tpu_sdk_cloud_tpu::pjrt::Plugin> {
+    let path = std::env::var_os("TPU_SDK_LIBTPU").filter(|v| !v.is_empty())?;
+    Some(tpu_sdk_cloud_tpu::pjrt::Plugin::load(path).expect("TPU_SDK_LIBTPU names a loadable libtpu"))
+}

@@ -1,0 +1,133 @@
+//! General convolution: im2col into a column tile, then a GEMM with the bias/activation epilogue.
+//!
+//! The output pixels of each (image, group) are cut into tiles; a task builds the `K × tile` column
+//! matrix (K = input channels per group × kernel size) in its own slice of the scratch buffer, small
+//! enough to stay in L2, and multiplies the group's weights `[Mg × K]` by it into the output columns of
+//! the tile. Tasks are spread over rayon "lanes", one scratch slice per lane, so the buffer is reused across
+//! calls and nothing is allocated in steady state.
+
+use rayon::prelude::*;
+
+use super::super::matmul::{bias_act, threads, BlockOut, MatRef, Real};
+use super::{ConvPlan, Geom};
+use crate::ir::Activation;
+
+/// Column tile budget in elements (256 KiB of f32).
+const COL_ELEMS: usize = 1 << 16;
+
+/// Runs the im2col path; sizes were checked by the caller.
+pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
+    let g = &p.geom;
+    let (cg, mg, group) = (p.cg(), p.mg(), p.group);
+    let kk = cg * g.k_size();
+    let pix = g.out_size();
+    let plane_in = g.in_size();
+    let macs = p.n * p.m * pix * kk;
+    let threads = threads();
+    let par = threads > 1 && macs >= 1 << 16;
+    // Tile width: the column budget, then narrower while there are too few tasks to balance.
+    let mut nb = (COL_ELEMS / kk.max(1)).clamp(16, pix.max(16)).min(pix);
+    let images = p.n * group;
+    if par {
+        while images * pix.div_ceil(nb) < 4 * threads && nb >= 64 {
+            nb = nb.div_ceil(2);
+        }
+    }
+    let tiles = pix.div_ceil(nb);
+    let tasks = images * tiles;
+    let lane_len = kk * nb;
+    let lanes = if par && lane_len > 0 { threads.min(tasks) } else { 1 };
+    if scratch.len() < lanes * lane_len {
+        scratch.resize(lanes * lane_len, T::ZERO);
+    }
+    let out = BlockOut::new(y);
+    let lane = |(l, col): (usize, &mut [T])| {
+        for t in (l..tasks).step_by(lanes) {
+            let (img, tile) = (t / tiles, t % tiles);
+            let (n, grp) = (img / group, img % group);
+            let p0 = tile * nb;
+            let cols = nb.min(pix - p0);
+            let col = &mut col[..kk * cols];
+            let xg = &x[(n * p.c + grp * cg) * plane_in..][..cg * plane_in];
+            fill_columns(xg, g, cg, p0, cols, col);
+            let a = MatRef::rows(w, grp * mg * kk, kk);
+            let bm = MatRef::rows(&*col, 0, cols);
+            let off = (n * p.m + grp * mg) * pix + p0;
+            let bias = |i: usize| b.map(|b| b[grp * mg + i]);
+            // SAFETY: each task owns the output columns p0..p0 + cols of its (image, group) rows; tasks
+            // are distinct (image, group, tile) triples, so the blocks are disjoint.
+            unsafe { out.gemm_block(mg, cols, kk, T::ONE, a, bm, off, pix, false, |i, row| bias_act(row, bias(i), act)) };
+        }
+    };
+    if lanes > 1 {
+        scratch[..lanes * lane_len].par_chunks_mut(lane_len).enumerate().for_each(lane);
+    } else {
+        lane((0, &mut scratch[..lane_len]));
+    }
+}
+
+/// Builds the column matrix `col[K × cols]` for output pixels `p0..p0 + cols` of one image and group:
+/// row `((c·kd + kz)·kh + ky)·kw + kx` holds the input value under that tap for each pixel (0 in padding).
+fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) {
+    let [id, ih, iw] = g.inp;
+    let [_, oh, ow] = g.out;
+    let [kd, kh, kw] = g.k;
+    let plane = id * ih * iw;
+    let mut r = 0;
+    for c in 0..cg {
+        let xc = &x[c * plane..][..plane];
+        for kz in 0..kd {
+            for ky in 0..kh {
+                for kx in 0..kw {
+                    let dst = &mut col[r * cols..][..cols];
+                    r += 1;
+                    let off_x = (kx * g.d[2]) as isize - g.pb[2] as isize;
+                    let (mut p, mut pos) = (p0, 0);
+                    while pos < cols {
+                        let ox0 = p % ow;
+                        let oy = (p / ow) % oh;
+                        let oz = p / (ow * oh);
+                        let seg = (ow - ox0).min(cols - pos);
+                        let iz = (oz * g.s[0] + kz * g.d[0]) as isize - g.pb[0] as isize;
+                        let iy = (oy * g.s[1] + ky * g.d[1]) as isize - g.pb[1] as isize;
+                        let d = &mut dst[pos..pos + seg];
+                        if iz < 0 || iz >= id as isize || iy < 0 || iy >= ih as isize {
+                            d.fill(T::ZERO);
+                        } else {
+                            let xr = &xc[(iz as usize * ih + iy as usize) * iw..][..iw];
+                            gather_row(d, xr, ox0, g.s[2], off_x);
+                        }
+                        pos += seg;
+                        p += seg;
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// `d[t] = xr[(ox0 + t)·s + off]`, 0 where that index is outside the row.
+#[inline]
+fn gather_row<T: Real>(d: &mut [T], xr: &[T], ox0: usize, s: usize, off: isize) {
+    let w = xr.len() as isize;
+    let si = s as isize;
+    // valid ox: 0 <= ox·s + off < w
+    let lo = if off >= 0 { 0 } else { (-off + si - 1) / si } as usize;
+    let hi = if w - off <= 0 { 0 } else { ((w - off + si - 1) / si) as usize };
+    let n = d.len();
+    let a = lo.clamp(ox0, ox0 + n) - ox0;
+    let bnd = hi.clamp(ox0, ox0 + n) - ox0;
+    let bnd = bnd.max(a);
+    d[..a].fill(T::ZERO);
+    d[bnd..].fill(T::ZERO);
+    if bnd > a {
+        let start = ((ox0 + a) as isize * si + off) as usize;
+        if s == 1 {
+            d[a..bnd].copy_from_slice(&xr[start..start + (bnd - a)]);
+        } else {
+            for (o, &v) in d[a..bnd].iter_mut().zip(xr[start..].iter().step_by(s)) {
+                *o = v;
+            }
+        }
+    }
+}
