@@ -18,6 +18,8 @@ pub fn names() -> Vec<&'static str> {
 pub fn by_name(name: &str) -> Result<Box<dyn Target>> {
     match name {
         "cpu" => Ok(Box::new(tpu_sdk_core::runtime::CpuTarget)),
+        #[cfg(feature = "cloud-tpu")]
+        "cloud-tpu" => Ok(Box::new(tpu_sdk_cloud_tpu::CloudTpuTarget::new())),
         other if names().contains(&other) => Err(Error::Unsupported(format!(
             "target '{other}' is built in but cannot run models yet (see the README's status section)"
         ))),

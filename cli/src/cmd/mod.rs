@@ -139,33 +139,46 @@ pub fn order_inputs(model: &Model, given: Vec<(Option<String>, Tensor)>) -> Resu
         .collect()
 }
 
-/// Loads the model; when positional/named inputs are given whose shapes differ from the model's declared
-/// (possibly symbolic) input shapes, reloads with those shapes so symbolic dims take the given sizes.
-pub fn load_for_inputs(args: &ModelArgs, given: &[(Option<String>, Tensor)]) -> Result<Model> {
-    let opts = args.options()?;
-    let model = args.load_with(opts.clone())?;
-    if given.is_empty() {
-        return Ok(model);
+/// The names of an ONNX model's graph inputs (initializers excluded), read from the file without importing it;
+/// `None` when the file is not an ONNX model that can be read (the import then reports why).
+fn onnx_input_names(path: &Path) -> Option<Vec<String>> {
+    use tpu_sdk::core::import::onnx::proto::ModelProto;
+    if path.extension().and_then(|e| e.to_str()).is_some_and(|e| !e.eq_ignore_ascii_case("onnx")) {
+        return None;
     }
-    let g = model.graph();
-    let names: Vec<String> = g.inputs.iter().map(|&i| g.value(i).name.clone()).collect();
-    let mut shapes = opts.input_shapes.clone();
-    let mut differs = false;
-    for (k, (n, t)) in given.iter().enumerate() {
-        let name = n.clone().or_else(|| names.get(k).cloned());
-        let Some(name) = name else { continue };
-        if let Some(pos) = names.iter().position(|x| *x == name) {
-            let declared = &g.value(g.inputs[pos]).shape;
-            if *declared != t.shape && !opts.input_shapes.contains_key(&name) {
-                differs = true;
-                shapes.insert(name, t.shape.clone());
+    let bytes = std::fs::read(path).ok()?;
+    let m = <ModelProto as prost::Message>::decode(bytes.as_slice()).ok()?;
+    let g = m.graph?;
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
+    Some(g.input.iter().filter_map(|v| v.name.clone()).filter(|n| !inits.contains(n.as_str())).collect())
+}
+
+/// Loads the model with the shapes of the given input tensors, so that symbolic dims take the given sizes
+/// (a shape from `--input-shape` wins over a file's shape).
+pub fn load_for_inputs(args: &ModelArgs, given: &[(Option<String>, Tensor)]) -> Result<Model> {
+    let mut opts = args.options()?;
+    if !given.is_empty() {
+        if let Some(names) = onnx_input_names(&args.model) {
+            let mut next = 0;
+            for (n, t) in given {
+                let name = match n {
+                    Some(n) => Some(n.clone()),
+                    None => {
+                        next += 1;
+                        names.get(next - 1).cloned()
+                    }
+                };
+                if let Some(n) = n.as_ref().filter(|n| !names.contains(n)) {
+                    let e = format!("the model has no input '{n}' (inputs: {})", names.join(", "));
+                    return Err(tpu_sdk::Error::InputMismatch(e).into());
+                }
+                if let Some(name) = name {
+                    opts.input_shapes.entry(name).or_insert_with(|| t.shape.clone());
+                }
             }
         }
     }
-    if !differs {
-        return Ok(model);
-    }
-    args.load_with(tpu_sdk::LoadOptions { input_shapes: shapes, ..opts })
+    args.load_with(opts)
 }
 
 /// A deterministic pseudo-random tensor for inputs the user did not give (benchmarks).

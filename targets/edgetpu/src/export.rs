@@ -716,6 +716,47 @@ impl<'g> Ex<'g> {
                 let opts = if code == bo::RESIZE_BILINEAR { OptionsT::resize_bilinear(align, half) } else { OptionsT::resize_nearest(align, half) };
                 self.op(code, version, vec![xt, st], vec![yt], Some(opts));
             }
+            Op::Slice => {
+                let x = req(0)?;
+                let xs = g.value(x).shape.clone();
+                let r = xs.len();
+                let ints = |i: usize| n.input(i).and_then(|v| g.value(v).constant.as_ref().map(|c| c.to_i64_vec()));
+                let (Some(starts), Some(ends)) = (ints(1), ints(2)) else { return Err(self.unsupported("non-constant slice bounds")) };
+                let axes: Vec<usize> = ints(3)
+                    .map(|a| a.iter().map(|&a| if a < 0 { (a + r as i64) as usize } else { a as usize }).collect())
+                    .unwrap_or_else(|| (0..starts.len()).collect());
+                let steps = ints(4).unwrap_or_else(|| vec![1; starts.len()]);
+                let (mut b, mut e, mut st) = (vec![0i64; r], xs.iter().map(|&d| d as i64).collect::<Vec<_>>(), vec![1i64; r]);
+                let mut to_front = vec![false; r];
+                for (k, &a) in axes.iter().enumerate() {
+                    let d = xs[a] as i64;
+                    let s = steps[k];
+                    if s == 0 {
+                        return Err(self.unsupported("slice step 0"));
+                    }
+                    let wrap = |v: i64| if v < 0 { v.saturating_add(d) } else { v };
+                    // ONNX clamping; a negative step ending before index 0 becomes an end mask.
+                    let (start, end) = if s > 0 { (wrap(starts[k]).clamp(0, d), wrap(ends[k]).clamp(0, d)) } else { (wrap(starts[k]).clamp(0, d - 1), wrap(ends[k]).clamp(-1, d - 1)) };
+                    b[a] = start;
+                    e[a] = end;
+                    st[a] = s;
+                    to_front[a] = s < 0 && end < 0;
+                }
+                let p = self.layout(x);
+                let xt = self.get(x, &p)?;
+                let mut end_mask = 0i32;
+                for (i, &d) in p.iter().enumerate() {
+                    if to_front[d] {
+                        end_mask |= 1 << i;
+                    }
+                }
+                let pick = |v: &[i64]| p.iter().map(|&d| v[d].clamp(i32::MIN as i64, i32::MAX as i64) as i32).collect::<Vec<i32>>();
+                let bt = self.const_i32(&format!("{}/begin", n.name), pick(&b))?;
+                let et = self.const_i32(&format!("{}/end", n.name), pick(&e))?;
+                let stt = self.const_i32(&format!("{}/strides", n.name), pick(&st))?;
+                let yt = self.out(y, p)?;
+                self.op(bo::STRIDED_SLICE, 1, vec![xt, bt, et, stt], vec![yt], Some(OptionsT::strided_slice(0, end_mask, 0)));
+            }
             Op::Gather { axis } => {
                 let x = req(0)?;
                 let idx = req(1)?;

@@ -107,6 +107,8 @@ pub struct Cx<'m> {
     /// Values whose type is not known (outputs of nodes added without inference).
     unknown: HashSet<ValueId>,
     rank_hints: HashMap<String, usize>,
+    /// Ranks of values whose shape is only known at run time, derived from the ops that produce them.
+    dyn_ranks: HashMap<ValueId, usize>,
     /// Notes for the user.
     pub notes: Vec<String>,
     fresh: usize,
@@ -114,6 +116,8 @@ pub struct Cx<'m> {
     reserved: HashSet<String>,
     /// How errors from inference name the current node when it has no name.
     unnamed: Option<String>,
+    /// Imported opset versions by domain (for messages about ops of other domains).
+    domain_opsets: HashMap<String, i64>,
 }
 
 impl<'m> Cx<'m> {
@@ -162,6 +166,13 @@ impl<'m> Cx<'m> {
                 (Error::Node { op, msg, .. }, Some(label)) if unnamed => Error::Node { node: label.clone(), op, msg },
                 (e, _) => e,
             })?;
+            if outputs.iter().any(|o| self.g.values[o.0].dynamic) {
+                for (o, r) in outputs.iter().zip(super::rank::dynamic_ranks(self, idx)) {
+                    if let Some(r) = r {
+                        self.dyn_ranks.insert(*o, r);
+                    }
+                }
+            }
         } else {
             self.unknown.extend(outputs);
         }
@@ -187,7 +198,10 @@ impl<'m> Cx<'m> {
     /// The rank of `v`: from its static shape, or from the model's type annotations when the shape is only
     /// known at run time.
     pub fn rank(&self, v: ValueId) -> Option<usize> {
-        self.shape(v).map(|s| s.len()).or_else(|| self.rank_hints.get(&self.g.value(v).name).copied())
+        self.shape(v)
+            .map(|s| s.len())
+            .or_else(|| self.dyn_ranks.get(&v).copied())
+            .or_else(|| self.rank_hints.get(&self.g.value(v).name).copied())
     }
 
     /// The rank of `v`, or an error saying that `what` needs it.
@@ -501,10 +515,12 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         infer,
         unknown: HashSet::new(),
         rank_hints: HashMap::new(),
+        dyn_ranks: HashMap::new(),
         notes: Vec::new(),
         fresh: 0,
         reserved: HashSet::new(),
         unnamed: None,
+        domain_opsets: model.opset_import.iter().map(|o| (o.domain.clone().unwrap_or_default(), o.version.unwrap_or(0))).collect(),
     };
     for t in &graph.initializer {
         if let Some(name) = t.name.as_deref().filter(|n| !n.is_empty()) {
@@ -606,8 +622,9 @@ fn import_node(cx: &mut Cx, n: &NodeProto, opset: Option<i64>, idx: usize, consu
         return Err(Error::InvalidModel(format!("{desc} has no op_type")));
     }
     let name = n.name.clone().unwrap_or_default();
-    let opset_shown = opset.map(|v| v.to_string()).unwrap_or_else(|| "none".into());
     if !is_default_domain(domain) {
+        let v = cx.domain_opsets.get(domain).copied();
+        let opset_shown = v.map(|v| v.to_string()).unwrap_or_else(|| "none".into());
         return Err(Error::Unsupported(format!("op '{op_type}' (node '{name}', domain '{domain}', opset {opset_shown}) is not supported")));
     }
     let opset = opset.ok_or_else(|| {

@@ -32,6 +32,7 @@ mod attrs;
 mod graph;
 mod ops;
 pub mod proto;
+mod rank;
 mod tensor;
 #[cfg(test)]
 mod tests;

@@ -365,20 +365,27 @@ fn lp_p(n: &NodeIn) -> Result<u32> {
 
 /// A scalar of `dtype` holding `x`.
 fn scalar_of(dtype: DType, x: f64) -> Tensor {
+    let mut t = vec_of(dtype, &[x]);
+    t.shape = vec![];
+    t
+}
+
+/// A 1-D tensor of `dtype` holding `v` (converted like a Cast).
+fn vec_of(dtype: DType, v: &[f64]) -> Tensor {
     use half::{bf16, f16};
     let data = match dtype {
-        DType::F32 => TensorData::F32(vec![x as f32]),
-        DType::F64 => TensorData::F64(vec![x]),
-        DType::F16 => TensorData::F16(vec![f16::from_f64(x)]),
-        DType::BF16 => TensorData::BF16(vec![bf16::from_f64(x)]),
-        DType::I8 => TensorData::I8(vec![x as i8]),
-        DType::U8 => TensorData::U8(vec![x as u8]),
-        DType::I16 => TensorData::I16(vec![x as i16]),
-        DType::I32 => TensorData::I32(vec![x as i32]),
-        DType::I64 => TensorData::I64(vec![x as i64]),
-        DType::Bool => TensorData::Bool(vec![x != 0.0]),
+        DType::F32 => TensorData::F32(v.iter().map(|&x| x as f32).collect()),
+        DType::F64 => TensorData::F64(v.to_vec()),
+        DType::F16 => TensorData::F16(v.iter().map(|&x| f16::from_f64(x)).collect()),
+        DType::BF16 => TensorData::BF16(v.iter().map(|&x| bf16::from_f64(x)).collect()),
+        DType::I8 => TensorData::I8(v.iter().map(|&x| x as i8).collect()),
+        DType::U8 => TensorData::U8(v.iter().map(|&x| x as u8).collect()),
+        DType::I16 => TensorData::I16(v.iter().map(|&x| x as i16).collect()),
+        DType::I32 => TensorData::I32(v.iter().map(|&x| x as i32).collect()),
+        DType::I64 => TensorData::I64(v.iter().map(|&x| x as i64).collect()),
+        DType::Bool => TensorData::Bool(v.iter().map(|&x| x != 0.0).collect()),
     };
-    Tensor { shape: vec![], data }
+    Tensor { shape: vec![v.len()], data }
 }
 
 /// A core dtype from an ONNX element type attribute value.
@@ -511,7 +518,7 @@ pub fn map_node(cx: &mut Cx, n: &NodeIn) -> Result<()> {
             let p = pool_attrs(n, true)?;
             let outs = n.outs(1, 2)?;
             if outs.len() == 2 && a.int_or("storage_order", 0)? != 0 {
-                return Err(a.unsupported("storage_order", "= 1 (column-major indices) is not supported"));
+                return maxpool_column_major(cx, n, p, outs);
             }
             a.ignore(&["storage_order"]);
             cx.emit(n.name.clone(), Op::MaxPool(p), vec![Some(n.req(0)?)], outs)
@@ -1093,9 +1100,12 @@ fn resize(cx: &mut Cx, n: &NodeIn) -> Result<()> {
         return Err(a.unsupported("antialias", "= 1 is not supported"));
     }
     let policy = a.string_or("keep_aspect_ratio_policy", "stretch")?;
-    if policy != "stretch" {
-        return Err(a.unsupported("keep_aspect_ratio_policy", format!("= {policy} is not supported (only stretch)")));
-    }
+    let not_larger = match policy.as_str() {
+        "stretch" => None,
+        "not_larger" => Some(true),
+        "not_smaller" => Some(false),
+        s => return Err(a.invalid("keep_aspect_ratio_policy", format!("has unknown value '{s}'"))),
+    };
     let attrs = ResizeAttrs {
         mode,
         coord,
@@ -1107,43 +1117,65 @@ fn resize(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let mut roi = non_empty(cx, n.opt(1));
     let mut scales = non_empty(cx, n.opt(2));
     let mut sizes = non_empty(cx, n.opt(3));
-    if let Some(axes) = a.ints("axes")? {
-        let rank = cx.need_rank(n, x, "Resize with 'axes'")?;
-        let axes = axes.iter().map(|&ax| axis_of(cx, n, x, ax, "axes entry", false)).collect::<Result<Vec<_>>>()?;
-        if axes != (0..rank).collect::<Vec<_>>() {
-            let b = base(cx, n);
-            let full = |cx: &mut Cx, v: Option<ValueId>, what: &str, fill: &dyn Fn(usize) -> f64| -> Result<Option<ValueId>> {
-                let Some(v) = v else { return Ok(None) };
-                let t = cx.constant(v).ok_or_else(|| n.unsupported(format!("Resize with 'axes' needs a constant '{what}' input")))?;
-                let vals = t.to_f64_vec();
-                let per = if what == "roi" { 2 } else { 1 };
-                if vals.len() != per * axes.len() {
-                    return Err(n.invalid(format!("'{what}' has {} values for {} axes", vals.len(), axes.len())));
-                }
-                let mut out: Vec<f64> = (0..per * rank).map(|i| if what == "roi" && i >= rank { 1.0 } else { fill(i % rank) }).collect();
-                for (k, &ax) in axes.iter().enumerate() {
-                    for p in 0..per {
-                        out[p * rank + ax] = vals[p * axes.len() + k];
-                    }
-                }
-                let dt = t.dtype();
-                let t = match dt {
-                    DType::I64 => Tensor::from_i64(vec![out.len()], out.iter().map(|&x| x as i64).collect()),
-                    DType::F64 => Tensor::new(vec![out.len()], TensorData::F64(out)).expect("length matches"),
-                    _ => Tensor::from_f32(vec![out.len()], out.iter().map(|&x| x as f32).collect()),
-                };
-                Ok(Some(cx.constant_value(&format!("{b}:{what}"), t)))
-            };
-            roi = full(cx, roi, "roi", &|_| 0.0)?;
-            scales = full(cx, scales, "scales", &|_| 1.0)?;
-            if sizes.is_some() {
-                let shape = cx
-                    .shape(x)
-                    .map(|s| s.to_vec())
-                    .ok_or_else(|| n.unsupported("Resize with 'axes' and 'sizes' needs a static input shape"))?;
-                sizes = full(cx, sizes, "sizes", &|i| shape[i] as f64)?;
-            }
+    let rank = cx.rank(x);
+    let axes = match a.ints("axes")? {
+        Some(axes) => {
+            cx.need_rank(n, x, "Resize with 'axes'")?;
+            axes.iter().map(|&ax| axis_of(cx, n, x, ax, "axes entry", false)).collect::<Result<Vec<_>>>()?
         }
+        None => (0..rank.unwrap_or(0)).collect(),
+    };
+    if rank.is_some_and(|r| axes != (0..r).collect::<Vec<_>>()) {
+        // Scatter the per-axis values into full-rank vectors (folded to constants when they are constant).
+        let r = rank.unwrap_or(0);
+        let b = base(cx, n);
+        let scatter = |cx: &mut Cx, fill: Tensor, idx: Vec<i64>, v: ValueId, what: &str| -> Result<ValueId> {
+            let data = cx.constant_value(&format!("{b}:{what}_fill"), fill);
+            let ix = cx.const_i64(&format!("{b}:{what}_axes"), idx);
+            aux(cx, n, &format!("{what}_full"), Op::ScatterElements { axis: 0, reduction: None }, vec![Some(data), Some(ix), Some(v)])
+        };
+        let ax: Vec<i64> = axes.iter().map(|&a| a as i64).collect();
+        if let Some(v) = scales {
+            let dt = cx.need_dtype(n, v, "Resize with 'axes'")?;
+            scales = Some(scatter(cx, vec_of(dt, &vec![1.0; r]), ax.clone(), v, "scales")?);
+        }
+        if let Some(v) = roi {
+            let dt = cx.need_dtype(n, v, "Resize with 'axes'")?;
+            let fill: Vec<f64> = (0..2 * r).map(|i| if i < r { 0.0 } else { 1.0 }).collect();
+            let idx = ax.iter().copied().chain(ax.iter().map(|&a| a + r as i64)).collect();
+            roi = Some(scatter(cx, vec_of(dt, &fill), idx, v, "roi")?);
+        }
+        if let Some(v) = sizes {
+            let shape = aux(cx, n, "in_shape", Op::Shape { start: 0, end: None }, vec![Some(x)])?;
+            let ix = cx.const_i64(&format!("{b}:sizes_axes"), ax.clone());
+            let v = match cx.dtype(v) {
+                Some(DType::I64) => v,
+                _ => aux(cx, n, "sizes_i64", Op::Cast { to: DType::I64 }, vec![Some(v)])?,
+            };
+            sizes = Some(aux(cx, n, "sizes_full", Op::ScatterElements { axis: 0, reduction: None }, vec![Some(shape), Some(ix), Some(v)])?);
+        }
+    }
+    if let Some(not_larger) = not_larger {
+        // One scale for all `axes`: the smallest (not_larger) or largest (not_smaller) of sizes / input size,
+        // output size round_half_up(scale * input). Expressed as `scales` when floor(input * scale) gives
+        // the same output sizes, which is what the kernel computes from scales.
+        let what = "keep_aspect_ratio_policy needs constant 'sizes' and a static input shape";
+        let shape = cx.shape(x).map(|s| s.to_vec()).ok_or_else(|| n.unsupported(what))?;
+        let want = sizes.and_then(|v| cx.constant(v)).map(|t| t.to_i64_vec()).ok_or_else(|| n.unsupported(what))?;
+        if want.len() != shape.len() {
+            return Err(n.invalid(format!("sizes has {} values for an input of rank {}", want.len(), shape.len())));
+        }
+        let ratios = axes.iter().map(|&i| want[i] as f64 / shape[i] as f64);
+        let scale = if not_larger { ratios.fold(f64::INFINITY, f64::min) } else { ratios.fold(0.0, f64::max) };
+        let s32 = scale as f32;
+        let exact = axes.iter().all(|&i| ((shape[i] as f64) * s32 as f64).floor() == (scale * shape[i] as f64 + 0.5).floor());
+        if !exact || !scale.is_finite() || scale <= 0.0 {
+            return Err(a.unsupported("keep_aspect_ratio_policy", format!("= {policy}: the output size cannot be expressed with a scale")));
+        }
+        let full: Vec<f32> = (0..shape.len()).map(|i| if axes.contains(&i) { s32 } else { 1.0 }).collect();
+        let b = base(cx, n);
+        scales = Some(cx.constant_value(&format!("{b}:scales"), Tensor::from_f32(vec![full.len()], full)));
+        sizes = None;
     }
     single(cx, n, Op::Resize(attrs), trimmed(&[Some(x), roi, scales, sizes]))
 }
@@ -1360,4 +1392,30 @@ fn qlinear(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     };
     let axis = if scalar(cx, ys) { 0 } else { 1 };
     single(cx, n, Op::QuantizeLinear { axis, to }, trimmed(&[Some(yf), Some(ys), yz]))
+}
+
+/// MaxPool with `storage_order = 1`: the kernel's row-major indices `((n*C + c)*H + h)*W + w` of a 2-D pool are
+/// rewritten as column-major `((n*C + c)*W + w)*H + h`, which needs the input's spatial size.
+fn maxpool_column_major(cx: &mut Cx, n: &NodeIn, p: PoolAttrs, outs: Vec<ValueId>) -> Result<()> {
+    let x = n.req(0)?;
+    let (h, w) = match cx.shape(x) {
+        Some(&[_, _, h, w]) => (h as f64, w as f64),
+        _ => return Err(n.attrs.unsupported("storage_order", "= 1 needs a 2-D pool over an input of static shape")),
+    };
+    let idx = {
+        let b = base(cx, n);
+        cx.tmp(&format!("{b}:row_major"))
+    };
+    cx.emit(n.name.clone(), Op::MaxPool(p), vec![Some(x)], vec![outs[0], idx])?;
+    let hw = scalar_const(cx, n, "hw", DType::I64, h * w);
+    let wc = scalar_const(cx, n, "w", DType::I64, w);
+    let hc = scalar_const(cx, n, "h", DType::I64, h);
+    let bin = |op| Op::Binary(op, None);
+    let within = aux(cx, n, "within", bin(BinaryOp::Mod), vec![Some(idx), Some(hw)])?;
+    let plane = aux(cx, n, "plane", bin(BinaryOp::Sub), vec![Some(idx), Some(within)])?;
+    let row = aux(cx, n, "row", bin(BinaryOp::Div), vec![Some(within), Some(wc)])?;
+    let col = aux(cx, n, "col", bin(BinaryOp::Mod), vec![Some(within), Some(wc)])?;
+    let col_h = aux(cx, n, "col_h", bin(BinaryOp::Mul), vec![Some(col), Some(hc)])?;
+    let t = aux(cx, n, "col_h_row", bin(BinaryOp::Add), vec![Some(col_h), Some(row)])?;
+    cx.emit(aux_name(n, "indices"), bin(BinaryOp::Add), vec![Some(plane), Some(t)], vec![outs[1]])
 }

@@ -363,7 +363,10 @@ fn maps_resize_upsample_and_dropout() {
         vec![tf32("sc", &[2], &[3.0, 2.0])],
     );
     let g = import(&m).unwrap();
-    assert_eq!(const_input(&g, 0, 2).to_f64_vec(), vec![1.0, 1.0, 2.0, 3.0]);
+    assert_eq!(g.nodes[0].op, Op::ScatterElements { axis: 0, reduction: None });
+    assert_eq!(const_input(&g, 0, 0).to_f64_vec(), vec![1.0; 4]);
+    assert_eq!(const_input(&g, 0, 1).to_i64_vec(), vec![3, 2]);
+    assert_eq!(g.nodes[1].inputs[2], Some(g.nodes[0].outputs[0]));
     let e = one(18, "Resize", &[1, 1, 2, 2], vec![ai("antialias", 1)]).unwrap_err();
     assert!(matches!(e, Error::Unsupported(ref m) if m.contains("antialias")), "{e}");
 

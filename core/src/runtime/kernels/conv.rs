@@ -1,8 +1,8 @@
 //! Conv and ConvTranspose over 1 to 3 spatial dims, and the window geometry shared with pooling.
 //!
 //! Conv picks one of three f32/f64 paths (f16/bf16 are computed in f32):
-//! * depthwise (one input channel per group, 1-D/2-D): a direct loop per output plane
-//!   ([`depthwise`]), rayon over planes, with a fused 3×3 loop for the padding-free interior;
+//! * depthwise (one input channel per group, 1-D/2-D): a direct loop per output plane over a
+//!   zero-bordered copy of the input plane, fused over the kernel taps for 3×3 and 5×5 ([`depthwise`]);
 //! * pointwise (1×1 kernel, stride 1, no padding): `Y[M, HW] = W[M, C] · X[C, HW]` per image and group, as
 //!   a GEMM straight on the NCHW input (no copies);
 //! * everything else: im2col into a per-thread column tile taken from [`Scratch`], then a GEMM
@@ -731,6 +731,11 @@ mod bench {
         let us = time_op(&gemm, &[Some(&x), Some(&w), Some(&b)], &mut out, &mut scratch);
         println!("gemm 1x1280 · 1280x1000ᵀ: {us:8.1} us");
         total += us;
+        // ResNet's stem pool, for reference (not part of MobileNetV2)
+        let x = Tensor::from_f32(vec![1, 64, 112, 112], tests::rnd(64 * 112 * 112, 7));
+        let pa = crate::ir::PoolAttrs { kernel_shape: vec![3, 3], strides: vec![2, 2], dilations: vec![], pads: vec![1; 4], auto_pad: AutoPad::NotSet, ceil_mode: false, count_include_pad: false };
+        let us = time_op(&Op::MaxPool(pa), &[Some(&x)], &mut out, &mut scratch);
+        println!("(maxpool 64x112x112 k3 s2: {us:8.1} us)");
         println!("total {:.2} ms (depthwise {:.2} ms, pointwise {:.2} ms), threads {}", total / 1e3, dw_total / 1e3, pw_total / 1e3, rayon::current_num_threads());
     }
 }

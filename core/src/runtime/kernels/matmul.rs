@@ -78,6 +78,8 @@ pub(super) trait Real: Element + Add<Output = Self> + Mul<Output = Self> {
     );
     /// `self · a + b`, rounded once (only fast where the target has FMA instructions).
     fn mul_add_(self, a: Self, b: Self) -> Self;
+    /// The larger of two values; NaN loses to a number.
+    fn max_(self, other: Self) -> Self;
     /// `max(x, 0)` with the NaN behaviour of [`Activation::apply`].
     fn relu(self) -> Self;
     /// `clamp(x, lo, hi)` with the NaN behaviour of [`Activation::apply`] for Relu6.
@@ -115,6 +117,10 @@ impl Real for f32 {
     #[inline(always)]
     fn mul_add_(self, a: f32, b: f32) -> f32 {
         self.mul_add(a, b)
+    }
+    #[inline(always)]
+    fn max_(self, other: f32) -> f32 {
+        self.max(other)
     }
     #[inline]
     fn relu(self) -> f32 {
@@ -159,6 +165,10 @@ impl Real for f64 {
     #[inline(always)]
     fn mul_add_(self, a: f64, b: f64) -> f64 {
         self.mul_add(a, b)
+    }
+    #[inline(always)]
+    fn max_(self, other: f64) -> f64 {
+        self.max(other)
     }
     #[inline]
     fn relu(self) -> f64 {

@@ -5,11 +5,14 @@
 //! bounds tests; planes (N·C) run in parallel. Padding never takes part in a max; AveragePool divides by
 //! the valid cells, or with count_include_pad by the cells inside the padded input (window parts past the
 //! end padding, possible with ceil_mode, are not counted); LpPool treats padding as zeros. Averages and Lp
-//! norms accumulate in f64.
+//! norms accumulate in f64. On f32/f64 over 1-D/2-D (and for MaxPool without the indices output), the
+//! common case, a vectorised path runs instead: planes copied into bordered scratch planes, one pass per
+//! kernel tap (see [`pool_fast`]).
 
 use rayon::prelude::*;
 
 use super::conv::{window_geom, Geom, Window};
+use super::matmul::Real;
 use super::{input, InferError, Inferred, Scratch, TypeInfo};
 use crate::ir::{DType, Element, Op, PoolAttrs, Tensor};
 use half::{bf16, f16};
@@ -72,7 +75,7 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
 }
 
 /// Runs a pool.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let x = input(inputs, 0)?;
     check_dtype(op, x.dtype())?;
     match op {
@@ -81,6 +84,13 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
             let shape = out_shape(&x.shape, &g);
             let (y, rest) = outputs.split_first_mut().ok_or("missing output")?;
             let idx = rest.first_mut();
+            // f32/f64 1-D/2-D without indices: the vectorised padded-plane path
+            let flat2d = g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && idx.is_none();
+            match x.dtype() {
+                DType::F32 if flat2d => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f32),
+                DType::F64 if flat2d => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f64),
+                _ => {}
+            }
             macro_rules! go {
                 ($t:ty) => {
                     max_pool::<$t>(x.view().ok_or("data")?, &g, &shape, y, idx)
@@ -109,6 +119,17 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
                 _ => Kind::Avg(a.count_include_pad),
             };
             let y = outputs.first_mut().ok_or("missing output")?;
+            if g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 {
+                let fast = match kind {
+                    Kind::Avg(include_pad) => Fast::Avg(include_pad),
+                    Kind::Lp(p) => Fast::Lp(p),
+                };
+                match x.dtype() {
+                    DType::F32 => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, fast, y.reset(&shape), &mut scratch.f32),
+                    DType::F64 => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, fast, y.reset(&shape), &mut scratch.f64),
+                    _ => {}
+                }
+            }
             float_dispatch(x, |t| sum_pool_typed(t, &g, &shape, kind, y))
         }
         Op::GlobalAveragePool | Op::GlobalMaxPool => {
@@ -215,6 +236,109 @@ fn window(g: &Geom, sz: &Span, sy: &Span, sx: &Span, mut f: impl FnMut(usize)) {
                 f(row + (sx.start + (kx * g.d[2]) as isize) as usize);
             }
         }
+    }
+}
+
+/// What the vectorised path computes.
+#[derive(Clone, Copy, Debug)]
+enum Fast {
+    Max,
+    Avg(bool),
+    Lp(u32),
+}
+
+/// Pooling of f32/f64 planes over 1-D/2-D windows (MaxPool without indices, AveragePool, LpPool): each
+/// plane is copied into a bordered plane in a per-thread scratch slice (`-inf` borders for max, zeros
+/// otherwise; `|x|^p` for Lp), then every output row accumulates the kernel taps one contiguous (or
+/// stride-2) pass per tap, which vectorises; averages and Lp roots are applied per output at the end.
+/// `max` drops NaN like the ONNX reference.
+fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T], scratch: &mut Vec<T>) -> Result<(), String> {
+    let (pin, pout) = (g.in_size(), g.out_size());
+    let planes = shape[0] * shape[1];
+    if x.len() != planes * pin {
+        return Err("pool input holds fewer elements than its shape says".into());
+    }
+    if y.is_empty() {
+        return Ok(());
+    }
+    let (h, wd) = (g.inp[1], g.inp[2]);
+    let (oh, ow) = (g.out[1], g.out[2]);
+    let ([_, kh, kw], [_, sh, sw], [_, dh, dw], [_, pt, pl]) = (g.k, g.s, g.d, g.pb);
+    // padded plane: begin pads, room for the last window, and 2 spare columns so that a stride-2 pass
+    // can read its values in pairs
+    let hp = (h + pt).max((oh - 1) * sh + (kh - 1) * dh + 1);
+    let wp = (wd + pl).max((ow - 1) * sw + (kw - 1) * dw + 1) + 2;
+    let work = planes * pout * g.k_size();
+    let lanes = if rayon::current_num_threads() > 1 && work >= PAR_MIN { rayon::current_num_threads().min(planes) } else { 1 };
+    let per_lane = planes.div_ceil(lanes);
+    let buf_len = hp * wp;
+    if scratch.len() < lanes * buf_len {
+        scratch.resize(lanes * buf_len, T::ZERO);
+    }
+    let border = if matches!(kind, Fast::Max) { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
+    // divisor of each output position for averages: per-axis tap counts multiply
+    let tabs = spans(g);
+    let count = |sp: &Span, include_pad: bool| if include_pad { sp.padded } else { sp.hi - sp.lo } as f64;
+    let lane = |l: usize, ys: &mut [T], buf: &mut [T]| {
+        buf.fill(border);
+        for (k, yp) in ys.chunks_mut(pout).enumerate() {
+            let xp = &x[(l * per_lane + k) * pin..][..pin];
+            for (iy, xr) in xp.chunks_exact(wd).enumerate() {
+                let dst = &mut buf[(iy + pt) * wp + pl..][..wd];
+                match kind {
+                    Fast::Lp(p) => dst.iter_mut().zip(xr).for_each(|(d, v)| *d = T::from_f64(v.to_f64().abs().powi(p as i32))),
+                    _ => dst.copy_from_slice(xr),
+                }
+            }
+            for (oy, yrow) in yp.chunks_exact_mut(ow).enumerate() {
+                yrow.fill(border);
+                for ky in 0..kh {
+                    let row = &buf[(oy * sh + ky * dh) * wp..][..wp];
+                    for kx in 0..kw {
+                        let xs = &row[kx * dw..];
+                        match kind {
+                            Fast::Max => tap_pass(yrow, xs, sw, |o, v| o.max_(v)),
+                            _ => tap_pass(yrow, xs, sw, |o, v| o + v),
+                        }
+                    }
+                }
+                match kind {
+                    Fast::Max => {}
+                    Fast::Avg(include_pad) => {
+                        let cy = count(&tabs[1][oy], include_pad);
+                        for (o, sx) in yrow.iter_mut().zip(&tabs[2]) {
+                            *o = T::from_f64(o.to_f64() / (cy * count(sx, include_pad)));
+                        }
+                    }
+                    Fast::Lp(p) => yrow.iter_mut().for_each(|o| {
+                        let v = o.to_f64();
+                        *o = T::from_f64(match p {
+                            1 => v,
+                            2 => v.sqrt(),
+                            _ => v.powf(1.0 / p as f64),
+                        })
+                    }),
+                }
+            }
+        }
+    };
+    let bufs = &mut scratch[..lanes * buf_len];
+    if lanes == 1 {
+        lane(0, y, bufs);
+    } else {
+        y.par_chunks_mut(per_lane * pout).zip(bufs.par_chunks_mut(buf_len)).enumerate().for_each(|(l, (ys, buf))| lane(l, ys, buf));
+    }
+    Ok(())
+}
+
+/// `yrow[j] = f(yrow[j], xs[j·s])`.
+#[inline(always)]
+fn tap_pass<T: Real>(yrow: &mut [T], xs: &[T], s: usize, f: impl Fn(T, T) -> T) {
+    match s {
+        1 => yrow.iter_mut().zip(xs).for_each(|(o, &v)| *o = f(*o, v)),
+        // pairs through chunks_exact: this form vectorises (step_by does not)
+        2 => yrow.iter_mut().zip(xs.chunks_exact(2)).for_each(|(o, v)| *o = f(*o, v[0])),
+        _ => yrow.iter_mut().zip(xs.iter().step_by(s)).for_each(|(o, &v)| *o = f(*o, v)),
     }
 }
 
@@ -436,6 +560,45 @@ mod tests {
         let outs = run(&Op::MaxPool(a), &x, 2);
         assert_eq!(outs[0].as_f32().unwrap(), &[-1., -2., -4., -5.]);
         assert_eq!(outs[1].to_i64_vec(), vec![0, 1, 3, 4]);
+    }
+
+    /// The vectorised f32 path against the window-table path, for every kind and several geometries.
+    #[test]
+    fn fast_path_matches_table_path() {
+        type Cfg<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], bool);
+        let cfgs: [Cfg; 7] = [
+            (&[2, 3, 13, 11], &[3, 3], &[2, 2], &[1, 1, 1, 1], &[], false),
+            (&[1, 2, 12, 12], &[3, 3], &[2, 2], &[0, 0, 1, 1], &[], true),
+            (&[1, 2, 9, 20], &[2, 3], &[1, 3], &[1, 0, 0, 2], &[2, 1], false),
+            (&[1, 70, 8, 8], &[3, 3], &[1, 1], &[1, 1, 1, 1], &[], false),
+            (&[1, 3, 17], &[4], &[2], &[1, 2], &[2], true),
+            (&[1, 64, 40, 40], &[3, 3], &[2, 2], &[1, 1, 1, 1], &[], false),
+            (&[1, 2, 7, 7], &[3, 3], &[3, 3], &[1, 1, 1, 1], &[], true),
+        ];
+        for (ci, (xs, k, st, p, d, ceil)) in cfgs.into_iter().enumerate() {
+            let n: usize = xs.iter().product();
+            let xv: Vec<f32> = (0..n).map(|i| ((i * 7919 + ci * 13) % 1009) as f32 / 100.0 - 5.0).collect();
+            let x = Tensor::from_f32(xs.to_vec(), xv.clone());
+            let mut a = attrs(k, st, p);
+            a.dilations = d.to_vec();
+            a.ceil_mode = ceil;
+            // max: op without indices (fast) against op with indices (table)
+            let fast = &run(&Op::MaxPool(a.clone()), &x, 1)[0];
+            let table = &run(&Op::MaxPool(a.clone()), &x, 2)[0];
+            assert_eq!(fast, table, "max case {ci}");
+            // averages and Lp: pool_fast against sum_pool directly
+            let g = geom_of(xs, &a, "test").unwrap();
+            let shape = out_shape(xs, &g);
+            let m: usize = shape.iter().product();
+            for (fk, kind) in [(Fast::Avg(false), Kind::Avg(false)), (Fast::Avg(true), Kind::Avg(true)), (Fast::Lp(1), Kind::Lp(1)), (Fast::Lp(2), Kind::Lp(2)), (Fast::Lp(3), Kind::Lp(3))] {
+                let (mut yf, mut yt) = (vec![0f32; m], vec![0f32; m]);
+                pool_fast(&xv, &g, &shape, fk, &mut yf, &mut Vec::new()).unwrap();
+                sum_pool(&xv, &g, &shape, kind, &mut yt).unwrap();
+                for (i, (a, b)) in yf.iter().zip(&yt).enumerate() {
+                    assert!((a - b).abs() <= 1e-4 * (1.0 + b.abs()), "case {ci} {kind:?} element {i}: {a} vs {b}");
+                }
+            }
+        }
     }
 
     #[test]

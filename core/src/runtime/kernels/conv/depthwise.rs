@@ -162,7 +162,7 @@ fn polyphase_copy<T: Real>(xin: &[T], wd: usize, pt: usize, pl: usize, hq: usize
     let sub = hq * wq;
     // input column 2t goes to column parity pl % 2, index t + pl / 2; column 2t + 1 to the other parity
     let (pe, ce) = (pl & 1, pl / 2);
-    let (po, co) = ((pl + 1) & 1, (pl + 1) / 2);
+    let (po, co) = ((pl + 1) & 1, pl.div_ceil(2));
     let (evens, odds) = (wd.div_ceil(2), wd / 2);
     for (iy, xr) in xin.chunks_exact(wd).enumerate() {
         let r = iy + pt;

@@ -122,8 +122,16 @@ fn gather_row<T: Real>(d: &mut [T], xr: &[T], ox0: usize, s: usize, off: isize) 
     d[bnd..].fill(T::ZERO);
     if bnd > a {
         let start = ((ox0 + a) as isize * si + off) as usize;
+        let cnt = bnd - a;
         if s == 1 {
-            d[a..bnd].copy_from_slice(&xr[start..start + (bnd - a)]);
+            d[a..bnd].copy_from_slice(&xr[start..start + cnt]);
+        } else if s == 2 {
+            // pairs through chunks_exact: this form vectorises (step_by does not)
+            let src = &xr[start..start + 2 * (cnt - 1) + 1];
+            for (o, pair) in d[a..bnd - 1].iter_mut().zip(src.chunks_exact(2)) {
+                *o = pair[0];
+            }
+            d[bnd - 1] = src[2 * (cnt - 1)];
         } else {
             for (o, &v) in d[a..bnd].iter_mut().zip(xr[start..].iter().step_by(s)) {
                 *o = v;

@@ -207,6 +207,13 @@ fn col2im<T: Real>(p: &TPlan, col: &[T], plane: &mut [T]) {
                             for (o, &v) in orow[start..start + srow.len()].iter_mut().zip(srow) {
                                 *o = *o + v;
                             }
+                        } else if let (2, Some((last, body))) = (p.s[2], srow.split_last()) {
+                            // pairs through chunks_exact: this form vectorises (step_by does not)
+                            let dst = &mut orow[start..start + 2 * body.len() + 1];
+                            for (pair, &v) in dst.chunks_exact_mut(2).zip(body) {
+                                pair[0] = pair[0] + v;
+                            }
+                            dst[2 * body.len()] = dst[2 * body.len()] + *last;
                         } else {
                             for (o, &v) in orow[start..].iter_mut().step_by(p.s[2]).zip(srow) {
                                 *o = *o + v;
