@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 success; 1 a failure while running (I/O, a kernel error); 2 bad usage or inputs that do not
 //! match the model (count, shape, dtype); 3 the model cannot be loaded (malformed, or uses something
-//! unsupported).
+//! unsupported); 4 a device or accelerator runtime is missing or failed.
 
 use std::process::ExitCode;
 
@@ -29,6 +29,14 @@ enum Command {
     Run(cmd::run::Args),
     /// Measure a model's latency and throughput.
     Bench(cmd::bench::Args),
+    /// Compile a model for a target: an int8 TFLite model for the Edge TPU, StableHLO or a TPU executable.
+    Compile(cmd::compile::Args),
+    /// List the devices of every target in this build (Coral USB/PCIe Edge TPUs, PJRT devices, the CPU).
+    Devices(cmd::devices::Args),
+    /// Compile, upload a model to a device over SSH and optionally run it there.
+    Deploy(cmd::deploy::Args),
+    /// Inspect or clear the cloud-tpu compilation cache.
+    Cache(cmd::cache::Args),
 }
 
 fn exit_code(e: &anyhow::Error) -> u8 {
@@ -37,6 +45,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
             return match core {
                 tpu_sdk::Error::InputMismatch(_) => 2,
                 tpu_sdk::Error::InvalidModel(_) | tpu_sdk::Error::Unsupported(_) => 3,
+                tpu_sdk::Error::Device(_) => 4,
                 _ => 1,
             };
         }
@@ -60,6 +69,10 @@ fn main() -> ExitCode {
         Command::Inspect(a) => cmd::inspect::main(a),
         Command::Run(a) => cmd::run::main(a),
         Command::Bench(a) => cmd::bench::main(a, threads),
+        Command::Compile(a) => cmd::compile::main(a),
+        Command::Devices(a) => cmd::devices::main(a),
+        Command::Deploy(a) => cmd::deploy::main(a),
+        Command::Cache(a) => cmd::cache::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

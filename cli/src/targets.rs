@@ -1,4 +1,6 @@
-//! The registry of targets compiled into this build.
+//! The registry of targets compiled into this build, and the per-target settings the command line passes.
+
+use std::path::PathBuf;
 
 use tpu_sdk_core::target::Target;
 use tpu_sdk_core::{Error, Result};
@@ -14,18 +16,61 @@ pub fn names() -> Vec<&'static str> {
     v
 }
 
-/// The target called `name`.
+/// Settings that choose how a target is built (flags shared by `run`, `bench`, `compile`, `devices`).
+#[derive(Clone, Debug, Default)]
+pub struct TargetConfig {
+    /// cloud-tpu: the PJRT plugin (`--plugin`); `None` searches.
+    pub plugin: Option<PathBuf>,
+    /// Which device to run on (`--device`): `usb:0`, `pci:0` for the Edge TPU, a device index for cloud-tpu.
+    pub device: Option<String>,
+    /// cloud-tpu: data-parallel replicas for `run`/`bench` (`--replicas`): the batch is split across them.
+    pub replicas: Option<usize>,
+}
+
+/// The target called `name` with default settings.
 pub fn by_name(name: &str) -> Result<Box<dyn Target>> {
+    by_name_with(name, &TargetConfig::default())
+}
+
+/// The target called `name`, built with `cfg`.
+pub fn by_name_with(name: &str, cfg: &TargetConfig) -> Result<Box<dyn Target>> {
     match name {
-        "cpu" => Ok(Box::new(tpu_sdk_core::runtime::CpuTarget)),
+        "cpu" => {
+            if cfg.plugin.is_some() || cfg.replicas.is_some() {
+                return Err(Error::Unsupported("--plugin and --replicas apply to --target cloud-tpu only".into()));
+            }
+            Ok(Box::new(tpu_sdk_core::runtime::CpuTarget))
+        }
         #[cfg(feature = "cloud-tpu")]
-        "cloud-tpu" => Ok(Box::new(tpu_sdk_cloud_tpu::CloudTpuTarget::new())),
-        other if names().contains(&other) => Err(Error::Unsupported(format!(
-            "target '{other}' is built in but cannot run models yet (see the README's status section)"
-        ))),
+        "cloud-tpu" => cloud_tpu(cfg),
+        #[cfg(feature = "edgetpu")]
+        "edgetpu" => edgetpu(cfg),
         other => Err(Error::Unsupported(format!(
             "unknown target '{other}' (this build has: {}; enable others with cargo features)",
             names().join(", ")
         ))),
     }
+}
+
+#[cfg(feature = "cloud-tpu")]
+fn cloud_tpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
+    let mut t = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
+    if let Some(p) = &cfg.plugin {
+        t.plugin = Some(p.clone());
+    }
+    if let Some(d) = &cfg.device {
+        t.device = d.parse().map_err(|_| Error::Unsupported(format!("--device '{d}': cloud-tpu devices are numbered 0, 1, ... (see `tpu-sdk devices`)")))?;
+    }
+    if cfg.replicas.is_some_and(|r| r > 1) {
+        return Err(Error::Unsupported("--replicas is not wired into `run` yet".into()));
+    }
+    Ok(Box::new(t))
+}
+
+#[cfg(feature = "edgetpu")]
+fn edgetpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
+    if cfg.plugin.is_some() || cfg.replicas.is_some() {
+        return Err(Error::Unsupported("--plugin and --replicas apply to --target cloud-tpu only".into()));
+    }
+    Ok(Box::new(tpu_sdk_edgetpu::EdgeTpuTarget { device: cfg.device.clone() }))
 }

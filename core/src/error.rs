@@ -22,6 +22,10 @@ pub enum Error {
     /// The caller's inputs do not match the model's inputs.
     #[error("input mismatch: {0}")]
     InputMismatch(String),
+    /// An accelerator, its runtime library or its device failed or is missing (the message says what to
+    /// install or check).
+    #[error("device: {0}")]
+    Device(String),
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

@@ -1,10 +1,16 @@
 //! The target abstraction: a backend that turns a graph into something runnable.
 //!
 //! Core defines the trait and implements it for the CPU ([`crate::runtime::CpuTarget`]); the Cloud TPU and
-//! Edge TPU crates implement it for their hardware. Core never knows which targets exist.
+//! Edge TPU crates implement it for their hardware. Core never knows which targets exist. The command line
+//! drives every target through this trait only: `run`/`bench` call [`Target::prepare`], `compile` calls
+//! [`Target::compile`], `devices` calls [`Target::devices`].
 
-use crate::ir::{Graph, Tensor};
-use crate::Result;
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::ir::{DType, Graph, Tensor};
+use crate::{Error, Result};
 
 /// A compiled model that can be run repeatedly.
 pub trait Executable: Send {
@@ -12,10 +18,105 @@ pub trait Executable: Send {
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
 }
 
+/// A device a target found on this machine.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct DeviceInfo {
+    /// The target it belongs to (`cpu`, `cloud-tpu`, `edgetpu`).
+    pub target: String,
+    /// How `--device` names it (`usb:0`, `pci:0`, `0`).
+    pub id: String,
+    /// What it is (`Coral USB Accelerator`, `TPU v5 lite`, `cpu`).
+    pub kind: String,
+    /// Whether it can be used now, and if not why (`ready`, `boot mode: firmware is loaded on first use`,
+    /// `no permission on /dev/apex_0: add the udev rule`).
+    pub state: String,
+    /// Where it is (USB bus path, device node, plugin file).
+    pub location: String,
+    /// Further facts as name/value pairs (API version, core count, serial number...).
+    pub details: Vec<(String, String)>,
+}
+
+/// Progress of a long step: called with (what, done, total).
+#[derive(Clone, Default)]
+pub struct Progress(pub Option<Arc<dyn Fn(&str, u64, u64) + Send + Sync>>);
+
+impl Progress {
+    /// Reports that `done` of `total` units of `what` are finished.
+    pub fn report(&self, what: &str, done: u64, total: u64) {
+        if let Some(f) = &self.0 {
+            f(what, done, total)
+        }
+    }
+}
+
+impl fmt::Debug for Progress {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(if self.0.is_some() { "Progress(callback)" } else { "Progress(none)" })
+    }
+}
+
+/// What `compile` is asked to do. Each target reads the fields it understands and returns
+/// [`Error::Unsupported`] for a field that is set but means nothing to it (never ignores one silently).
+#[derive(Clone, Debug, Default)]
+pub struct CompileOptions {
+    /// Where to write the main artifact (`-o`).
+    pub output: PathBuf,
+    /// The model file the graph came from, if any (for messages and reports).
+    pub source: Option<PathBuf>,
+    /// cloud-tpu: compile ahead of time for this TPU topology (`v5e:2x2`) instead of the local plugin.
+    pub topology: Option<String>,
+    /// cloud-tpu: compute dtype (`bf16` casts weights and activations).
+    pub dtype: Option<DType>,
+    /// cloud-tpu: what to write (`mlir`, `executable`); `None` picks from the output's extension.
+    pub emit: Option<String>,
+    /// cloud-tpu: data-parallel replicas.
+    pub replicas: Option<usize>,
+    /// cloud-tpu: tensor-parallel annotations (`--shard` values, target-defined syntax).
+    pub shard: Vec<String>,
+    /// cloud-tpu: the PJRT plugin to use (`--plugin`).
+    pub plugin: Option<PathBuf>,
+    /// edgetpu: calibration samples, each one full set of graph inputs (graph input order).
+    pub calibration: Vec<Vec<Tensor>>,
+    /// edgetpu: how activation ranges are chosen from calibration (`minmax`, `percentile:99.99`, `mse`).
+    pub calibration_method: Option<String>,
+    /// edgetpu: samples to measure the quantized model's error on (default: the calibration samples).
+    pub eval: Vec<Vec<Tensor>>,
+    /// edgetpu: keep float inputs and outputs (QUANTIZE/DEQUANTIZE at the edges) instead of int8.
+    pub float_io: bool,
+    /// edgetpu: the `edgetpu_compiler` to run (default: search PATH).
+    pub edgetpu_compiler: Option<PathBuf>,
+    /// Progress callback for long steps (calibration, compilation).
+    pub progress: Progress,
+}
+
+/// What `compile` produced.
+#[derive(Clone, Debug, Default)]
+pub struct CompileOutput {
+    /// Files written, the main artifact first.
+    pub files: Vec<PathBuf>,
+    /// A human-readable summary (mapping table, error metrics, cache outcome...), printed by the CLI.
+    pub summary: String,
+    /// The same facts as a JSON document (text), for `--json` and `--report`.
+    pub report_json: Option<String>,
+}
+
 /// A backend.
 pub trait Target: Send + Sync {
     /// Short name used on the command line (`cpu`, `cloud-tpu`, `edgetpu`).
     fn name(&self) -> &str;
+
     /// Prepares `graph` for execution on this target.
     fn prepare(&self, graph: Graph) -> Result<Box<dyn Executable>>;
+
+    /// The devices of this target present on this machine. No device is a normal answer (an empty list);
+    /// an error means the search itself failed.
+    fn devices(&self) -> Result<Vec<DeviceInfo>> {
+        Ok(Vec::new())
+    }
+
+    /// Compiles `graph` into a deployable artifact at `opts.output`.
+    fn compile(&self, graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
+        let _ = (graph, opts);
+        Err(Error::Unsupported(format!("target '{}' has no compile step: it runs models directly (use `run`)", self.name())))
+    }
 }

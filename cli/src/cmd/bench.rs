@@ -7,16 +7,15 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use tpu_sdk::Tensor;
 
-use super::{InputSpec, ModelArgs};
+use super::{InputSpec, ModelArgs, TargetArgs};
 
 /// Arguments of `bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// Target to run on.
-    #[arg(long, default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(tpu_sdk::targets::names()))]
-    target: String,
+    #[command(flatten)]
+    target: TargetArgs,
     /// Timed runs.
     #[arg(long, default_value_t = 50)]
     iterations: usize,
@@ -58,7 +57,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     let batch = g.inputs.first().and_then(|&i| g.value(i).shape.first().copied()).unwrap_or(1).max(1);
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
-    let times = if a.profile && a.target == "cpu" {
+    let times = if a.profile && a.target.target == "cpu" {
         let mut s = tpu_sdk::core::runtime::Session::new(g.clone())?;
         let times = time_runs(&a, &mut |x: &[Tensor], timed: bool| {
             if timed && s.profile().is_none() {
@@ -77,7 +76,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         profile_table.truncate(10);
         times
     } else {
-        let mut exe = model.prepare(&a.target)?;
+        let mut exe = a.target.build()?.prepare(model.graph().clone())?;
         time_runs(&a, &mut |x: &[Tensor], _| exe.run(x).map(drop), &inputs)?
     };
     report(&a, &times, batch, threads, &profile_table)
@@ -116,7 +115,7 @@ fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &
     if a.json {
         let doc = json!({
             "model": a.model.model.display().to_string(),
-            "target": a.target,
+            "target": a.target.target,
             "threads": threads,
             "iterations": a.iterations,
             "warmup": a.warmup,
@@ -131,7 +130,7 @@ fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &
     println!(
         "{} on {} ({} threads, batch {batch}, {} runs after {} warm-up)",
         a.model.model.display(),
-        a.target,
+        a.target.target,
         threads,
         a.iterations,
         a.warmup

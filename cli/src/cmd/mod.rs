@@ -6,9 +6,14 @@ use anyhow::{Context, Result};
 use tpu_sdk::{LoadOptions, Model, Tensor};
 
 pub mod bench;
+pub mod cache;
+pub mod compile;
+pub mod deploy;
+pub mod devices;
 pub mod image_input;
 pub mod inspect;
 pub mod run;
+pub mod samples;
 
 /// A mistake in the command line that clap cannot see (exit code 2).
 #[derive(Debug)]
@@ -62,6 +67,35 @@ impl ModelArgs {
     /// Loads the model with explicit options.
     pub fn load_with(&self, o: LoadOptions) -> Result<Model> {
         Model::load_with(&self.model, &o).with_context(|| format!("cannot load {}", self.model.display()))
+    }
+}
+
+/// Which target to use and how to set it up (shared by `run`, `bench`).
+#[derive(clap::Args, Debug, Clone)]
+pub struct TargetArgs {
+    /// Target to run on.
+    #[arg(long, default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(tpu_sdk::targets::names()))]
+    pub target: String,
+    /// cloud-tpu: the PJRT plugin library to load (default: search; see `tpu-sdk devices --target cloud-tpu`).
+    #[arg(long, value_name = "PATH")]
+    pub plugin: Option<PathBuf>,
+    /// The device to run on: `usb:0`, `pci:0` (edgetpu), a device index (cloud-tpu); see `tpu-sdk devices`.
+    #[arg(long)]
+    pub device: Option<String>,
+    /// cloud-tpu: split the batch across N devices (data parallelism).
+    #[arg(long, value_name = "N")]
+    pub replicas: Option<usize>,
+}
+
+impl TargetArgs {
+    /// The settings these flags describe.
+    pub fn config(&self) -> tpu_sdk::targets::TargetConfig {
+        tpu_sdk::targets::TargetConfig { plugin: self.plugin.clone(), device: self.device.clone(), replicas: self.replicas }
+    }
+
+    /// The target, built with these settings.
+    pub fn build(&self) -> Result<Box<dyn tpu_sdk::Target>> {
+        Ok(tpu_sdk::targets::by_name_with(&self.target, &self.config())?)
     }
 }
 

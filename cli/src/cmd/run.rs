@@ -8,16 +8,15 @@ use serde_json::json;
 use tpu_sdk::Tensor;
 
 use super::image_input::{self, ImageArgs};
-use super::{InputSpec, ModelArgs, UsageError};
+use super::{InputSpec, ModelArgs, TargetArgs, UsageError};
 
 /// Arguments of `run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// Target to run on.
-    #[arg(long, default_value = "cpu", value_parser = clap::builder::PossibleValuesParser::new(tpu_sdk::targets::names()))]
-    target: String,
+    #[command(flatten)]
+    target: TargetArgs,
     /// An input .npy file, in the model's input order, or NAME=FILE (repeatable).
     #[arg(long = "input", value_name = "[NAME=]FILE")]
     inputs: Vec<InputSpec>,
@@ -55,7 +54,7 @@ pub fn main(a: Args) -> Result<()> {
         }
         None => super::order_inputs(&model, given)?,
     };
-    let mut exe = model.prepare(&a.target)?;
+    let mut exe = a.target.build()?.prepare(model.graph().clone())?;
     let t0 = Instant::now();
     let outputs = exe.run(&inputs)?;
     let latency = t0.elapsed();
@@ -88,11 +87,11 @@ pub fn main(a: Args) -> Result<()> {
             })
             .collect();
         let top_json = top.as_ref().map(|t| t.iter().map(|(i, s, l)| json!({"index": i, "score": s, "label": l})).collect::<Vec<_>>());
-        let doc = json!({"target": a.target, "latency_ms": latency.as_secs_f64() * 1e3, "outputs": outs, "top_k": top_json});
+        let doc = json!({"target": a.target.target, "latency_ms": latency.as_secs_f64() * 1e3, "outputs": outs, "top_k": top_json});
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    println!("ran {} on {} in {:.2} ms", a.model.model.display(), a.target, latency.as_secs_f64() * 1e3);
+    println!("ran {} on {} in {:.2} ms", a.model.model.display(), a.target.target, latency.as_secs_f64() * 1e3);
     for (i, t) in outputs.iter().enumerate() {
         let v = t.to_f64_vec();
         let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));

@@ -20,6 +20,17 @@ impl Target for CpuTarget {
     fn prepare(&self, graph: Graph) -> crate::Result<Box<dyn Executable>> {
         Ok(Box::new(Session::new(graph)?))
     }
+    fn devices(&self) -> crate::Result<Vec<crate::target::DeviceInfo>> {
+        let threads = std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1);
+        Ok(vec![crate::target::DeviceInfo {
+            target: "cpu".into(),
+            id: "0".into(),
+            kind: format!("{} CPU", std::env::consts::ARCH),
+            state: "ready".into(),
+            location: "host".into(),
+            details: vec![("threads".into(), threads.to_string())],
+        }])
+    }
 }
 
 impl Executable for Session {

@@ -13,8 +13,13 @@
 #![warn(missing_docs)]
 
 pub mod compiler;
+pub mod devices;
 pub mod export;
+pub mod pipeline;
 pub mod report;
 pub mod rules;
+pub mod runtime;
+mod target;
 
+pub use target::EdgeTpuTarget;
 pub use report::{MappingReport, OpMapping, OpSummary, Placement, ReportSource};

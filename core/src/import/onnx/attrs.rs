@@ -143,12 +143,23 @@ impl<'a> Attrs<'a> {
         }
     }
 
-    /// A non-negative int attribute as usize.
+    /// A non-negative int attribute as usize (sizes, counts, axes: at most `i32::MAX`, so that arithmetic on
+    /// them cannot overflow).
     pub fn usize_or(&self, name: &str, default: usize) -> Result<usize> {
         match self.int(name)? {
             None => Ok(default),
-            Some(v) => usize::try_from(v).map_err(|_| self.invalid(name, format!("must be non-negative, found {v}"))),
+            Some(v) => self.to_usize(name, v),
         }
+    }
+
+    fn to_usize(&self, name: &str, v: i64) -> Result<usize> {
+        if v < 0 {
+            return Err(self.invalid(name, format!("must be non-negative, found {v}")));
+        }
+        if v > i32::MAX as i64 {
+            return Err(self.invalid(name, format!("value {v} is out of range")));
+        }
+        Ok(v as usize)
     }
 
     /// A float attribute.
@@ -169,7 +180,7 @@ impl<'a> Attrs<'a> {
     /// A list of non-negative ints as usizes (empty when absent).
     pub fn usizes(&self, name: &str) -> Result<Vec<usize>> {
         let v = self.ints(name)?.unwrap_or_default();
-        v.iter().map(|&x| usize::try_from(x).map_err(|_| self.invalid(name, format!("must hold non-negative values, found {x}")))).collect()
+        v.iter().map(|&x| self.to_usize(name, x)).collect()
     }
 
     /// A list-of-floats attribute.

@@ -19,6 +19,9 @@ use crate::{Error, Result};
 
 /// Deepest nesting of model-local function calls that is inlined.
 const MAX_FUNCTION_DEPTH: usize = 16;
+/// Most nodes that inlining functions may produce (nested calls multiply; a hostile file must not make the
+/// importer allocate without bound).
+const MAX_INLINED_NODES: usize = 4_000_000;
 
 /// Decodes a `ModelProto`.
 pub fn decode(bytes: &[u8]) -> Result<ModelProto> {
@@ -109,8 +112,6 @@ pub struct Cx<'m> {
     rank_hints: HashMap<String, usize>,
     /// Ranks of values whose shape is only known at run time, derived from the ops that produce them.
     dyn_ranks: HashMap<ValueId, usize>,
-    /// Notes for the user.
-    pub notes: Vec<String>,
     fresh: usize,
     /// Every name the model defines (node outputs included), so generated names never collide with them.
     reserved: HashSet<String>,
@@ -298,6 +299,9 @@ fn inline<'m>(
         )));
     }
     *counter += 1;
+    if out.len() + f.node.len() > MAX_INLINED_NODES {
+        return Err(Error::InvalidModel(format!("inlining model-local function '{fname}' gives more than {MAX_INLINED_NODES} nodes")));
+    }
     let prefix = format!("{fname}#{}/", *counter);
     let mut rename: HashMap<&str, String> = HashMap::new();
     for (i, formal) in f.input.iter().enumerate() {
@@ -494,7 +498,8 @@ fn input_shape(
 
 /// Imports `model` into a graph. With `infer`, each node's outputs are inferred as it is added (the normal
 /// path); without, the graph holds placeholder types (used to test the op mapping alone).
-pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions, infer: bool) -> Result<(Graph, Vec<String>)> {
+/// Notes for the user (assumed dimensions, unused options) are appended to `notes`, also when import fails.
+pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions, infer: bool, notes: &mut Vec<String>) -> Result<Graph> {
     let graph: &GraphProto = model.graph.as_ref().ok_or_else(|| Error::InvalidModel("the model has no graph".into()))?;
     let model_opset = default_opset(&model.opset_import).or_else(|| {
         // IR versions before 3 have no opset_import; their ops are opset 1.
@@ -505,7 +510,6 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         functions.insert(fn_key(&f.domain, &f.name, &f.overload), f);
     }
 
-    let mut notes = Vec::new();
     let mut cx = Cx {
         g: Graph::new(graph.name.clone().unwrap_or_default()),
         names: HashMap::new(),
@@ -516,7 +520,6 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         unknown: HashSet::new(),
         rank_hints: HashMap::new(),
         dyn_ranks: HashMap::new(),
-        notes: Vec::new(),
         fresh: 0,
         reserved: HashSet::new(),
         unnamed: None,
@@ -555,7 +558,7 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         let what = format!("input '{name}'");
         let (elem, dims) = tensor_type(vi.r#type.as_ref(), &what)?;
         let dtype = dtype_for(elem, &what)?;
-        let shape = input_shape(name, dims, opts, &mut used_dims, &mut notes)?;
+        let shape = input_shape(name, dims, opts, &mut used_dims, notes)?;
         let bytes = shape.iter().try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d)).filter(|&b| b <= isize::MAX as usize);
         if bytes.is_none() {
             return Err(Error::InvalidModel(format!("input '{name}' has shape {shape:?}, too large to allocate")));
@@ -604,13 +607,12 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
     if cx.g.outputs.is_empty() {
         return Err(Error::InvalidModel("the graph has no outputs".into()));
     }
-    notes.append(&mut cx.notes);
     let mut g = cx.g;
     if infer {
         // Drop values nothing refers to: unused initializers and Constants, unused optional outputs.
         crate::passes::dce::compact(&mut g);
     }
-    Ok((g, notes))
+    Ok(g)
 }
 
 /// Imports one node: a `Constant` becomes a constant value, anything else goes through the op mapping.
@@ -723,5 +725,7 @@ fn constant_node_value(a: &Attrs, base_dir: Option<&Path>) -> Result<Tensor> {
 #[cfg(test)]
 pub fn import_unchecked(bytes: &[u8], opts: &ImportOptions) -> Result<(Graph, Vec<String>)> {
     let model = decode(bytes)?;
-    import(&model, None, opts, false)
+    let mut notes = Vec::new();
+    let g = import(&model, None, opts, false, &mut notes)?;
+    Ok((g, notes))
 }

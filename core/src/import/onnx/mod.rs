@@ -80,7 +80,20 @@ pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>, opts: &ImportOptions) -
 /// Like [`load_bytes`], also returning the notes of [`load_with_notes`].
 pub fn load_bytes_with_notes(bytes: &[u8], base_dir: Option<&Path>, opts: &ImportOptions) -> Result<(Graph, Vec<String>)> {
     let model = graph::decode(bytes)?;
-    let (g, notes) = graph::import(&model, base_dir, opts, true)?;
+    let mut notes = Vec::new();
+    let g = graph::import(&model, base_dir, opts, true, &mut notes).map_err(|e| with_assumed_dims(e, &notes))?;
     crate::ir::verify::verify(&g)?;
     Ok((g, notes))
+}
+
+/// A node error after some input dimensions were assumed to be 1 says so: the assumption is the likely cause
+/// (a 1x1 image that a pooling window does not fit, a batch that does not match a reshape).
+fn with_assumed_dims(e: Error, notes: &[String]) -> Error {
+    let assumed: Vec<&str> = notes.iter().filter(|n| n.contains("assumed 1")).map(|n| n.as_str()).collect();
+    match e {
+        Error::Node { node, op, msg } if !assumed.is_empty() => {
+            Error::Node { node, op, msg: format!("{msg} (the input shape was partly assumed: {})", assumed.join("; ")) }
+        }
+        e => e,
+    }
 }

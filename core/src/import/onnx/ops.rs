@@ -36,6 +36,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CastLike",
     "Ceil",
     "Celu",
+    "CenterCropPad",
     "Clip",
     "Concat",
     "Constant",
@@ -68,14 +69,13 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Greater",
     "GreaterOrEqual",
     "GroupNormalization",
+    "Hardmax",
     "HardSigmoid",
     "HardSwish",
-    "Hardmax",
     "Identity",
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
-    "LRN",
     "LayerNormalization",
     "LeakyRelu",
     "Less",
@@ -84,6 +84,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LogSoftmax",
     "LpNormalization",
     "LpPool",
+    "LRN",
     "MatMul",
     "Max",
     "MaxPool",
@@ -98,13 +99,12 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Not",
     "OneHot",
     "Or",
-    "PRelu",
     "Pad",
     "Pow",
+    "PRelu",
     "QLinearConv",
     "QLinearMatMul",
     "QuantizeLinear",
-    "RMSNormalization",
     "Range",
     "Reciprocal",
     "ReduceL1",
@@ -121,6 +121,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Reshape",
     "Resize",
     "ReverseSequence",
+    "RMSNormalization",
     "Round",
     "Scatter",
     "ScatterElements",
@@ -143,6 +144,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Squeeze",
     "Sub",
     "Sum",
+    "SwiGLU",
     "Swish",
     "Tan",
     "Tanh",
@@ -408,7 +410,7 @@ fn elem_type_from_name(s: &str) -> Option<i64> {
 
 /// `v` unless it is an empty constant (opset 11 Resize passes empty tensors for unused roi/scales).
 fn non_empty(cx: &Cx, v: Option<ValueId>) -> Option<ValueId> {
-    v.filter(|&v| cx.constant(v).map_or(true, |t| !t.is_empty()))
+    v.filter(|&v| cx.constant(v).is_none_or(|t| !t.is_empty()))
 }
 
 /// Maps one node. Unknown ops fail with an `Unsupported` error in the documented format.
@@ -780,19 +782,27 @@ pub fn map_node(cx: &mut Cx, n: &NodeIn) -> Result<()> {
             pass(cx, n, op)
         }
         "DequantizeLinear" | "QuantizeLinear" => quant(cx, n),
-        "Swish" => {
+        "Swish" | "SwiGLU" => {
+            // Swish(x) = x * sigmoid(alpha * x); SwiGLU(a, b) = Swish(a) * b
             let x = n.req(0)?;
             let alpha = a.float_or("alpha", 1.0)?;
             let ax = if alpha == 1.0 {
                 x
             } else {
-                let dt = cx.need_dtype(n, x, "Swish")?;
+                let dt = cx.need_dtype(n, x, n.op_type)?;
                 let c = scalar_const(cx, n, "alpha", dt, alpha as f64);
                 aux(cx, n, "scaled", Op::Binary(BinaryOp::Mul, None), vec![Some(x), Some(c)])?
             };
             let sig = aux(cx, n, "sigmoid", Op::Unary(UnaryOp::Sigmoid), vec![Some(ax)])?;
-            single(cx, n, Op::Binary(BinaryOp::Mul, None), vec![Some(x), Some(sig)])
+            if n.op_type == "Swish" {
+                single(cx, n, Op::Binary(BinaryOp::Mul, None), vec![Some(x), Some(sig)])
+            } else {
+                let b = n.req(1)?;
+                let sw = aux(cx, n, "swish", Op::Binary(BinaryOp::Mul, None), vec![Some(x), Some(sig)])?;
+                single(cx, n, Op::Binary(BinaryOp::Mul, None), vec![Some(sw), Some(b)])
+            }
         }
+        "CenterCropPad" => center_crop_pad(cx, n),
         "Shrink" => {
             // y = x + bias if x < -lambd; x - bias if x > lambd; else 0
             let x = n.req(0)?;
@@ -1350,48 +1360,60 @@ fn mvn(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     single(cx, n, Op::Binary(BinaryOp::Div, None), vec![Some(centered), Some(denom)])
 }
 
-/// QLinearConv / QLinearMatMul, computed in float: dequantize the inputs (per tensor, or per output channel
-/// for the weights), run Conv / MatMul, quantize the result. The int32 bias of QLinearConv has scale
-/// x_scale * w_scale and zero point 0.
+/// QLinearConv / QLinearMatMul the way integer runtimes compute them: the accumulation runs on the
+/// zero-point-centred integer values (held exactly in f32), the QLinearConv int32 bias is added to it, then the
+/// accumulator is requantized with the multiplier x_scale * w_scale / y_scale (per output channel for
+/// per-channel weights) and the output zero point.
 fn qlinear(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let conv = n.op_type == "QLinearConv";
     let [x, xs, xz, w, ws, wz, ys, yz] = [0, 1, 2, 3, 4, 5, 6, 7].map(|i| n.opt(i));
-    let (x, xs, w, ws, ys) = (
-        x.ok_or_else(|| n.invalid("input 0 is required"))?,
-        xs.ok_or_else(|| n.invalid("input 1 (scale) is required"))?,
-        w.ok_or_else(|| n.invalid("input 3 is required"))?,
-        ws.ok_or_else(|| n.invalid("input 4 (scale) is required"))?,
-        ys.ok_or_else(|| n.invalid("input 6 (scale) is required"))?,
-    );
-    let scalar = |cx: &Cx, v: ValueId| cx.shape(v).is_some_and(|s| s.iter().product::<usize>() == 1);
-    // axis of a 1-D (per-row / per-column / per-channel) scale
-    let axis_for = |cx: &Cx, v: ValueId, scale: ValueId, axis: i64| -> Result<i64> {
-        if scalar(cx, scale) {
-            return Ok(0);
+    let req = |v: Option<ValueId>, i: usize| v.ok_or_else(|| n.invalid(format!("input {i} is required")));
+    let (x, xs, w, ws, ys) = (req(x, 0)?, req(xs, 1)?, req(w, 3)?, req(ws, 4)?, req(ys, 6)?);
+    let f32t = DType::F32;
+    // a 1-D per-axis parameter (more than one element) that must be reshaped to broadcast
+    let per_axis = |cx: &Cx, v: ValueId| cx.rank(v) == Some(1) && cx.shape(v).is_some_and(|s| s[0] > 1);
+    let unsqueeze_tail = |cx: &mut Cx, v: ValueId, count: usize, what: &str| -> Result<ValueId> {
+        if count == 0 {
+            return Ok(v);
         }
-        Ok(axis_of(cx, n, v, axis, "quantization axis", false)? as i64)
+        aux(cx, n, what, Op::Unsqueeze { axes: Some((1..=count as i64).collect()) }, vec![Some(v)])
     };
-    let (x_axis, w_axis) = if conv { (1, 0) } else { (axis_for(cx, x, xs, -2)?, axis_for(cx, w, ws, -1)?) };
-    let xf = aux(cx, n, "x_f", Op::DequantizeLinear { axis: x_axis }, trimmed(&[Some(x), Some(xs), xz]))?;
-    let wf = aux(cx, n, "w_f", Op::DequantizeLinear { axis: w_axis }, trimmed(&[Some(w), Some(ws), wz]))?;
-    let yf = if conv {
-        let mut ins = vec![Some(xf), Some(wf)];
+    let centred = |cx: &mut Cx, v: ValueId, z: Option<ValueId>, z_tail: usize, what: &str| -> Result<ValueId> {
+        let vf = aux(cx, n, &format!("{what}_f"), Op::Cast { to: f32t }, vec![Some(v)])?;
+        let Some(z) = z else { return Ok(vf) };
+        let zf = aux(cx, n, &format!("{what}_zp_f"), Op::Cast { to: f32t }, vec![Some(z)])?;
+        let zf = if per_axis(cx, z) { unsqueeze_tail(cx, zf, z_tail, &format!("{what}_zp_axis"))? } else { zf };
+        aux(cx, n, &format!("{what}_centred"), Op::Binary(BinaryOp::Sub, None), vec![Some(vf), Some(zf)])
+    };
+    let x_rank = cx.need_rank(n, x, n.op_type)?;
+    let w_rank = cx.need_rank(n, w, n.op_type)?;
+    // zero points: QLinearConv's w per output channel (axis 0); QLinearMatMul's a per row (axis -2), b per
+    // column (the last axis, which broadcasts as it is)
+    let xc = centred(cx, x, xz, if conv { 0 } else { 1 }, "x")?;
+    let wc = centred(cx, w, wz, if conv { w_rank.saturating_sub(1) } else { 0 }, "w")?;
+    let acc = if conv {
+        let mut ins = vec![Some(xc), Some(wc)];
         if let Some(b) = n.opt(8) {
-            let fdt = cx.need_dtype(n, xs, "QLinearConv")?;
-            let bc = aux(cx, n, "bias_cast", Op::Cast { to: fdt }, vec![Some(b)])?;
-            let bs = aux(cx, n, "bias_scale", Op::Binary(BinaryOp::Mul, None), vec![Some(xs), Some(ws)])?;
-            ins.push(Some(aux(cx, n, "bias_f", Op::Binary(BinaryOp::Mul, None), vec![Some(bc), Some(bs)])?));
+            ins.push(Some(aux(cx, n, "bias_f", Op::Cast { to: f32t }, vec![Some(b)])?));
         }
-        aux(cx, n, "y_f", Op::Conv(conv_attrs(n)?), ins)?
+        aux(cx, n, "acc", Op::Conv(conv_attrs(n)?), ins)?
     } else {
-        aux(cx, n, "y_f", Op::MatMul, vec![Some(xf), Some(wf)])?
+        aux(cx, n, "acc", Op::MatMul, vec![Some(xc), Some(wc)])?
     };
+    // multiplier = x_scale * w_scale / y_scale, shaped to broadcast against the accumulator
+    let xs_b = if !conv && per_axis(cx, xs) { unsqueeze_tail(cx, xs, 1, "x_scale_axis")? } else { xs };
+    let ws_b = if conv && per_axis(cx, ws) { unsqueeze_tail(cx, ws, x_rank.saturating_sub(2), "w_scale_axis")? } else { ws };
+    let prod = aux(cx, n, "scale_prod", Op::Binary(BinaryOp::Mul, None), vec![Some(xs_b), Some(ws_b)])?;
+    let mult = aux(cx, n, "multiplier", Op::Binary(BinaryOp::Div, None), vec![Some(prod), Some(ys)])?;
+    // computed in the scales' type (f16 scales give an f16 multiplier), applied in f32
+    let mult = if cx.dtype(mult) == Some(f32t) { mult } else { aux(cx, n, "multiplier_f", Op::Cast { to: f32t }, vec![Some(mult)])? };
+    let yf = aux(cx, n, "requant", Op::Binary(BinaryOp::Mul, None), vec![Some(acc), Some(mult)])?;
     let to = match yz {
         Some(z) => cx.need_dtype(n, z, n.op_type)?,
         None => DType::U8,
     };
-    let axis = if scalar(cx, ys) { 0 } else { 1 };
-    single(cx, n, Op::QuantizeLinear { axis, to }, trimmed(&[Some(yf), Some(ys), yz]))
+    let one = scalar_const(cx, n, "one", f32t, 1.0);
+    single(cx, n, Op::QuantizeLinear { axis: 0, to }, trimmed(&[Some(yf), Some(one), yz]))
 }
 
 /// MaxPool with `storage_order = 1`: the kernel's row-major indices `((n*C + c)*H + h)*W + w` of a 2-D pool are
@@ -1418,4 +1440,36 @@ fn maxpool_column_major(cx: &mut Cx, n: &NodeIn, p: PoolAttrs, outs: Vec<ValueId
     let col_h = aux(cx, n, "col_h", bin(BinaryOp::Mul), vec![Some(col), Some(hc)])?;
     let t = aux(cx, n, "col_h_row", bin(BinaryOp::Add), vec![Some(col_h), Some(row)])?;
     cx.emit(aux_name(n, "indices"), bin(BinaryOp::Add), vec![Some(plane), Some(t)], vec![outs[1]])
+}
+
+/// CenterCropPad, as its ONNX function body: pad each listed axis up to the target (the odd pixel at the end),
+/// then slice a centred window of the target size. With a static input and a constant target the
+/// shape arithmetic folds to constants.
+fn center_crop_pad(cx: &mut Cx, n: &NodeIn) -> Result<()> {
+    let x = n.req(0)?;
+    let target = n.req(1)?;
+    let axes = match n.attrs.ints("axes")? {
+        Some(a) => a.iter().map(|&ax| axis_of(cx, n, x, ax, "axes entry", false).map(|a| a as i64)).collect::<Result<Vec<_>>>()?,
+        None => (0..cx.need_rank(n, x, "CenterCropPad")? as i64).collect(),
+    };
+    let b = base(cx, n);
+    let axes_v = cx.const_i64(&format!("{b}:axes"), axes);
+    let two = scalar_const(cx, n, "two", DType::I64, 2.0);
+    let bin = |op| Op::Binary(op, None);
+    let target = match cx.dtype(target) {
+        Some(DType::I64) => target,
+        _ => aux(cx, n, "target_i64", Op::Cast { to: DType::I64 }, vec![Some(target)])?,
+    };
+    let all = aux(cx, n, "in_shape", Op::Shape { start: 0, end: None }, vec![Some(x)])?;
+    let cur = aux(cx, n, "in_dims", Op::Gather { axis: 0 }, vec![Some(all), Some(axes_v)])?;
+    let padded = aux(cx, n, "padded_dims", bin(BinaryOp::Max), vec![Some(target), Some(cur)])?;
+    let amount = aux(cx, n, "pad_amount", bin(BinaryOp::Sub), vec![Some(padded), Some(cur)])?;
+    let left = aux(cx, n, "pad_left", bin(BinaryOp::Div), vec![Some(amount), Some(two)])?;
+    let right = aux(cx, n, "pad_right", bin(BinaryOp::Sub), vec![Some(amount), Some(left)])?;
+    let pads = aux(cx, n, "pads", Op::Concat { axis: 0 }, vec![Some(left), Some(right)])?;
+    let y = aux(cx, n, "padded", Op::Pad { mode: PadMode::Constant }, vec![Some(x), Some(pads), None, Some(axes_v)])?;
+    let diff = aux(cx, n, "excess", bin(BinaryOp::Sub), vec![Some(padded), Some(target)])?;
+    let starts = aux(cx, n, "starts", bin(BinaryOp::Div), vec![Some(diff), Some(two)])?;
+    let ends = aux(cx, n, "ends", bin(BinaryOp::Add), vec![Some(starts), Some(target)])?;
+    single(cx, n, Op::Slice, vec![Some(y), Some(starts), Some(ends), Some(axes_v)])
 }

@@ -211,7 +211,7 @@ fn read_external(t: &TensorProto, base_dir: Option<&Path>, nbytes: usize, what: 
     let mut f = std::fs::File::open(&path).map_err(io)?;
     let file_len = f.metadata().map_err(io)?.len();
     let len = length.unwrap_or_else(|| file_len.saturating_sub(offset));
-    if offset.checked_add(len).map_or(true, |end| end > file_len) {
+    if offset.checked_add(len).is_none_or(|end| end > file_len) {
         return Err(Error::InvalidModel(format!(
             "{what}: external data range {offset}..{} is outside '{location}' ({file_len} bytes)",
             offset.saturating_add(len)

@@ -517,6 +517,23 @@ fn inlines_model_local_functions() {
     let g = import(&m).unwrap();
     assert_eq!(ops(&g), vec![Op::Unary(UnaryOp::LeakyRelu { alpha: 0.25 }), Op::Binary(BinaryOp::Add, None), Op::Unary(UnaryOp::Neg)]);
     assert_eq!(g.nodes[1].inputs[1], Some(g.inputs[0]));
+
+    // a function that calls itself, and calls that multiply at every level, are errors, not hangs
+    let mut rec = FunctionProto {
+        name: Some("F".into()),
+        domain: Some("local".into()),
+        input: vec!["x".into()],
+        output: vec!["y".into()],
+        ..Default::default()
+    };
+    let mut inner = node("F", &["x"], &["y"], vec![]);
+    inner.domain = Some("local".into());
+    rec.node = vec![inner.clone(); 40];
+    let mut call = node("F", &["in"], &["out"], vec![]);
+    call.domain = Some("local".into());
+    let mut m = model(14, vec![call], vec![fin("in", &[2])], &["out"], vec![]);
+    m.functions = vec![rec];
+    assert!(import(&m).is_err());
 }
 
 #[test]
@@ -617,9 +634,11 @@ fn decomposes_ops_without_a_core_op() {
         ],
     );
     let g = import(&m).unwrap();
-    assert_eq!(names(&g), "DequantizeLinear,DequantizeLinear,Cast,Mul,Mul,Conv,QuantizeLinear");
-    assert_eq!(g.nodes[1].op, Op::DequantizeLinear { axis: 0 });
-    assert_eq!(g.nodes[6].op, Op::QuantizeLinear { axis: 0, to: DType::U8 });
+    // (without inference the multiplier's type is unknown, hence the Cast to f32 after Div)
+    assert_eq!(names(&g), "Cast,Cast,Sub,Cast,Cast,Unsqueeze,Sub,Cast,Conv,Unsqueeze,Mul,Div,Cast,Mul,QuantizeLinear");
+    assert_eq!(g.nodes[5].op, Op::Unsqueeze { axes: Some(vec![1, 2, 3]) });
+    assert_eq!(g.nodes[9].op, Op::Unsqueeze { axes: Some(vec![1, 2]) });
+    assert_eq!(g.nodes[14].op, Op::QuantizeLinear { axis: 0, to: DType::U8 });
 
     // DequantizeLinear output_dtype adds a Cast; QuantizeLinear takes the zero point's type
     let m = model(
@@ -665,6 +684,114 @@ fn full_import_of_a_graph_without_ops() {
     assert_eq!(g.value(g.inputs[1]).shape, vec![3]);
     assert_eq!(g.outputs[0], g.inputs[0]);
     assert_eq!(g.constant(g.outputs[1]).unwrap().to_i64_vec(), vec![1, 2]);
+}
+
+#[test]
+fn resolves_negative_axes_of_values_only_known_at_run_time() {
+    // NonZero's output shape depends on the data, but its rank (2) does not; later ops keep track of it.
+    let m = model(
+        13,
+        vec![
+            node("NonZero", &["x"], &["nz"], vec![]),
+            node("Cast", &["nz"], &["f"], vec![ai("to", dt::FLOAT as i64)]),
+            node("Unsqueeze", &["f", "ax"], &["u"], vec![]),
+            node("Concat", &["u", "u"], &["c"], vec![ai("axis", -1)]),
+            node("Softmax", &["c"], &["y"], vec![]),
+            node("ReduceSum", &["y"], &["s"], vec![ai("keepdims", 0)]),
+        ],
+        vec![fin("x", &[2, 3])],
+        &["y", "s"],
+        vec![ti64("ax", &[1], &[0])],
+    );
+    let g = super::load_bytes(&m.encode_to_vec(), None, &ImportOptions::default()).unwrap();
+    let find = |name: &str| g.nodes.iter().find(|n| n.op.name() == name).map(|n| n.op.clone()).unwrap();
+    assert_eq!(find("Concat"), Op::Concat { axis: 2 });
+    assert_eq!(find("Softmax"), Op::Softmax { axis: 2 });
+    assert!(g.value(g.outputs[0]).dynamic);
+}
+
+#[test]
+fn every_listed_op_is_mapped() {
+    for &op in super::SUPPORTED_OPS {
+        let m = model(
+            23,
+            vec![node(op, &["a", "b", "c"], &["y"], vec![])],
+            vec![fin("a", &[1, 2, 4, 4]), fin("b", &[1, 2, 4, 4]), fin("c", &[1, 2, 4, 4])],
+            &["y"],
+            vec![],
+        );
+        // attributes or inputs may be missing, but the op itself must be known
+        if let Err(e) = import(&m) {
+            assert!(!e.to_string().starts_with(&format!("unsupported: op '{op}'")), "{op}: {e}");
+        }
+    }
+}
+
+/// Imports `m` fully and runs it on `inputs`.
+fn run(m: &ModelProto, inputs: &[Tensor]) -> Vec<Tensor> {
+    let g = super::load_bytes(&m.encode_to_vec(), None, &ImportOptions::default()).unwrap();
+    crate::runtime::Session::new(g).unwrap().run(inputs).unwrap()
+}
+
+fn close(a: &Tensor, b: &[f32]) -> bool {
+    let a = a.to_f64_vec();
+    a.len() == b.len() && a.iter().zip(b).all(|(x, y)| (x - *y as f64).abs() < 1e-5)
+}
+
+#[test]
+fn old_opset_semantics_give_the_old_results() {
+    // Softmax-11 axis=1 on [1, 2, 2]: one softmax over all four values (coerced to 2-D), not per column
+    let x = Tensor::from_f32(vec![1, 2, 2], vec![0.0, 1.0, 2.0, 3.0]);
+    let m = model(11, vec![node("Softmax", &["x"], &["y"], vec![ai("axis", 1)])], vec![fin("x", &[1, 2, 2])], &["y"], vec![]);
+    let e: Vec<f32> = [0.0f32, 1.0, 2.0, 3.0].iter().map(|v| v.exp()).collect();
+    let sum: f32 = e.iter().sum();
+    let y = &run(&m, std::slice::from_ref(&x))[0];
+    assert_eq!(y.shape, vec![1, 2, 2]);
+    assert!(close(y, &e.iter().map(|v| v / sum).collect::<Vec<_>>()), "{y:?}");
+
+    // Add-6 broadcast=1 axis=1: B [2] is aligned with dim 1 of A [1, 2, 2]
+    let m = model(
+        6,
+        vec![node("Add", &["x", "b"], &["y"], vec![ai("broadcast", 1), ai("axis", 1)])],
+        vec![fin("x", &[1, 2, 2])],
+        &["y"],
+        vec![tf32("b", &[2], &[10.0, 20.0])],
+    );
+    assert!(close(&run(&m, std::slice::from_ref(&x))[0], &[10.0, 11.0, 22.0, 23.0]));
+
+    // Upsample-7 nearest [1, 1, 1, 2] by (1, 1, 2, 2): each value repeated in a 2x2 block
+    let m = model(
+        7,
+        vec![node("Upsample", &["x"], &["y"], vec![afs("scales", &[1.0, 1.0, 2.0, 2.0])])],
+        vec![fin("x", &[1, 1, 1, 2])],
+        &["y"],
+        vec![],
+    );
+    let y = &run(&m, &[Tensor::from_f32(vec![1, 1, 1, 2], vec![1.0, 2.0])])[0];
+    assert_eq!(y.shape, vec![1, 1, 2, 4]);
+    assert!(close(y, &[1.0, 1.0, 2.0, 2.0, 1.0, 1.0, 2.0, 2.0]));
+
+    // Clip-6 with only min: max defaults to the largest float
+    let m = model(6, vec![node("Clip", &["x"], &["y"], vec![af("min", 1.5)])], vec![fin("x", &[1, 2, 2])], &["y"], vec![]);
+    assert!(close(&run(&m, std::slice::from_ref(&x))[0], &[1.5, 1.5, 2.0, 3.0]));
+
+    // Slice-1 attributes; Pad-2 pads/value attributes
+    let m = model(
+        1,
+        vec![node("Slice", &["x"], &["y"], vec![ais("starts", &[1]), ais("ends", &[2]), ais("axes", &[2])])],
+        vec![fin("x", &[1, 2, 2])],
+        &["y"],
+        vec![],
+    );
+    assert!(close(&run(&m, std::slice::from_ref(&x))[0], &[1.0, 3.0]));
+    let m = model(
+        2,
+        vec![node("Pad", &["x"], &["y"], vec![ais("pads", &[0, 0, 1, 0, 0, 0]), af("value", 9.0)])],
+        vec![fin("x", &[1, 2, 2])],
+        &["y"],
+        vec![],
+    );
+    assert!(close(&run(&m, &[x])[0], &[9.0, 0.0, 1.0, 9.0, 2.0, 3.0]));
 }
 
 /// Imports the models in `TPU_SDK_ONNX_DEV` (comma-separated files, or a folder of `<case>/model.onnx`)
