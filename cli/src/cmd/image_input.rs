@@ -2,7 +2,9 @@
 
 use std::path::Path;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
+use tpu_sdk::core::ir::Value;
+use tpu_sdk::preprocess::{self, ImagePreprocess};
 use tpu_sdk::{DType, Tensor};
 
 use super::UsageError;
@@ -40,61 +42,29 @@ fn per_channel(s: &Option<String>, default: f32, flag: &str) -> Result<[f32; 3]>
     }
 }
 
-/// Loads `path` as the model input of type `dtype` and `shape` (rank 4, batch 1).
-///
-/// f32 inputs get `(pixel / 255 - mean) / std`; u8 inputs get raw pixels; i8 inputs get `pixel - 128`.
-pub fn load(path: &Path, dtype: DType, shape: &[usize], a: &ImageArgs) -> Result<Tensor> {
-    if shape.len() != 4 || shape[0] != 1 {
-        return Err(tpu_sdk::Error::InputMismatch(format!(
-            "--image needs a model input of shape [1, C, H, W] or [1, H, W, C]; this model's input is {shape:?}"
-        ))
-        .into());
-    }
-    let layout = a.layout.unwrap_or(if shape[1] == 3 || shape[1] == 1 { Layout::Nchw } else { Layout::Nhwc });
-    let (c, h, w) = match layout {
-        Layout::Nchw => (shape[1], shape[2], shape[3]),
-        Layout::Nhwc => (shape[3], shape[1], shape[2]),
-    };
-    if c != 1 && c != 3 {
-        return Err(tpu_sdk::Error::InputMismatch(format!("--image: the input has {c} channels; images give 1 or 3 (shape {shape:?}, layout {layout:?})")).into());
-    }
-    let img = image::open(path).with_context(|| format!("cannot decode image {}", path.display()))?;
-    let img = img.resize_exact(w as u32, h as u32, image::imageops::FilterType::Triangle);
-    let pixels: Vec<[u8; 3]> = if c == 3 {
-        img.to_rgb8().pixels().map(|p| p.0).collect()
-    } else {
-        img.to_luma8().pixels().map(|p| [p.0[0]; 3]).collect()
-    };
-    let mean = per_channel(&a.mean, 0.0, "mean")?;
+/// The preprocessing these flags describe.
+pub fn preprocess(a: &ImageArgs) -> Result<ImagePreprocess> {
     let std = per_channel(&a.std, 1.0, "std")?;
     if std.iter().any(|&s| s == 0.0) {
         return Err(UsageError("--std must not be 0".into()).into());
     }
-    let index = |y: usize, x: usize, ch: usize| match layout {
-        Layout::Nchw => (ch * h + y) * w + x,
-        Layout::Nhwc => (y * w + x) * c + ch,
-    };
-    let mut t = Tensor::zeros(dtype, shape.to_vec());
-    macro_rules! fill {
-        ($ty:ty, $f:expr) => {{
-            let out = t.view_mut::<$ty>().expect("zeros made this dtype");
-            for y in 0..h {
-                for x in 0..w {
-                    let p = pixels[y * w + x];
-                    for ch in 0..c {
-                        out[index(y, x, ch)] = $f(p[ch], ch);
-                    }
-                }
-            }
-        }};
-    }
-    match dtype {
-        DType::F32 => fill!(f32, |v: u8, ch: usize| (v as f32 / 255.0 - mean[ch]) / std[ch]),
-        DType::U8 => fill!(u8, |v: u8, _| v),
-        DType::I8 => fill!(i8, |v: u8, _| (v as i16 - 128) as i8),
-        other => {
-            return Err(tpu_sdk::Error::InputMismatch(format!("--image: the model input is {other}; images become f32, u8 or i8")).into())
-        }
-    }
-    Ok(t)
+    let layout = a.layout.map(|l| match l {
+        Layout::Nchw => preprocess::Layout::Nchw,
+        Layout::Nhwc => preprocess::Layout::Nhwc,
+    });
+    Ok(ImagePreprocess { mean: per_channel(&a.mean, 0.0, "mean")?, std, layout })
+}
+
+/// Loads `path` as a value of the model input `input` (its dtype, shape and quantization parameters).
+pub fn load_value(path: &Path, input: &Value, a: &ImageArgs) -> Result<Tensor> {
+    Ok(preprocess::image_file_to_tensor(path, input, &preprocess(a)?)?)
+}
+
+/// Loads `path` as an unquantized model input of type `dtype` and `shape` (rank 4, batch 1).
+///
+/// f32 inputs get `(pixel / 255 - mean) / std`; u8 inputs get raw pixels; i8 inputs get `pixel - 128`.
+#[allow(dead_code)] // kept for callers that have no graph value at hand
+pub fn load(path: &Path, dtype: DType, shape: &[usize], a: &ImageArgs) -> Result<Tensor> {
+    let v = Value { name: "image".into(), dtype, shape: shape.to_vec(), constant: None, quant: None, dynamic: false };
+    load_value(path, &v, a)
 }

@@ -50,7 +50,7 @@ pub fn main(a: Args) -> Result<()> {
                 return Err(tpu_sdk::Error::InputMismatch(format!("--image needs a model with one input; this one has {}", g.inputs.len())).into());
             }
             let v = g.value(g.inputs[0]);
-            vec![image_input::load(path, v.dtype, &v.shape, &a.image_args)?]
+            vec![image_input::load_value(path, v, &a.image_args)?]
         }
         None => super::order_inputs(&model, given)?,
     };

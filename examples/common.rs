@@ -1,0 +1,30 @@
+//! Small helpers shared by the examples (included with `#[path]`; not an example itself).
+
+#![allow(dead_code)]
+
+use std::path::Path;
+
+/// Parses `M` or `M,M,M` into three per-channel values.
+pub fn three(s: &str) -> Result<[f32; 3], String> {
+    let v: Vec<f32> = s.split(',').map(|x| x.trim().parse::<f32>().map_err(|_| format!("'{x}' is not a number"))).collect::<Result<_, _>>()?;
+    match v.as_slice() {
+        [a] => Ok([*a; 3]),
+        [a, b, c] => Ok([*a, *b, *c]),
+        _ => Err(format!("'{s}': expected 1 or 3 values")),
+    }
+}
+
+/// The `k` highest scores as (class index, score), best first; ties keep the lower index first.
+pub fn top_k(scores: &[f64], k: usize) -> Vec<(usize, f64)> {
+    let mut idx: Vec<usize> = (0..scores.len()).collect();
+    idx.sort_by(|&x, &y| scores[y].total_cmp(&scores[x]).then(x.cmp(&y)));
+    idx.into_iter().take(k).map(|i| (i, scores[i])).collect()
+}
+
+/// Class names, one per line (empty without a file).
+pub fn labels(path: Option<&Path>) -> std::io::Result<Vec<String>> {
+    match path {
+        Some(p) => Ok(std::fs::read_to_string(p)?.lines().map(|l| l.trim().to_string()).collect()),
+        None => Ok(Vec::new()),
+    }
+}
