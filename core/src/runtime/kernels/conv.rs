@@ -117,7 +117,10 @@ pub(super) fn window_geom(spatial: &[usize], w: &Window, op: &str) -> Result<Geo
     }
     let mut out = [1; 3];
     for i in 3 - rank..3 {
-        let span = (k[i] - 1) * d[i] + 1;
+        let span = (k[i] - 1).saturating_mul(d[i]).saturating_add(1);
+        if span == usize::MAX || pb[i].max(pe[i]) >= usize::MAX / 4 {
+            return Err(format!("{op} window or padding is absurdly large in spatial dim {}", i + rank - 3));
+        }
         match w.auto_pad {
             AutoPad::SameUpper | AutoPad::SameLower => {
                 out[i] = inp[i].div_ceil(s[i]);
@@ -126,7 +129,7 @@ pub(super) fn window_geom(spatial: &[usize], w: &Window, op: &str) -> Result<Geo
                 (pb[i], pe[i]) = if w.auto_pad == AutoPad::SameUpper { (small, total - small) } else { (total - small, small) };
             }
             AutoPad::NotSet | AutoPad::Valid => {
-                let padded = inp[i] + pb[i] + pe[i];
+                let padded = inp[i].saturating_add(pb[i]).saturating_add(pe[i]);
                 if padded < span {
                     return Err(format!(
                         "{op} window of {span} (kernel {}, dilation {}) is larger than the padded input {padded} in spatial dim {}",
@@ -329,6 +332,23 @@ mod tests {
     use super::*;
     use crate::ir::{ConvAttrs, ConvTransposeAttrs};
     use half::f16;
+
+    #[test]
+    fn absurd_pads_and_dilations_are_errors_not_overflows() {
+        let huge = usize::MAX / 2;
+        let w = |pads: &'static [usize], dilations: &'static [usize]| Window {
+            kernel: &[3, 3],
+            strides: &[],
+            dilations,
+            pads,
+            auto_pad: AutoPad::NotSet,
+            ceil_mode: false,
+        };
+        let pads: &'static [usize] = Box::leak(vec![huge, 0, huge, 0].into_boxed_slice());
+        assert!(window_geom(&[8, 8], &w(pads, &[]), "Conv").is_err());
+        let dil: &'static [usize] = Box::leak(vec![huge, 1].into_boxed_slice());
+        assert!(window_geom(&[8, 8], &w(&[], dil), "Conv").is_err());
+    }
 
     pub(crate) fn rnd(n: usize, seed: u64) -> Vec<f32> {
         let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(12345);
