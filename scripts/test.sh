@@ -18,5 +18,6 @@ fi
 export TPU_SDK_PYTHON="$PWD/.venv/bin/python"
 export TPU_SDK_REQUIRE_CONFORMANCE=1
 export TPU_SDK_REQUIRE_ORACLES=1
+export TPU_SDK_REQUIRE_SSHD=1
 cargo test --workspace -- --nocapture 2>&1 | grep -v '^$' | grep -vE '^test .* \.\.\. ok$'
 exit "${PIPESTATUS[0]}"

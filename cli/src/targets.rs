@@ -25,6 +25,8 @@ pub struct TargetConfig {
     pub device: Option<String>,
     /// cloud-tpu: data-parallel replicas for `run`/`bench` (`--replicas`): the batch is split across them.
     pub replicas: Option<usize>,
+    /// The model file the graph was loaded from (edgetpu runs a compiled `.tflite`'s own program).
+    pub model_file: Option<PathBuf>,
 }
 
 /// The target called `name` with default settings.
@@ -52,17 +54,22 @@ pub fn by_name_with(name: &str, cfg: &TargetConfig) -> Result<Box<dyn Target>> {
     }
 }
 
+/// The cloud-tpu target. The command line turns the compilation cache on by default (see
+/// `tpu_sdk_cloud_tpu::cache::default_dir`; `TPU_SDK_COMPILE_CACHE=off` disables it).
 #[cfg(feature = "cloud-tpu")]
 fn cloud_tpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
     let mut t = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
+    t.cache_dir = tpu_sdk_cloud_tpu::cache::default_dir();
     if let Some(p) = &cfg.plugin {
         t.plugin = Some(p.clone());
     }
     if let Some(d) = &cfg.device {
         t.device = d.parse().map_err(|_| Error::Unsupported(format!("--device '{d}': cloud-tpu devices are numbered 0, 1, ... (see `tpu-sdk devices`)")))?;
     }
-    if cfg.replicas.is_some_and(|r| r > 1) {
-        return Err(Error::Unsupported("--replicas is not wired into `run` yet".into()));
+    match cfg.replicas {
+        Some(0) => return Err(Error::Unsupported("--replicas must be at least 1".into())),
+        Some(n) => t.replicas = n,
+        None => {}
     }
     Ok(Box::new(t))
 }
@@ -72,5 +79,10 @@ fn edgetpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
     if cfg.plugin.is_some() || cfg.replicas.is_some() {
         return Err(Error::Unsupported("--plugin and --replicas apply to --target cloud-tpu only".into()));
     }
-    Ok(Box::new(tpu_sdk_edgetpu::EdgeTpuTarget { device: cfg.device.clone() }))
+    // libedgetpu delegate options, e.g. TPU_SDK_EDGETPU_OPTIONS=Performance=High,Usb.AlwaysDfu=False.
+    let options = match std::env::var("TPU_SDK_EDGETPU_OPTIONS") {
+        Ok(s) => tpu_sdk_edgetpu::runtime::parse_options(&s)?,
+        Err(_) => Vec::new(),
+    };
+    Ok(Box::new(tpu_sdk_edgetpu::EdgeTpuTarget { device: cfg.device.clone(), model_file: cfg.model_file.clone(), options }))
 }

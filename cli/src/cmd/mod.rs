@@ -90,7 +90,7 @@ pub struct TargetArgs {
 impl TargetArgs {
     /// The settings these flags describe.
     pub fn config(&self) -> tpu_sdk::targets::TargetConfig {
-        tpu_sdk::targets::TargetConfig { plugin: self.plugin.clone(), device: self.device.clone(), replicas: self.replicas }
+        tpu_sdk::targets::TargetConfig { plugin: self.plugin.clone(), device: self.device.clone(), replicas: self.replicas, ..Default::default() }
     }
 
     /// The target, built with these settings.

@@ -25,6 +25,9 @@ pub struct Args {
     image: Option<PathBuf>,
     #[command(flatten)]
     image_args: ImageArgs,
+    /// Run on pseudo-random inputs of the model's input shapes and dtypes (a smoke test, used by `deploy --run`).
+    #[arg(long, conflicts_with_all = ["inputs", "image"])]
+    random_input: bool,
     /// Write outputs to DIR/output_0.npy, DIR/output_1.npy, ... in the model's output order.
     #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
@@ -52,9 +55,15 @@ pub fn main(a: Args) -> Result<()> {
             let v = g.value(g.inputs[0]);
             vec![image_input::load_value(path, v, &a.image_args)?]
         }
+        None if a.random_input => {
+            let g = model.graph();
+            g.inputs.iter().enumerate().map(|(k, &i)| super::random_tensor(g.value(i).dtype, &g.value(i).shape, k as u64 + 1)).collect()
+        }
         None => super::order_inputs(&model, given)?,
     };
-    let mut exe = a.target.build()?.prepare(model.graph().clone())?;
+    let mut cfg = a.target.config();
+    cfg.model_file = Some(a.model.model.clone());
+    let mut exe = tpu_sdk::targets::by_name_with(&a.target.target, &cfg)?.prepare(model.graph().clone())?;
     let t0 = Instant::now();
     let outputs = exe.run(&inputs)?;
     let latency = t0.elapsed();

@@ -71,16 +71,16 @@ impl Error {
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl From<Error> for tpu_sdk_core::Error {
-    /// Maps onto core's error kinds so the CLI's exit codes hold: lowering gaps are "unsupported" (exit 3), input
-    /// mismatches exit 2, everything that fails while compiling or running on the device exits 1 (reported as an
-    /// I/O-like error on the plugin, since core has no dedicated "device" variant).
+    /// Maps onto core's error kinds so the CLI's exit codes hold: lowering gaps are "unsupported", input mismatches
+    /// are input mismatches, and everything about the plugin and the device (no plugin found, a compile or run
+    /// that failed) is a device error whose message says what to do.
     fn from(e: Error) -> tpu_sdk_core::Error {
         match e {
             Error::Unsupported { node, op, msg } => {
                 tpu_sdk_core::Error::Unsupported(format!("cloud-tpu cannot lower node '{node}' ({op}): {msg}"))
             }
             Error::InputMismatch(m) => tpu_sdk_core::Error::InputMismatch(m),
-            other => tpu_sdk_core::Error::Io { path: "cloud-tpu".into(), source: std::io::Error::other(other) },
+            other => tpu_sdk_core::Error::Device(other.to_string()),
         }
     }
 }

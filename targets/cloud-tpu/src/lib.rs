@@ -6,12 +6,19 @@
 #![warn(missing_docs)]
 #![deny(unsafe_op_in_unsafe_fn)]
 
+mod artifact;
+pub mod bf16;
 pub mod cache;
 pub mod discover;
 mod error;
 pub mod lower;
 pub mod pjrt;
+pub mod shard;
 mod target;
+mod tensor_split;
 
 pub use error::{Error, Result};
-pub use target::{devices, AotArtifact, CloudTpuExecutable, CloudTpuTarget, PlatformInfo, ReplicatedExecutable};
+pub use target::{
+    devices, AotArtifact, CloudTpuExecutable, CloudTpuTarget, DataParallelExecutable, PlatformInfo, ReplicatedExecutable,
+    ShardedExecutable,
+};

@@ -5,11 +5,13 @@ use std::path::PathBuf;
 use tpu_sdk_core::ir::{DType, Graph, Tensor, ValueId};
 use tpu_sdk_core::target::{Executable, Target};
 
+use crate::cache::{CacheOutcome, CacheReport, CompileCache};
 use crate::discover::{find_plugin, FoundPlugin};
 use crate::error::{Error, Result};
-use crate::cache::{CacheOutcome, CompileCache};
-use crate::lower::{lower_program, LowerOptions};
+use crate::lower::{lower_program, lower_program_sharded, LowerOptions, Program};
 use crate::pjrt::{Buffer, Client, CompileOptions, Device, LoadedExecutable, Plugin};
+use crate::shard::ShardPlan;
+use crate::tensor_split;
 
 /// The Cloud TPU target (`cloud-tpu`). Runs on libtpu on a Cloud TPU VM, and on any other PJRT plugin (for
 /// example the XLA CPU plugin) elsewhere; see [`crate::discover`] for how the plugin is chosen.
@@ -24,6 +26,11 @@ pub struct CloudTpuTarget {
     /// Folder of the on-disk compilation cache; `None` compiles every time. [`CloudTpuTarget::new`] takes it from
     /// `$TPU_SDK_COMPILE_CACHE`.
     pub cache_dir: Option<PathBuf>,
+    /// Data-parallel replicas for [`Target::prepare`] (`--replicas`): the batch (axis 0 of every input) is split
+    /// across this many devices and the outputs are joined; 0 and 1 mean one device.
+    pub replicas: usize,
+    /// Tensor-parallel annotations for [`Target::prepare`] (`--shard` values, see [`crate::shard`]).
+    pub shard: Vec<String>,
 }
 
 impl CloudTpuTarget {
@@ -44,9 +51,9 @@ impl CloudTpuTarget {
         find_plugin(self.plugin.as_deref())
     }
 
-    /// Lowers and compiles `graph` (the typed version of [`Target::prepare`]).
-    pub fn compile(&self, graph: Graph) -> Result<CloudTpuExecutable> {
-        let b = self.build(&graph, 1)?;
+    /// Lowers and compiles `graph` for one device (the typed version of [`Target::prepare`]).
+    pub fn compile_graph(&self, graph: Graph) -> Result<CloudTpuExecutable> {
+        let b = self.build(&graph, 1, None)?;
         let device = b.devices.into_iter().next().ok_or_else(|| Error::Invalid("no device was chosen".into()))?;
         let params = b.params.into_iter().next().unwrap_or_default();
         Ok(CloudTpuExecutable { sig: b.sig, client: b.client, exe: b.exe, device, params, cache: b.cache })
@@ -56,17 +63,66 @@ impl CloudTpuTarget {
     /// `device, device + 1, ...` each run the whole graph on their own inputs, in one launch. Weights passed as
     /// arguments are uploaded to every device.
     pub fn compile_replicated(&self, graph: Graph, replicas: usize) -> Result<ReplicatedExecutable> {
-        let b = self.build(&graph, replicas.max(1))?;
+        let b = self.build(&graph, replicas.max(1), None)?;
         Ok(ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache })
     }
 
-    /// Lowers, finds the plugin and `n` devices, compiles one replica per device (through the cache when one is
-    /// configured) and uploads the weights to each device.
-    fn build(&self, graph: &Graph, n: usize) -> Result<Built> {
-        let program = lower_program(graph, &self.lower)?;
+    /// Compiles `graph` for data parallelism over `replicas` devices behind the single-batch interface: each
+    /// input's axis 0 (the batch) is split evenly across the devices, one program with `num_replicas` runs on
+    /// all of them, and the outputs are joined along axis 0. The batch must be a multiple of `replicas`, and the
+    /// graph must re-infer at the smaller batch (it fails when a reshape has the batch baked in).
+    pub fn compile_data_parallel(&self, graph: Graph, replicas: usize) -> Result<DataParallelExecutable> {
+        let n = replicas.max(1);
+        let mut g = graph.clone();
+        for &i in &graph.inputs {
+            let v = graph.value(i);
+            match v.shape.first() {
+                Some(&b) if b % n == 0 && b > 0 => g.value_mut(i).shape[0] = b / n,
+                _ => {
+                    return Err(Error::InputMismatch(format!(
+                        "--replicas {n}: input '{}' has shape {:?}, whose batch (axis 0) cannot be split evenly across {n} devices; \
+                         use a batch that is a multiple of {n} (--dim / --input-shape)",
+                        v.name, v.shape
+                    )))
+                }
+            }
+        }
+        rebatch_reshapes(&mut g, &graph, n);
+        tpu_sdk_core::ir::infer::infer_graph(&mut g).map_err(|e| {
+            Error::Invalid(format!("--replicas {n}: the model cannot be run at 1/{n} of its batch: {e}"))
+        })?;
+        for (&small, &full) in g.outputs.iter().zip(&graph.outputs) {
+            let (s, f) = (&g.value(small).shape, &graph.value(full).shape);
+            if s.is_empty() || s[0] * n != f[0] || s[1..] != f[1..] {
+                return Err(Error::Invalid(format!(
+                    "--replicas {n}: output '{}' (shape {f:?}) does not carry the batch on axis 0 (at 1/{n} of the batch it has shape {s:?}), \
+                     so the per-device outputs cannot be joined",
+                    graph.value(full).name
+                )));
+            }
+        }
+        let full_sig = Signature::of(&graph);
+        let exe = self.compile_replicated(g, n)?;
+        Ok(DataParallelExecutable { exe, full_sig })
+    }
+
+    /// Compiles `graph` for tensor parallelism with the `--shard` values `specs` (see [`crate::shard`]): one
+    /// SPMD program over `parts` devices from [`CloudTpuTarget::device`] on, each holding its shard of the split
+    /// weights; every device computes the whole (replicated) result.
+    pub fn compile_sharded(&self, graph: Graph, specs: &[String]) -> Result<ShardedExecutable> {
         let found = self.find_plugin()?;
         let plugin = Plugin::load(&found.path)?;
-        let client = plugin.shared_client()?;
+        let available = plugin.shared_client()?.addressable_devices()?.len().saturating_sub(self.device);
+        let plan = crate::shard::plan(&graph, specs, available)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
+        let b = self.build(&graph, 1, Some(&plan))?;
+        Ok(ShardedExecutable {
+            inner: ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache },
+            plan,
+        })
+    }
+
+    /// The `n` addressable devices from [`CloudTpuTarget::device`] on.
+    fn pick_devices(&self, client: &Client, n: usize) -> Result<Vec<Device>> {
         let all = client.addressable_devices()?;
         if self.device + n > all.len() {
             return Err(Error::Invalid(format!(
@@ -76,41 +132,95 @@ impl CloudTpuTarget {
                 all.len()
             )));
         }
-        let devices: Vec<Device> = all[self.device..self.device + n].to_vec();
+        Ok(all[self.device..self.device + n].to_vec())
+    }
+
+    /// Lowers, finds the plugin and devices (`replicas` of them, or one per partition of `plan`), compiles
+    /// (through the cache when one is configured) and uploads the weights to each device: whole, or its shard
+    /// of a split weight.
+    fn build(&self, graph: &Graph, replicas: usize, plan: Option<&ShardPlan>) -> Result<Built> {
+        let program = match plan {
+            Some(p) => lower_program_sharded(graph, &self.lower, p, true)?,
+            None => lower_program(graph, &self.lower)?,
+        };
+        let found = self.find_plugin()?;
+        let plugin = Plugin::load(&found.path)?;
+        let client = plugin.shared_client()?;
+        let parts = plan.map_or(1, |p| p.parts);
+        let devices = self.pick_devices(&client, replicas * parts)?;
         let options = CompileOptions {
-            num_replicas: n,
-            device_assignment: Some(devices.iter().map(|d| vec![d.id() as i64]).collect()),
+            num_replicas: replicas,
+            num_partitions: parts,
+            use_spmd_partitioning: parts > 1,
+            device_assignment: Some(devices.chunks(parts).map(|r| r.iter().map(|d| d.id() as i64).collect()).collect()),
             ..CompileOptions::default()
         };
-        let (exe, cache) = match &self.cache_dir {
-            Some(dir) => {
-                let (exe, outcome) = CompileCache::new(dir).compile(&plugin, &client, &program.mlir, &options)?;
-                (exe, Some(outcome))
-            }
-            None => (client.compile(&program.mlir, &options)?, None),
-        };
-        // Weights passed as arguments are uploaded once and stay on the devices.
+        let (exe, cache) = self.compile_cached(&plugin, &client, &program.mlir, &options)?;
+        // Weights passed as arguments are uploaded once and stay on the devices: whole, or one shard per partition.
+        let weights = program
+            .params
+            .iter()
+            .map(|&p| {
+                let t = graph.value(p).constant.as_ref().ok_or_else(|| Error::Invalid("a parameter has no constant data".into()))?;
+                Ok((t, plan.and_then(|pl| pl.axis_of(p)).map(|axis| tensor_split::split(t, axis, parts))))
+            })
+            .collect::<Result<Vec<(&Tensor, Option<Vec<Tensor>>)>>>()?;
         let params = devices
             .iter()
-            .map(|d| {
-                program
-                    .params
+            .enumerate()
+            .map(|(k, d)| {
+                weights
                     .iter()
-                    .map(|&p| {
-                        let t = graph
-                            .value(p)
-                            .constant
-                            .as_ref()
-                            .ok_or_else(|| Error::Invalid("a parameter has no constant data".into()))?;
-                        client.upload(t, d)
-                    })
+                    .map(|(whole, shards)| client.upload(shards.as_ref().map_or(*whole, |s| &s[k % parts]), d))
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
-        let sig = |ids: &[ValueId]| -> Vec<(String, DType, Vec<usize>)> {
-            ids.iter().map(|&i| (graph.value(i).name.clone(), graph.value(i).dtype, graph.value(i).shape.clone())).collect()
-        };
-        Ok(Built { sig: Signature { inputs: sig(&graph.inputs), outputs: sig(&graph.outputs) }, client, exe, devices, params, cache })
+        Ok(Built { sig: Signature::of(graph), client, exe, devices, params, cache })
+    }
+
+    /// Compiles through the cache when [`CloudTpuTarget::cache_dir`] is set.
+    fn compile_cached(
+        &self,
+        plugin: &Plugin,
+        client: &Client,
+        mlir: &str,
+        options: &CompileOptions,
+    ) -> Result<(LoadedExecutable, Option<CacheReport>)> {
+        match &self.cache_dir {
+            Some(dir) => {
+                let (exe, report) = CompileCache::new(dir).compile_reported(plugin, client, mlir, options)?;
+                Ok((exe, Some(report)))
+            }
+            None => Ok((client.compile(mlir, options)?, None)),
+        }
+    }
+}
+
+/// Importers fold `Shape → ... → Reshape` chains into constant target shapes, which bakes the batch into them
+/// (`[8, 200]`). For the per-replica graph `g` (batch `B / n`), a Reshape whose data has the full batch `B` on axis
+/// 0 in `full` and whose constant target shape starts with `B` gets a copy of that shape starting with `B / n`
+/// (the "flatten, keep the batch" pattern). Anything else is left alone; shape inference then either agrees or
+/// reports the node.
+fn rebatch_reshapes(g: &mut Graph, full: &Graph, n: usize) {
+    let Some(batch) = full.inputs.first().and_then(|&i| full.value(i).shape.first().copied()) else { return };
+    for k in 0..g.nodes.len() {
+        let node = &g.nodes[k];
+        if !matches!(node.op, tpu_sdk_core::ir::Op::Reshape { .. }) {
+            continue;
+        }
+        let (Some(data), Some(shape)) = (node.input(0), node.input(1)) else { continue };
+        if full.value(data).shape.first() != Some(&batch) {
+            continue;
+        }
+        let Some(t) = g.value(shape).constant.as_ref() else { continue };
+        let mut dims = t.to_i64_vec();
+        if dims.first() != Some(&(batch as i64)) {
+            continue;
+        }
+        dims[0] = (batch / n) as i64;
+        let name = format!("{}.per_replica", g.value(shape).name);
+        let c = g.add_constant(name, Tensor::from_i64(vec![dims.len()], dims));
+        g.nodes[k].inputs[1] = Some(c);
     }
 }
 
@@ -121,7 +231,7 @@ struct Built {
     exe: LoadedExecutable,
     devices: Vec<Device>,
     params: Vec<Vec<Buffer>>,
-    cache: Option<CacheOutcome>,
+    cache: Option<CacheReport>,
 }
 
 /// Names, dtypes and shapes of a compiled graph's inputs and outputs.
@@ -132,6 +242,13 @@ struct Signature {
 }
 
 impl Signature {
+    fn of(graph: &Graph) -> Signature {
+        let sig = |ids: &[ValueId]| -> Vec<(String, DType, Vec<usize>)> {
+            ids.iter().map(|&i| (graph.value(i).name.clone(), graph.value(i).dtype, graph.value(i).shape.clone())).collect()
+        };
+        Signature { inputs: sig(&graph.inputs), outputs: sig(&graph.outputs) }
+    }
+
     /// Checks `inputs` against the graph inputs (count, dtype, shape).
     fn check(&self, inputs: &[Tensor]) -> Result<()> {
         if inputs.len() != self.inputs.len() {
@@ -185,10 +302,15 @@ impl CloudTpuTarget {
     pub fn compile_for_topology(&self, graph: &Graph, topology: &str) -> Result<AotArtifact> {
         let opts = LowerOptions { max_inline_constant: None, ..self.lower };
         let program = lower_program(graph, &opts)?;
+        self.compile_program_for_topology(&program, topology, &CompileOptions::default())
+    }
+
+    /// Compiles a lowered, self-contained program ahead of time for `topology` with `options` (replicas,
+    /// partitions).
+    pub fn compile_program_for_topology(&self, program: &Program, topology: &str, options: &CompileOptions) -> Result<AotArtifact> {
         let found = self.find_plugin()?;
         let plugin = Plugin::load(&found.path)?;
-        let (platform, devices, executable) =
-            plugin.compile_for_topology(topology, &[], &program.mlir, &CompileOptions::default())?;
+        let (platform, devices, executable) = plugin.compile_for_topology(topology, &[], &program.mlir, options)?;
         Ok(AotArtifact { platform, topology: topology.to_string(), devices, executable })
     }
 }
@@ -198,8 +320,71 @@ impl Target for CloudTpuTarget {
         "cloud-tpu"
     }
     fn prepare(&self, graph: Graph) -> tpu_sdk_core::Result<Box<dyn Executable>> {
-        Ok(Box::new(self.compile(graph)?))
+        let n = self.replicas.max(1);
+        if !self.shard.is_empty() {
+            if n > 1 {
+                return Err(tpu_sdk_core::Error::Unsupported(
+                    "--replicas together with --shard (data and tensor parallelism at once) is not supported yet; use one".into(),
+                ));
+            }
+            return Ok(Box::new(self.compile_sharded(graph, &self.shard)?));
+        }
+        if n > 1 {
+            return Ok(Box::new(self.compile_data_parallel(graph, n)?));
+        }
+        Ok(Box::new(self.compile_graph(graph)?))
     }
+
+    fn devices(&self) -> tpu_sdk_core::Result<Vec<tpu_sdk_core::target::DeviceInfo>> {
+        Ok(device_list(self.plugin.as_deref())?)
+    }
+
+    fn compile(&self, graph: Graph, opts: &tpu_sdk_core::target::CompileOptions) -> tpu_sdk_core::Result<tpu_sdk_core::target::CompileOutput> {
+        crate::artifact::compile(self, graph, opts)
+    }
+}
+
+/// The devices of the plugin as `tpu-sdk devices` lists them: `id` is the index that `--device` takes (among
+/// the addressable devices), details carry the platform, the global device id and the API version.
+fn device_list(plugin: Option<&std::path::Path>) -> Result<Vec<tpu_sdk_core::target::DeviceInfo>> {
+    let info = devices(plugin)?;
+    let xla = info.attributes.iter().find(|(k, _)| k == "xla_version").map(|(_, v)| match v {
+        crate::pjrt::NamedValue::String(s) => s.clone(),
+        crate::pjrt::NamedValue::Int64(i) => i.to_string(),
+        other => format!("{other:?}"),
+    });
+    let mut index = 0;
+    Ok(info
+        .devices
+        .iter()
+        .map(|d| {
+            let id = if d.addressable {
+                index += 1;
+                (index - 1).to_string()
+            } else {
+                format!("remote:{}", d.id)
+            };
+            let mut details = vec![
+                ("platform".to_string(), info.platform.clone()),
+                ("platform_version".to_string(), info.platform_version.clone()),
+                ("device_id".to_string(), d.id.to_string()),
+                ("process".to_string(), d.process_index.to_string()),
+                ("pjrt_api".to_string(), format!("{}.{}", info.api_version.0, info.api_version.1)),
+                ("plugin_source".to_string(), format!("{:?}", info.plugin.source)),
+            ];
+            if let Some(x) = &xla {
+                details.push(("xla_version".to_string(), x.clone()));
+            }
+            tpu_sdk_core::target::DeviceInfo {
+                target: "cloud-tpu".into(),
+                id,
+                kind: d.kind.clone(),
+                state: if d.addressable { "ready".into() } else { "not addressable from this process".into() },
+                location: info.plugin.path.display().to_string(),
+                details,
+            }
+        })
+        .collect())
 }
 
 /// A model compiled for one device of a PJRT plugin.
@@ -209,7 +394,7 @@ pub struct CloudTpuExecutable {
     exe: LoadedExecutable,
     device: Device,
     params: Vec<Buffer>,
-    cache: Option<CacheOutcome>,
+    cache: Option<CacheReport>,
 }
 
 impl std::fmt::Debug for CloudTpuExecutable {
@@ -235,7 +420,12 @@ impl CloudTpuExecutable {
 
     /// Whether the executable came from the compilation cache (`None`: no cache configured).
     pub fn cache_outcome(&self) -> Option<CacheOutcome> {
-        self.cache
+        self.cache.as_ref().map(|r| r.outcome)
+    }
+
+    /// What the compilation cache did, with timings (`None`: no cache configured).
+    pub fn cache_report(&self) -> Option<&CacheReport> {
+        self.cache.as_ref()
     }
 
     /// Number of weights held on the device as arguments of the program.
@@ -261,7 +451,7 @@ pub struct ReplicatedExecutable {
     exe: LoadedExecutable,
     devices: Vec<Device>,
     params: Vec<Vec<Buffer>>,
-    cache: Option<CacheOutcome>,
+    cache: Option<CacheReport>,
 }
 
 impl std::fmt::Debug for ReplicatedExecutable {
@@ -278,7 +468,12 @@ impl ReplicatedExecutable {
 
     /// Whether the executable came from the compilation cache (`None`: no cache configured).
     pub fn cache_outcome(&self) -> Option<CacheOutcome> {
-        self.cache
+        self.cache.as_ref().map(|r| r.outcome)
+    }
+
+    /// What the compilation cache did, with timings (`None`: no cache configured).
+    pub fn cache_report(&self) -> Option<&CacheReport> {
+        self.cache.as_ref()
     }
 
     /// Runs replica `r` on `inputs[r]` (one input list per device, all in one launch); returns each replica's
@@ -311,6 +506,89 @@ impl ReplicatedExecutable {
 }
 
 impl Executable for CloudTpuExecutable {
+    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
+        Ok(self.execute(inputs)?)
+    }
+}
+
+/// Data parallelism behind the one-batch interface (see [`CloudTpuTarget::compile_data_parallel`]).
+pub struct DataParallelExecutable {
+    exe: ReplicatedExecutable,
+    full_sig: Signature,
+}
+
+impl std::fmt::Debug for DataParallelExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "DataParallelExecutable(on {:?})", self.exe.devices)
+    }
+}
+
+impl DataParallelExecutable {
+    /// The replicated program underneath.
+    pub fn replicated(&self) -> &ReplicatedExecutable {
+        &self.exe
+    }
+
+    /// Splits the batch across the devices, runs them in one launch and joins the outputs.
+    pub fn execute(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        self.full_sig.check(inputs)?;
+        let n = self.exe.devices.len();
+        let pieces: Vec<Vec<Tensor>> = inputs.iter().map(|t| tensor_split::split(t, 0, n)).collect();
+        let per_device: Vec<Vec<Tensor>> = (0..n).map(|r| pieces.iter().map(|p| p[r].clone()).collect()).collect();
+        let outs = self.exe.execute(&per_device)?;
+        (0..self.full_sig.outputs.len())
+            .map(|k| {
+                let parts: Vec<Tensor> = outs.iter().map(|o| o[k].clone()).collect();
+                tensor_split::concat0(&parts).ok_or_else(|| Error::Invalid(format!("the replicas' output {k} cannot be joined")))
+            })
+            .collect()
+    }
+}
+
+impl Executable for DataParallelExecutable {
+    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
+        Ok(self.execute(inputs)?)
+    }
+}
+
+/// Tensor parallelism (see [`CloudTpuTarget::compile_sharded`]).
+pub struct ShardedExecutable {
+    inner: ReplicatedExecutable,
+    plan: ShardPlan,
+}
+
+impl std::fmt::Debug for ShardedExecutable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "ShardedExecutable({} partitions on {:?})", self.plan.parts, self.inner.devices)
+    }
+}
+
+impl ShardedExecutable {
+    /// The plan: partitions and split weights.
+    pub fn plan(&self) -> &ShardPlan {
+        &self.plan
+    }
+
+    /// The devices, partition by partition.
+    pub fn devices(&self) -> &[Device] {
+        &self.inner.devices
+    }
+
+    /// Whether the executable came from the compilation cache (`None`: no cache configured).
+    pub fn cache_outcome(&self) -> Option<CacheOutcome> {
+        self.inner.cache_outcome()
+    }
+
+    /// Runs on every partition (each gets all inputs, replicated) and returns the first partition's outputs,
+    /// which are the whole results.
+    pub fn execute(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let lists = vec![inputs.to_vec(); self.inner.devices.len()];
+        let mut outs = self.inner.execute(&lists)?;
+        Ok(outs.swap_remove(0))
+    }
+}
+
+impl Executable for ShardedExecutable {
     fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
         Ok(self.execute(inputs)?)
     }

@@ -67,3 +67,52 @@ fn the_target_compiles_a_graph_for_named_topologies() {
     let e = t.compile_for_topology(&g, "v99:nonsense").unwrap_err().to_string();
     assert!(e.contains("PJRT_TopologyDescription_Create"), "{e}");
 }
+
+#[test]
+fn compile_writes_tpu_executables_for_a_topology_with_bf16_replicas_shards_and_the_cache() {
+    let Some(path) = std::env::var_os("TPU_SDK_LIBTPU").filter(|v| !v.is_empty()) else {
+        eprintln!("note: TPU_SDK_LIBTPU is not set; skipping");
+        return;
+    };
+    use tpu_sdk_core::ir::*;
+    use tpu_sdk_core::target::{CompileOptions as Opts, Target};
+    let mut g = Graph::new("mlp");
+    let x = g.add_input("x", DType::F32, vec![8, 128]);
+    let w1 = g.add_constant("w1", common::rand_f32(&[128, 256], 1));
+    let w2 = g.add_constant("w2", common::rand_f32(&[256, 128], 2));
+    let h = g.add_value("h", DType::F32, vec![8, 256]);
+    g.add_node("a", Op::MatMul, vec![Some(x), Some(w1)], vec![h]);
+    let r = g.add_value("r", DType::F32, vec![8, 256]);
+    g.add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(h)], vec![r]);
+    let y = g.add_value("y", DType::F32, vec![8, 128]);
+    g.add_node("b", Op::MatMul, vec![Some(r), Some(w2)], vec![y]);
+    g.outputs.push(y);
+    let dir = std::env::temp_dir().join(format!("tpu-sdk-aot-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let mut t = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
+    t.cache_dir = Some(dir.join("cache"));
+    let base = Opts { topology: Some("v5e:2x2".into()), plugin: Some(path.into()), ..Opts::default() };
+    let cases = [
+        ("plain.pjrt", Opts { ..base.clone() }),
+        ("bf16.pjrt", Opts { dtype: Some(DType::BF16), ..base.clone() }),
+        ("replicas.pjrt", Opts { replicas: Some(4), ..base.clone() }),
+        ("sharded.pjrt", Opts { shard: vec!["auto".into(), "parts=4".into()], ..base.clone() }),
+    ];
+    for (name, o) in cases {
+        let o = Opts { output: dir.join(name), ..o };
+        let out = t.compile(g.clone(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
+        eprintln!("{name}: {}", out.summary);
+        assert!(out.summary.starts_with("tpu executable for v5e:2x2"), "{}", out.summary);
+        assert!(std::fs::metadata(dir.join(name)).unwrap().len() > 1000);
+    }
+    // The same compilation again is a cache hit (keyed by topology as well).
+    let o = Opts { output: dir.join("again.pjrt"), dtype: Some(DType::BF16), ..base.clone() };
+    let out = t.compile(g.clone(), &o).unwrap();
+    assert!(out.summary.contains("compile cache hit"), "{}", out.summary);
+    assert_eq!(std::fs::read(dir.join("again.pjrt")).unwrap(), std::fs::read(dir.join("bf16.pjrt")).unwrap());
+    let o = Opts { output: dir.join("x.pjrt"), topology: Some("v5e:2x2".into()), replicas: Some(8), ..base };
+    let e = t.compile(g, &o).unwrap_err().to_string();
+    assert!(e.contains("8 devices needed") || e.contains("(8, 1)"), "{e}");
+    let _ = std::fs::remove_dir_all(&dir);
+}

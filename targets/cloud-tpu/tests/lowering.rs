@@ -97,7 +97,7 @@ impl Cases {
             g.add_node("node", op, inputs, outs.clone());
             g.outputs = outs;
             let exe = CloudTpuTarget::with_plugin(&plugin)
-                .compile(g.clone())
+                .compile_graph(g.clone())
                 .unwrap_or_else(|e| panic!("{onnx}: {e}\n{}", tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_or_default()));
             let got = exe.execute(&feeds).unwrap_or_else(|e| panic!("{onnx}: {e}"));
             if let Some(tpu) = &libtpu {
@@ -201,7 +201,7 @@ fn conv_1d_and_3d_and_a_fused_activation() {
     let y = g.add_value("y", DType::F32, vec![1, 1, 3, 3]);
     g.add_node("c", Op::Conv(a), vec![Some(xi), Some(wi)], vec![y]);
     g.outputs.push(y);
-    let got = CloudTpuTarget::with_plugin(&plugin).compile(g).unwrap().execute(std::slice::from_ref(&xin)).unwrap();
+    let got = CloudTpuTarget::with_plugin(&plugin).compile_graph(g).unwrap().execute(std::slice::from_ref(&xin)).unwrap();
     let want: Vec<f32> = xin.as_f32().unwrap().iter().map(|v| (v * 10.0).clamp(0.0, 6.0)).collect();
     assert_close(&got[0], &Tensor::from_f32(vec![1, 1, 3, 3], want), 1e-6, 1e-6, "conv+relu6");
 }
@@ -690,15 +690,40 @@ fn gather_embeddings_and_axes() {
     cs.run();
 }
 
+fn xi(shape: &[usize], v: &[i64]) -> In {
+    In::X(Tensor::from_i64(shape.to_vec(), v.to_vec()))
+}
+
+#[test]
+fn gather_nd_scatter_nd_and_scatter_elements() {
+    let mut cs = Cases::default();
+    let gnd = |b: usize| format!(r#"helper.make_node("GatherND", ["i0", "i1"], ["o0"], batch_dims={b})"#);
+    cs.check(&gnd(0), Op::GatherNd { batch_dims: 0 }, vec![x(&[3, 4, 5], 700), xi(&[2, 2], &[0, 1, -1, 3])], 1);
+    cs.check(&gnd(0), Op::GatherNd { batch_dims: 0 }, vec![x(&[3, 4], 701), xi(&[2, 1, 2], &[2, 3, 0, -4])], 1);
+    cs.check(&gnd(0), Op::GatherNd { batch_dims: 0 }, vec![c(&[4, 3], 702), xi(&[3, 1], &[3, 0, 1])], 1);
+    cs.check(&gnd(1), Op::GatherNd { batch_dims: 1 }, vec![x(&[2, 3, 4], 703), xi(&[2, 1], &[2, -3])], 1);
+    cs.check(&gnd(1), Op::GatherNd { batch_dims: 1 }, vec![x(&[2, 3, 4], 704), xi(&[2, 2, 2], &[0, 1, 2, 3, 1, 0, -1, -1])], 1);
+    let snd = |r: &str| format!(r#"helper.make_node("ScatterND", ["i0", "i1", "i2"], ["o0"], reduction="{r}")"#);
+    cs.check(&snd("none"), Op::ScatterNd { reduction: None }, vec![x(&[4, 3], 710), xi(&[2, 1], &[1, -1]), x(&[2, 3], 711)], 1);
+    cs.check(&snd("add"), Op::ScatterNd { reduction: Some(BinaryOp::Add) }, vec![x(&[3, 4], 712), xi(&[3, 2], &[0, 1, 2, 3, 0, 1]), x(&[3], 713)], 1);
+    cs.check(&snd("mul"), Op::ScatterNd { reduction: Some(BinaryOp::Mul) }, vec![x(&[2, 2, 3], 714), xi(&[1, 2], &[1, 0]), x(&[1, 3], 715)], 1);
+    cs.check(&snd("max"), Op::ScatterNd { reduction: Some(BinaryOp::Max) }, vec![x(&[5], 716), xi(&[3, 1], &[4, 0, 4]), x(&[3], 717)], 1);
+    let se = |a: i64, r: &str| format!(r#"helper.make_node("ScatterElements", ["i0", "i1", "i2"], ["o0"], axis={a}, reduction="{r}")"#);
+    cs.check(&se(1, "none"), Op::ScatterElements { axis: 1, reduction: None }, vec![x(&[3, 4], 720), xi(&[3, 2], &[1, 3, 0, -1, 2, 0]), x(&[3, 2], 721)], 1);
+    cs.check(&se(0, "add"), Op::ScatterElements { axis: 0, reduction: Some(BinaryOp::Add) }, vec![x(&[3, 2], 722), xi(&[2, 2], &[0, 2, 0, 2]), x(&[2, 2], 723)], 1);
+    cs.check(&se(0, "min"), Op::ScatterElements { axis: 0, reduction: Some(BinaryOp::Min) }, vec![x(&[4], 724), xi(&[3], &[3, -1, 1]), x(&[3], 725)], 1);
+    cs.run();
+}
+
 #[test]
 fn unsupported_ops_name_the_node_and_op() {
     let mut g = Graph::new("u");
-    let xi = g.add_input("x", DType::F32, vec![4]);
+    let xi = g.add_input("x", DType::F32, vec![]);
     let y = g.add_value("y", DType::F32, vec![4]);
-    g.add_node("my_scatter", Op::ScatterElements { axis: 0, reduction: None }, vec![Some(xi), Some(xi), Some(xi)], vec![y]);
+    g.add_node("my_range", Op::Range, vec![Some(xi), Some(xi), Some(xi)], vec![y]);
     g.outputs.push(y);
     let e = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().to_string();
-    assert!(e.contains("my_scatter") && e.contains("ScatterElements"), "{e}");
+    assert!(e.contains("my_range") && e.contains("Range"), "{e}");
     let core: tpu_sdk_core::Error = tpu_sdk_cloud_tpu::lower::lower(&g).unwrap_err().into();
     assert!(matches!(core, tpu_sdk_core::Error::Unsupported(_)), "{core:?}");
 }
@@ -887,7 +912,7 @@ fn constants_of_every_dtype_survive_the_mlir_text_exactly() {
         let v = g.add_constant(format!("c{i}"), t.clone());
         g.outputs.push(v);
     }
-    let exe = CloudTpuTarget::with_plugin(&plugin).compile(g).unwrap();
+    let exe = CloudTpuTarget::with_plugin(&plugin).compile_graph(g).unwrap();
     let got = exe.execute(&[Tensor::from_f32(vec![1], vec![0.0])]).unwrap();
     assert_eq!(got, consts);
 }

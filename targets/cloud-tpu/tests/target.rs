@@ -7,7 +7,7 @@ use common::{assert_close, rand_f32};
 use tpu_sdk_cloud_tpu::cache::CacheOutcome;
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::ir::*;
-use tpu_sdk_core::target::Target;
+use tpu_sdk_core::target::{CompileOptions, Target};
 
 /// y = softmax(relu(x @ w1 + b1) @ w2), with w1 large enough to be passed as a resident argument.
 fn mlp(batch: usize) -> (Graph, Tensor, Tensor, Tensor) {
@@ -54,7 +54,7 @@ fn runs_a_model_through_the_target_trait_with_resident_weights() {
     let (g, w1, b1, w2) = mlp(3);
     let target = CloudTpuTarget::with_plugin(&plugin);
     assert_eq!(target.name(), "cloud-tpu");
-    let typed = target.compile(g.clone()).unwrap();
+    let typed = target.compile_graph(g.clone()).unwrap();
     assert_eq!(typed.resident_weights(), 1, "w1 (1920 elements) is an argument, the small ones are embedded");
     let mut exe = target.prepare(g).unwrap();
     for seed in [10, 11] {
@@ -66,7 +66,7 @@ fn runs_a_model_through_the_target_trait_with_resident_weights() {
     let mut inline = CloudTpuTarget::with_plugin(&plugin);
     inline.lower.max_inline_constant = None;
     let x = rand_f32(&[3, 48], 12);
-    let a = inline.compile(mlp(3).0).unwrap();
+    let a = inline.compile_graph(mlp(3).0).unwrap();
     assert_eq!(a.resident_weights(), 0);
     assert_close(&a.execute(std::slice::from_ref(&x)).unwrap()[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "inline");
 }
@@ -79,22 +79,26 @@ fn the_compilation_cache_stores_then_loads_executables() {
     let mut t = CloudTpuTarget::with_plugin(&plugin);
     t.cache_dir = Some(dir.clone());
     let x = rand_f32(&[2, 48], 20);
-    let first = t.compile(mlp(2).0).unwrap();
+    let first = t.compile_graph(mlp(2).0).unwrap();
     assert_eq!(first.cache_outcome(), Some(CacheOutcome::Miss));
-    let second = t.compile(mlp(2).0).unwrap();
+    let second = t.compile_graph(mlp(2).0).unwrap();
     assert_eq!(second.cache_outcome(), Some(CacheOutcome::Hit));
     assert_eq!(first.execute(std::slice::from_ref(&x)).unwrap(), second.execute(&[x]).unwrap());
     // A different program is a different entry.
-    let third = t.compile(mlp(4).0).unwrap();
+    let third = t.compile_graph(mlp(4).0).unwrap();
     assert_eq!(third.cache_outcome(), Some(CacheOutcome::Miss));
-    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 2);
+    assert_eq!(entries(&dir).len(), 2);
     // A corrupt entry is recompiled and replaced.
-    for e in std::fs::read_dir(&dir).unwrap() {
-        std::fs::write(e.unwrap().path(), b"garbage").unwrap();
+    for e in entries(&dir) {
+        std::fs::write(e, b"garbage").unwrap();
     }
-    assert_eq!(t.compile(mlp(2).0).unwrap().cache_outcome(), Some(CacheOutcome::Miss));
-    assert_eq!(t.compile(mlp(2).0).unwrap().cache_outcome(), Some(CacheOutcome::Hit));
+    assert_eq!(t.compile_graph(mlp(2).0).unwrap().cache_outcome(), Some(CacheOutcome::Miss));
+    assert_eq!(t.compile_graph(mlp(2).0).unwrap().cache_outcome(), Some(CacheOutcome::Hit));
     let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn entries(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    std::fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|x| x == "pjrt")).collect()
 }
 
 #[test]
@@ -143,4 +147,216 @@ fn replicated_execution_runs_one_batch_per_device() {
     t.device = 2;
     let e = t.compile_replicated(mlp(2).0, 3).unwrap_err().to_string();
     assert!(e.contains("4 addressable device"), "{e}");
+}
+
+fn temp_dir(name: &str) -> std::path::PathBuf {
+    let d = std::env::temp_dir().join(format!("tpu-sdk-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+#[test]
+fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let (g, w1, b1, w2) = mlp(8);
+    let x = rand_f32(&[8, 48], 40);
+    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    let mut t = CloudTpuTarget::with_plugin(&plugin);
+    t.replicas = 4;
+    let mut exe = t.prepare(g.clone()).unwrap();
+    let y = exe.run(std::slice::from_ref(&x)).unwrap();
+    assert_close(&y[0], &single[0], 1e-5, 1e-7, "4 replicas vs 1 device");
+    assert_close(&y[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "4 replicas vs reference");
+    let dp = t.compile_data_parallel(g.clone(), 4).unwrap();
+    assert_eq!(dp.replicated().devices().len(), 4);
+    t.replicas = 3;
+    let e = t.prepare(g).err().expect("8 does not split into 3").to_string();
+    assert!(e.contains("--replicas 3") && e.contains("multiple of 3"), "{e}");
+}
+
+#[test]
+fn tensor_parallel_shards_equal_the_single_device_run() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let (g, ..) = mlp(4);
+    let x = rand_f32(&[4, 48], 41);
+    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    for specs in [vec!["auto".to_string()], vec!["w1=1".to_string()], vec!["w2=0".to_string(), "parts=2".to_string()]] {
+        let exe = CloudTpuTarget::with_plugin(&plugin).compile_sharded(g.clone(), &specs).unwrap();
+        let parts = if specs.len() == 2 { 2 } else { 4 };
+        assert_eq!(exe.plan().parts, parts, "{specs:?}");
+        assert_eq!(exe.devices().len(), parts);
+        let y = exe.execute(std::slice::from_ref(&x)).unwrap();
+        assert_close(&y[0], &single[0], 1e-5, 1e-7, &format!("{specs:?} vs 1 device"));
+    }
+    // The same through the Target trait.
+    let mut t = CloudTpuTarget::with_plugin(&plugin);
+    t.shard = vec!["auto".into()];
+    let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(&x)).unwrap();
+    assert_close(&y[0], &single[0], 1e-5, 1e-7, "prepare with --shard auto");
+    let plan = tpu_sdk_cloud_tpu::shard::plan(&g, &["auto".into()], 4).unwrap().unwrap();
+    let mlir = tpu_sdk_cloud_tpu::lower::lower_program_sharded(&g, &Default::default(), &plan, true).unwrap().mlir;
+    assert!(mlir.contains(r#"mhlo.sharding = "{devices=[1,4]0,1,2,3}""#) && mlir.contains(r#"{devices=[4,1]0,1,2,3}"#), "{mlir}");
+    assert!(mlir.contains("mhlo.num_partitions = 4"));
+}
+
+#[test]
+fn lists_devices_through_the_target_trait() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let d = CloudTpuTarget::with_plugin(&plugin).devices().unwrap();
+    assert_eq!(d.len(), 4);
+    assert_eq!(d.iter().map(|d| d.id.as_str()).collect::<Vec<_>>(), ["0", "1", "2", "3"]);
+    let detail = |k: &str| d[0].details.iter().find(|(n, _)| n == k).map(|(_, v)| v.clone());
+    assert_eq!(detail("platform").as_deref(), Some("cpu"));
+    assert!(detail("pjrt_api").is_some_and(|v| v.starts_with("0.")));
+    assert_eq!((d[0].target.as_str(), d[0].state.as_str(), d[0].kind.as_str()), ("cloud-tpu", "ready", "cpu"));
+    assert!(d[0].location.ends_with(".so"));
+    let e = CloudTpuTarget::with_plugin("/nonexistent/libpjrt.so").devices().unwrap_err().to_string();
+    assert!(e.contains("pip install"), "{e}");
+}
+
+fn opts(out: &std::path::Path) -> CompileOptions {
+    CompileOptions { output: out.to_path_buf(), ..CompileOptions::default() }
+}
+
+#[test]
+fn compile_writes_stablehlo_and_executables_that_run() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let dir = temp_dir("compile");
+    let (g, w1, b1, w2) = mlp(2);
+    let t = CloudTpuTarget::with_plugin(&plugin);
+    // StableHLO text, chosen by the extension.
+    let out = t.compile(g.clone(), &opts(&dir.join("m.mlir"))).unwrap();
+    let text = std::fs::read_to_string(dir.join("m.mlir")).unwrap();
+    assert!(text.contains("func.func @main") && !text.contains("%arg1"), "weights are embedded");
+    assert!(out.report_json.unwrap().contains(r#""emit": "mlir""#));
+    // A bf16 executable for the local plugin: load it and run it.
+    let o = CompileOptions { dtype: Some(DType::BF16), ..opts(&dir.join("m.pjrt")) };
+    let out = t.compile(g.clone(), &o).unwrap();
+    assert!(out.summary.contains("dtype bf16"), "{}", out.summary);
+    let p = tpu_sdk_cloud_tpu::pjrt::Plugin::load(&plugin).unwrap();
+    let client = p.shared_client().unwrap();
+    let exe = client.load_serialized(&std::fs::read(dir.join("m.pjrt")).unwrap()).unwrap();
+    let dev = client.addressable_devices().unwrap()[0].clone();
+    let x = rand_f32(&[2, 48], 50);
+    let y = exe.execute(&[&client.upload(&x, &dev).unwrap()], None).unwrap()[0].to_tensor().unwrap();
+    assert_eq!(y.dtype(), DType::F32, "the f32 interface is kept");
+    assert_close(&y, &mlp_reference(&x, &w1, &b1, &w2), 0.05, 0.02, "bf16 executable");
+    let mlir = t.compile(g.clone(), &CompileOptions { dtype: Some(DType::BF16), ..opts(&dir.join("b.mlir")) }).map(|_| std::fs::read_to_string(dir.join("b.mlir")).unwrap()).unwrap();
+    assert!(mlir.contains("bf16"));
+    // A sharded executable (weights embedded under sharding constraints) on 4 devices equals one device.
+    let o = CompileOptions { shard: vec!["auto".into()], ..opts(&dir.join("s.pjrt")) };
+    let out = t.compile(g.clone(), &o).unwrap();
+    assert!(out.summary.contains("4 partitions"), "{}", out.summary);
+    let exe = client.load_serialized(&std::fs::read(dir.join("s.pjrt")).unwrap()).unwrap();
+    let devs = client.addressable_devices().unwrap();
+    let bufs: Vec<_> = devs.iter().map(|d| client.upload(&x, d).unwrap()).collect();
+    let outs = exe.execute_replicated(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>()).unwrap();
+    let single = t.compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    for o in &outs {
+        assert_close(&o[0].to_tensor().unwrap(), &single[0], 1e-5, 1e-7, "sharded artifact");
+    }
+    // Replicas compile for as many devices.
+    let o = CompileOptions { replicas: Some(2), ..opts(&dir.join("r.pjrt")) };
+    assert!(t.compile(g.clone(), &o).unwrap().summary.contains("2 replica(s)"));
+    assert_eq!(std::fs::read_dir(&dir).unwrap().filter(|e| e.as_ref().unwrap().file_name().to_string_lossy().ends_with(".tmp")).count(), 0);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn compile_rejects_options_it_cannot_honour() {
+    let dir = temp_dir("compile-errors");
+    let (g, ..) = mlp(2);
+    let t = CloudTpuTarget::with_plugin("/nonexistent/libtpu.so");
+    let cases: Vec<(CompileOptions, &str)> = vec![
+        (CompileOptions { calibration_method: Some("mse".into()), ..opts(&dir.join("a.pjrt")) }, "--calibration-method"),
+        (CompileOptions { float_io: true, ..opts(&dir.join("a.pjrt")) }, "edgetpu only"),
+        (CompileOptions { dtype: Some(DType::I8), ..opts(&dir.join("a.pjrt")) }, "f32 or bf16"),
+        (CompileOptions { emit: Some("tflite".into()), ..opts(&dir.join("a.pjrt")) }, "'mlir'"),
+        (CompileOptions { replicas: Some(0), ..opts(&dir.join("a.pjrt")) }, "at least 1"),
+        (CompileOptions { topology: Some("v5e:2x2".into()), ..opts(&dir.join("a.mlir")) }, "--emit mlir"),
+        (CompileOptions { topology: Some("v5e:2x2".into()), ..opts(&dir.join("a.pjrt")) }, "pip install libtpu"),
+        (CompileOptions { shard: vec!["auto".into()], ..opts(&dir.join("a.mlir")) }, "parts=N"),
+        (CompileOptions { shard: vec!["nope=1".into(), "parts=2".into()], ..opts(&dir.join("a.mlir")) }, "not a constant operand"),
+    ];
+    for (o, want) in cases {
+        let e = t.compile(g.clone(), &o).unwrap_err().to_string();
+        assert!(e.contains(want), "{want}: {e}");
+    }
+    assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing is written on errors");
+    // With parts=N the sharded StableHLO needs no plugin at all.
+    let o = CompileOptions { shard: vec!["w1=1".into(), "parts=2".into()], ..opts(&dir.join("s.mlir")) };
+    t.compile(g, &o).unwrap();
+    assert!(std::fs::read_to_string(dir.join("s.mlir")).unwrap().contains("{devices=[1,2]0,1}"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
+fn parallel_compilations_of_one_program_compile_once_and_report_the_speedup() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let dir = temp_dir("cache-parallel");
+    let handles: Vec<_> = (0..2)
+        .map(|_| {
+            let (plugin, dir) = (plugin.clone(), dir.clone());
+            std::thread::spawn(move || {
+                let mut t = CloudTpuTarget::with_plugin(&plugin);
+                t.cache_dir = Some(dir);
+                t.compile_graph(mlp(3).0).unwrap().cache_report().cloned().unwrap()
+            })
+        })
+        .collect();
+    let reports: Vec<_> = handles.into_iter().map(|h| h.join().unwrap()).collect();
+    assert_eq!(reports.iter().filter(|r| r.outcome == CacheOutcome::Miss).count(), 1, "{reports:?}");
+    let hit = reports.iter().find(|r| r.outcome == CacheOutcome::Hit).unwrap();
+    let s = tpu_sdk_cloud_tpu::cache::CompileCache::new(&dir).stats();
+    assert_eq!((s.entries, s.hits, s.misses), (1, 1, 1));
+    eprintln!("{} | cache stats speedup {:?}", hit.describe(), s.speedup());
+    assert!(hit.describe().contains("faster"));
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// The child of `two_processes_sharing_a_cache_folder_compile_a_program_once` (run by it with
+/// `TPU_SDK_CACHE_CHILD_DIR` set; does nothing otherwise).
+#[test]
+#[ignore = "helper process of two_processes_sharing_a_cache_folder_compile_a_program_once"]
+fn cache_child_process() {
+    let Some(dir) = std::env::var_os("TPU_SDK_CACHE_CHILD_DIR") else { return };
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let mut t = CloudTpuTarget::with_plugin(&plugin);
+    t.cache_dir = Some(dir.into());
+    let exe = t.compile_graph(mlp(5).0).unwrap();
+    println!("OUTCOME={:?}", exe.cache_outcome().unwrap());
+}
+
+#[test]
+fn two_processes_sharing_a_cache_folder_compile_a_program_once() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let dir = temp_dir("cache-processes");
+    let children: Vec<_> = (0..2)
+        .map(|_| {
+            std::process::Command::new(std::env::current_exe().unwrap())
+                .args(["--ignored", "--exact", "cache_child_process", "--nocapture"])
+                .env("TPU_SDK_CACHE_CHILD_DIR", &dir)
+                .env("TPU_SDK_PJRT_CPU_PLUGIN", &plugin)
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let outcomes: Vec<String> = children
+        .into_iter()
+        .map(|c| {
+            let out = c.wait_with_output().unwrap();
+            assert!(out.status.success());
+            let text = String::from_utf8_lossy(&out.stdout).to_string();
+            text.lines().find_map(|l| l.strip_prefix("OUTCOME=").map(String::from)).unwrap_or_else(|| panic!("no outcome in {text}"))
+        })
+        .collect();
+    let mut sorted = outcomes.clone();
+    sorted.sort();
+    assert_eq!(sorted, ["Hit", "Miss"], "one process compiles, the other loads its entry");
+    let s = tpu_sdk_cloud_tpu::cache::CompileCache::new(&dir).stats();
+    assert_eq!((s.entries, s.hits, s.misses), (1, 1, 1));
+    let _ = std::fs::remove_dir_all(&dir);
 }

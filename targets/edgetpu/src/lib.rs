@@ -8,11 +8,16 @@
 //! * [`report`]: the mapping report both produce (text table and JSON);
 //! * [`export`]: f32 core graphs (NCHW) to TFLite flatbuffers (NHWC).
 //!
+//! * [`devices`]: Coral USB accelerators and PCIe/M.2 cards on this machine, with what to fix when one
+//!   cannot be used;
+//! * [`deploy`]: uploading models (and the runtime binary) over SSH, atomically, with rollback;
+//! * [`runtime`]: running compiled models through the system's TFLite C library and libedgetpu.
+//!
 //! Reading TFLite files (schema, import into the core IR) lives in `tpu_sdk_core::import::tflite`.
-//! Quantization, int8 export and running on devices come next.
 #![warn(missing_docs)]
 
 pub mod compiler;
+pub mod deploy;
 pub mod devices;
 pub mod export;
 pub mod pipeline;

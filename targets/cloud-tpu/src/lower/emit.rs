@@ -224,6 +224,11 @@ pub(crate) struct Cx<'g> {
     first_param: usize,
     /// ` loc("node")` appended to each op of the node being lowered.
     loc: String,
+    /// Tensor-parallel plan: sharded weights get `mhlo.sharding` annotations.
+    pub shard: Option<crate::shard::ShardPlan>,
+    /// With a plan: sharded weights become arguments (each device is fed its shard) instead of constants
+    /// wrapped in a sharding constraint.
+    pub shard_args: bool,
 }
 
 impl<'g> Cx<'g> {
@@ -239,6 +244,8 @@ impl<'g> Cx<'g> {
             params: Vec::new(),
             first_param: g.inputs.len(),
             loc: String::new(),
+            shard: None,
+            shard_args: false,
         }
     }
 
@@ -259,14 +266,23 @@ impl<'g> Cx<'g> {
             return Ok(V { name: n.clone(), dtype: val.dtype, shape: val.shape.clone() });
         }
         if let Some(t) = &val.constant {
-            let as_param = self.opts.max_inline_constant.is_some_and(|max| t.len() > max);
+            let axis = self.shard.as_ref().and_then(|p| p.axis_of(id));
+            let as_param =
+                (axis.is_some() && self.shard_args) || self.opts.max_inline_constant.is_some_and(|max| t.len() > max);
             let v = if as_param {
                 // A large weight becomes a function argument, fed from a device buffer that stays resident.
                 let name = format!("%arg{}", self.first_param + self.params.len());
                 self.params.push(id);
                 V { name, dtype: val.dtype, shape: val.shape.clone() }
             } else {
-                self.constant(t)
+                let c = self.constant(t);
+                match (axis, &self.shard) {
+                    (Some(a), Some(plan)) => {
+                        let ann = crate::shard::tiled(a, c.rank(), plan.parts);
+                        self.sharding_constraint(&c, &ann)
+                    }
+                    _ => c,
+                }
             };
             self.names[id.0] = Some(v.name.clone());
             return Ok(v);
@@ -342,6 +358,16 @@ impl<'g> Cx<'g> {
     /// Writes a line as is (region bodies).
     fn line(&mut self, s: impl std::fmt::Display) {
         let _ = writeln!(self.body, "{s}");
+    }
+
+    /// `custom_call @Sharding`: tells the SPMD partitioner how `a` is laid out across partitions.
+    pub fn sharding_constraint(&mut self, a: &V, sharding: &str) -> V {
+        let t = a.ty();
+        self.emit(
+            format!("stablehlo.custom_call @Sharding({}) {{mhlo.sharding = \"{sharding}\"}} : ({t}) -> {t}", a.name),
+            a.dtype,
+            a.shape.clone(),
+        )
     }
 
     /// A constant tensor.
@@ -786,6 +812,45 @@ impl<'g> Cx<'g> {
             x.dtype,
             shape,
         )
+    }
+
+    /// `scatter` of `updates` into `data` at `indices` (index vectors along `index_vector_dim`, addressing the
+    /// `inserted` dims in order); `combine` merges the old element with the update (`None`: replace).
+    #[allow(clippy::too_many_arguments)]
+    pub fn scatter(
+        &mut self,
+        data: &V,
+        indices: &V,
+        updates: &V,
+        update_window_dims: &[usize],
+        inserted: &[usize],
+        index_vector_dim: usize,
+        combine: Option<&str>,
+    ) -> V {
+        let st = ty(data.dtype, &[]);
+        let name = format!("%v{}", self.next);
+        self.next += 1;
+        let loc = self.loc.clone();
+        self.line(format_args!("    {name} = \"stablehlo.scatter\"({}, {}, {}) ({{", data.name, indices.name, updates.name));
+        self.line(format_args!("    ^bb0(%ra: {st}, %rb: {st}):"));
+        match combine {
+            None => self.line(format_args!("      stablehlo.return %rb : {st}")),
+            Some(op) => {
+                self.line(format_args!("      %rc = {op} %ra, %rb : {st}"));
+                self.line(format_args!("      stablehlo.return %rc : {st}"));
+            }
+        }
+        self.line(format_args!(
+            "    }}) {{scatter_dimension_numbers = #stablehlo.scatter<update_window_dims = {}, inserted_window_dims = {}, scatter_dims_to_operand_dims = {}, index_vector_dim = {index_vector_dim}>, indices_are_sorted = false, unique_indices = false}} : ({}, {}, {}) -> {}{loc}",
+            list(update_window_dims),
+            list(inserted),
+            list(inserted),
+            data.ty(),
+            indices.ty(),
+            updates.ty(),
+            data.ty()
+        ));
+        V { name, dtype: data.dtype, shape: data.shape.clone() }
     }
 
     /// `chlo.top_k` along the last dim: (values, i32 indices), largest first.

@@ -1,8 +1,9 @@
-//! Gather along one axis (embeddings, index selection) as `stablehlo.gather`.
+//! Gather along one axis (embeddings, index selection) and GatherND as `stablehlo.gather`; ScatterND and
+//! ScatterElements as `stablehlo.scatter`.
 
-use tpu_sdk_core::ir::{DType, Node, Tensor};
+use tpu_sdk_core::ir::{BinaryOp, DType, Node, Tensor};
 
-use super::emit::{Cx, V};
+use super::emit::{i64_array, list, ty, Cx, V};
 use crate::error::Result;
 
 /// out = data[:axis] + indices.shape + data[axis+1:], with ONNX's negative indices counting from the end.
@@ -39,4 +40,137 @@ pub(super) fn gather(cx: &mut Cx, node: &Node, axis: usize) -> Result<V> {
         }
     };
     Ok(cx.gather_axis(&data, axis, &idx))
+}
+
+/// Indices with negative entries wrapped: component `j` of the index vector (the last axis) counts from the end
+/// of `dims[j]`. Indices are converted to i64.
+fn wrap_index_vectors(cx: &mut Cx, node: &Node, dims: &[usize]) -> Result<V> {
+    let i = cx.input(node, 1)?;
+    if !matches!(i.dtype, DType::I32 | DType::I64) {
+        return Err(cx.unsupported(node, format!("indices of type {}", i.dtype)));
+    }
+    let i = cx.convert(&i, DType::I64);
+    let sizes = cx.constant(&Tensor::from_i64(vec![dims.len()], dims.iter().map(|&d| d as i64).collect()));
+    let last = i.rank() - 1;
+    let sizes = cx.broadcast_in_dim(&sizes, &[last], &i.shape.clone());
+    let zero = cx.splat_like(0.0, &i);
+    let neg = cx.compare("LT", &i, &zero);
+    let wrapped = cx.add(&i, &sizes);
+    Ok(cx.select(&neg, &wrapped, &i))
+}
+
+/// ONNX GatherND with `batch_dims` leading batch dims: `indices[..., :k]` address the first `k` dims after the
+/// batch dims of `data`; out = indices.shape[:-1] + data.shape[batch_dims + k:].
+pub(super) fn gather_nd(cx: &mut Cx, node: &Node, b: usize) -> Result<V> {
+    let data = cx.input(node, 0)?;
+    let iv = cx.input(node, 1)?;
+    let (q, r) = (iv.rank(), data.rank());
+    let k = iv.shape.last().copied().unwrap_or(0);
+    if q == 0 || b >= q || b + k > r || k == 0 || iv.shape[..b] != data.shape[..b] {
+        return Err(cx.unsupported(
+            node,
+            format!("indices {:?} do not address data {:?} with batch_dims {b}", iv.shape, data.shape),
+        ));
+    }
+    let idx = wrap_index_vectors(cx, node, &data.shape[b..b + k])?;
+    let mut shape = iv.shape[..q - 1].to_vec();
+    shape.extend_from_slice(&data.shape[b + k..]);
+    let offset_dims: Vec<usize> = (q - 1..q - 1 + (r - b - k)).collect();
+    let collapsed: Vec<usize> = (b..b + k).collect();
+    let batching: Vec<usize> = (0..b).collect();
+    let slice_sizes: Vec<i64> = (0..r).map(|d| if d < b + k { 1 } else { data.shape[d] as i64 }).collect();
+    let batch_attr = if b == 0 {
+        String::new()
+    } else {
+        format!("operand_batching_dims = {}, start_indices_batching_dims = {}, ", list(&batching), list(&batching))
+    };
+    let out = ty(data.dtype, &shape);
+    Ok(cx.emit(
+        format!(
+            "\"stablehlo.gather\"({}, {}) {{dimension_numbers = #stablehlo.gather<offset_dims = {}, collapsed_slice_dims = {}, {batch_attr}start_index_map = {}, index_vector_dim = {}>, slice_sizes = {}, indices_are_sorted = false}} : ({}, {}) -> {out}",
+            data.name,
+            idx.name,
+            list(&offset_dims),
+            list(&collapsed),
+            list(&collapsed),
+            q - 1,
+            i64_array(&slice_sizes),
+            data.ty(),
+            idx.ty()
+        ),
+        data.dtype,
+        shape,
+    ))
+}
+
+/// The StableHLO op that combines an existing element with an update (`None`: the update replaces it).
+fn combiner(cx: &Cx, node: &Node, reduction: Option<BinaryOp>, d: DType) -> Result<Option<&'static str>> {
+    Ok(match (reduction, d == DType::Bool) {
+        (None, _) => None,
+        (Some(BinaryOp::Add), false) => Some("stablehlo.add"),
+        (Some(BinaryOp::Mul), false) => Some("stablehlo.multiply"),
+        (Some(BinaryOp::Add | BinaryOp::Max), true) => Some("stablehlo.or"),
+        (Some(BinaryOp::Mul | BinaryOp::Min), true) => Some("stablehlo.and"),
+        (Some(BinaryOp::Max), false) => Some("stablehlo.maximum"),
+        (Some(BinaryOp::Min), false) => Some("stablehlo.minimum"),
+        (Some(other), _) => return Err(cx.unsupported(node, format!("reduction {other:?}"))),
+    })
+}
+
+/// ONNX ScatterND: `updates[i...]` is written to (or combined with) `data[indices[i...]]`, where the index vector
+/// addresses the first `k` dims of `data`.
+pub(super) fn scatter_nd(cx: &mut Cx, node: &Node, reduction: Option<BinaryOp>) -> Result<V> {
+    let data = cx.input(node, 0)?;
+    let iv = cx.input(node, 1)?;
+    let upd = cx.input(node, 2)?;
+    let (q, r) = (iv.rank(), data.rank());
+    let k = iv.shape.last().copied().unwrap_or(0);
+    let mut want = iv.shape[..q.saturating_sub(1)].to_vec();
+    if q == 0 || k == 0 || k > r {
+        return Err(cx.unsupported(node, format!("indices {:?} do not address data {:?}", iv.shape, data.shape)));
+    }
+    want.extend_from_slice(&data.shape[k..]);
+    if upd.shape != want || upd.dtype != data.dtype {
+        return Err(cx.unsupported(node, format!("updates {:?} should have shape {want:?} and the data's dtype", upd.shape)));
+    }
+    let combine = combiner(cx, node, reduction, data.dtype)?;
+    let idx = wrap_index_vectors(cx, node, &data.shape[..k])?;
+    let window: Vec<usize> = (q - 1..q - 1 + (r - k)).collect();
+    let inserted: Vec<usize> = (0..k).collect();
+    Ok(cx.scatter(&data, &idx, &upd, &window, &inserted, q - 1, combine))
+}
+
+/// ONNX ScatterElements: `updates[i]` goes to `data` at `i` with the `axis` coordinate replaced by `indices[i]`.
+pub(super) fn scatter_elements(cx: &mut Cx, node: &Node, axis: usize, reduction: Option<BinaryOp>) -> Result<V> {
+    let data = cx.input(node, 0)?;
+    let iv = cx.input(node, 1)?;
+    let upd = cx.input(node, 2)?;
+    let r = data.rank();
+    if axis >= r || iv.rank() != r || upd.shape != iv.shape || upd.dtype != data.dtype {
+        return Err(cx.unsupported(
+            node,
+            format!("indices {:?} and updates {:?} must have one shape of the data's rank {r}, axis in range", iv.shape, upd.shape),
+        ));
+    }
+    let combine = combiner(cx, node, reduction, data.dtype)?;
+    if !matches!(iv.dtype, DType::I32 | DType::I64) {
+        return Err(cx.unsupported(node, format!("indices of type {}", iv.dtype)));
+    }
+    let i = cx.convert(&iv, DType::I64);
+    let zero = cx.splat_like(0.0, &i);
+    let neg = cx.compare("LT", &i, &zero);
+    let n = cx.splat_like(data.shape[axis] as f64, &i);
+    let wrapped = cx.add(&i, &n);
+    let i = cx.select(&neg, &wrapped, &i);
+    // Full coordinates [..., r]: an iota for every dim, the indices for `axis`.
+    let mut cshape = i.shape.clone();
+    cshape.push(1);
+    let mut parts = Vec::new();
+    for dim in 0..r {
+        let c = if dim == axis { i.clone() } else { cx.iota(dim, DType::I64, &i.shape.clone()) };
+        parts.push(cx.reshape(&c, &cshape));
+    }
+    let coords = cx.concat(&parts, r);
+    let all: Vec<usize> = (0..r).collect();
+    Ok(cx.scatter(&data, &coords, &upd, &[], &all, r, combine))
 }

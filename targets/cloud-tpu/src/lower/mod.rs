@@ -116,7 +116,31 @@ pub fn lower(graph: &Graph) -> Result<String> {
 
 /// Lowers `graph` to a StableHLO module with the given options (large constants may become arguments).
 pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
+    lower_with(graph, opts, None, false)
+}
+
+/// Lowers `graph` for SPMD tensor parallelism with `plan`: every argument and result carries an `mhlo.sharding`
+/// annotation (results and unsplit values replicated) and the module says how many partitions it has. With
+/// `weights_as_args`, each sharded weight is an argument (in [`Program::params`]) that the runtime feeds with
+/// one shard per device; otherwise it stays an embedded constant under a sharding constraint (a self-contained
+/// program, for artifacts).
+pub fn lower_program_sharded(
+    graph: &Graph,
+    opts: &LowerOptions,
+    plan: &crate::shard::ShardPlan,
+    weights_as_args: bool,
+) -> Result<Program> {
+    lower_with(graph, opts, Some(plan), weights_as_args)
+}
+
+fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::ShardPlan>, weights_as_args: bool) -> Result<Program> {
     let mut cx = Cx::new(graph, *opts);
+    cx.shard = plan.cloned();
+    cx.shard_args = weights_as_args;
+    let ann = |v: Option<ValueId>, rank: usize| match plan {
+        Some(p) => format!(" {{mhlo.sharding = \"{}\"}}", p.annotation(v, rank)),
+        None => String::new(),
+    };
     let mut args = Vec::new();
     for (i, &id) in graph.inputs.iter().enumerate() {
         let v = graph.value(id);
@@ -126,7 +150,7 @@ pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
                 v.name
             )));
         }
-        args.push(format!("%arg{i}: {}", emit::ty(v.dtype, &v.shape)));
+        args.push(format!("%arg{i}: {}{}", emit::ty(v.dtype, &v.shape), ann(None, v.shape.len())));
         cx.bind(id, format!("%arg{i}"));
     }
     let uses = graph.use_counts();
@@ -173,12 +197,33 @@ pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
     }
     for (k, &p) in cx.params.iter().enumerate() {
         let v = graph.value(p);
-        args.push(format!("%arg{}: {}", graph.inputs.len() + k, emit::ty(v.dtype, &v.shape)));
+        args.push(format!("%arg{}: {}{}", graph.inputs.len() + k, emit::ty(v.dtype, &v.shape), ann(Some(p), v.shape.len())));
+    }
+    if let Some(plan) = plan {
+        if let Some((w, _)) = plan.weights.iter().find(|(w, _)| weights_as_args && !cx.params.contains(w)) {
+            return Err(Error::Invalid(format!(
+                "--shard: weight '{}' is not used by the lowered program (it was folded away)",
+                graph.value(*w).name
+            )));
+        }
     }
     let mut s = String::new();
-    let _ = writeln!(s, "module @{} {{", module_name(&graph.name));
+    match plan {
+        Some(p) => {
+            let _ = writeln!(
+                s,
+                "module @{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} {{",
+                module_name(&graph.name),
+                p.parts
+            );
+        }
+        None => {
+            let _ = writeln!(s, "module @{} {{", module_name(&graph.name));
+        }
+    }
     let ret_tys: Vec<String> = rets.iter().map(V::ty).collect();
-    let _ = writeln!(s, "  func.func @main({}) -> ({}) {{", args.join(", "), ret_tys.join(", "));
+    let ret_decl: Vec<String> = rets.iter().map(|v| format!("{}{}", v.ty(), ann(None, v.rank()))).collect();
+    let _ = writeln!(s, "  func.func @main({}) -> ({}) {{", args.join(", "), ret_decl.join(", "));
     s.push_str(cx.body());
     let names: Vec<&str> = rets.iter().map(|v| v.name.as_str()).collect();
     if rets.is_empty() {
@@ -241,6 +286,9 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         | Op::Trilu { .. } => shape::lower(cx, node).map(|v| vec![v]),
         Op::Split { axis, .. } => shape::split(cx, node, *axis),
         Op::Gather { axis } => gather::gather(cx, node, *axis).map(|v| vec![v]),
+        Op::GatherNd { batch_dims } => gather::gather_nd(cx, node, *batch_dims).map(|v| vec![v]),
+        Op::ScatterNd { reduction } => gather::scatter_nd(cx, node, *reduction).map(|v| vec![v]),
+        Op::ScatterElements { axis, reduction } => gather::scatter_elements(cx, node, *axis, *reduction).map(|v| vec![v]),
         Op::Resize(a) => resize::resize(cx, node, a).map(|v| vec![v]),
         Op::Shape { .. }
         | Op::Size

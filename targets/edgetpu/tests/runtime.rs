@@ -1,0 +1,217 @@
+//! The Edge TPU runtime's loading code against stub shared libraries built here with `cc` (tests/stubs/:
+//! the TFLite C API and libedgetpu symbols, logging every call). Checks the call sequence, the delegate
+//! options, device selection and the error paths. No real Edge TPU or libedgetpu is involved: what these
+//! tests cannot show (a real delegate running a real model) is listed in targets/edgetpu/README.md.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use tpu_sdk_core::import::tflite::builder::{BufferT, ModelT, OperatorCodeT, OperatorT, SubGraphT, TensorT};
+use tpu_sdk_core::ir::Tensor;
+use tpu_sdk_core::Error;
+use tpu_sdk_edgetpu::runtime::{self, Interpreter, Libraries};
+
+struct Stubs {
+    dir: tempfile::TempDir,
+    tflite: PathBuf,
+    edgetpu: PathBuf,
+}
+
+impl Stubs {
+    fn log(&self) -> Vec<String> {
+        std::fs::read_to_string(self.dir.path().join("calls.log")).unwrap_or_default().lines().map(String::from).collect()
+    }
+}
+
+/// Compiles both stubs with `defines` into a fresh folder; `None` (said visibly) without a C compiler.
+fn stubs(defines: &[&str]) -> Option<Stubs> {
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    if Command::new(&cc).arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no C compiler ({cc}) to build the stub libraries");
+        return None;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stubs");
+    let log = dir.path().join("calls.log");
+    let build = |c: &str, out: &Path| {
+        let o = Command::new(&cc)
+            .args(["-shared", "-fPIC", "-O1", "-o"])
+            .arg(out)
+            .arg(src.join(c))
+            .arg(format!("-DLOG_PATH=\"{}\"", log.display()))
+            .args(defines.iter().map(|d| format!("-D{d}")))
+            .output()
+            .unwrap();
+        assert!(o.status.success(), "cc {c}: {}", String::from_utf8_lossy(&o.stderr));
+    };
+    let tflite = dir.path().join("libtensorflowlite_c.so");
+    let edgetpu = dir.path().join("libedgetpu.so.1");
+    build("tflite_stub.c", &tflite);
+    build("edgetpu_stub.c", &edgetpu);
+    Some(Stubs { dir, tflite, edgetpu })
+}
+
+/// A `.tflite` whose one op is `custom_code` (int8 [1, 8] in and out), as edgetpu_compiler writes them.
+fn model(custom_code: &str) -> Vec<u8> {
+    let t = |name: &str| TensorT { shape: vec![1, 8], type_: 9, buffer: 0, name: name.into(), ..Default::default() };
+    ModelT {
+        version: 3,
+        operator_codes: vec![OperatorCodeT { builtin_code: 32, custom_code: Some(custom_code.into()), version: 1 }],
+        subgraphs: vec![SubGraphT {
+            tensors: vec![t("input"), t("output")],
+            inputs: vec![0],
+            outputs: vec![1],
+            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], custom_options: Some(vec![1, 2, 3]), ..Default::default() }],
+            name: Some("main".into()),
+        }],
+        buffers: vec![BufferT::default()],
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
+fn opts(v: &[(&str, &str)]) -> Vec<(String, String)> {
+    v.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
+}
+
+fn input() -> Tensor {
+    Tensor::from_vec(vec![1, 8], vec![-128i8, -3, 0, 1, 2, 50, 100, 127]).unwrap()
+}
+
+#[test]
+fn edgetpu_models_are_recognised_by_their_custom_op() {
+    assert!(runtime::is_compiled_for_edgetpu(&model("edgetpu-custom-op")).unwrap());
+    assert!(!runtime::is_compiled_for_edgetpu(&model("some-other-op")).unwrap());
+    assert!(matches!(runtime::is_compiled_for_edgetpu(b"not a model"), Err(Error::InvalidModel(_))));
+}
+
+#[test]
+fn signature_of_a_compiled_model() {
+    let g = runtime::signature(&model("edgetpu-custom-op")).unwrap();
+    assert_eq!(g.inputs.len(), 1);
+    assert_eq!(g.outputs.len(), 1);
+    let (i, o) = (g.value(g.inputs[0]), g.value(g.outputs[0]));
+    assert_eq!((i.name.as_str(), i.dtype, i.shape.clone()), ("input", tpu_sdk_core::ir::DType::I8, vec![1, 8]));
+    assert_eq!(o.name, "output");
+    assert!(g.nodes.is_empty());
+}
+
+#[test]
+fn call_sequence_options_and_data_through_the_delegate() {
+    let Some(s) = stubs(&[]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let bytes = model("edgetpu-custom-op");
+    let n = bytes.len();
+    let o = opts(&[("Performance", "High"), ("Usb.AlwaysDfu", "False"), ("Usb.MaxBulkInQueueLength", "16")]);
+    let mut it = Interpreter::new(&libs, bytes, Some("usb:1"), &o).unwrap();
+    assert_eq!(it.device.path, "/sys/bus/usb/devices/2-2");
+    assert_eq!(it.inputs(), vec![("input".to_string(), tpu_sdk_core::ir::DType::I8, vec![1, 8])]);
+    let out = it.run(&[input()]).unwrap();
+    assert_eq!(out, vec![input()]);
+    // A wrong input is refused before anything reaches the library.
+    let e = it.run(&[Tensor::zeros(tpu_sdk_core::ir::DType::F32, vec![1, 8])]).unwrap_err();
+    assert!(matches!(e, Error::InputMismatch(_)), "{e}");
+    drop(it);
+    assert_eq!(
+        s.log(),
+        vec![
+            "edgetpu_list_devices".to_string(),
+            "edgetpu_free_devices".into(),
+            "edgetpu_create_delegate type=1 name=/sys/bus/usb/devices/2-2 Performance=High Usb.AlwaysDfu=False Usb.MaxBulkInQueueLength=16".into(),
+            format!("TfLiteModelCreate {n}"),
+            "TfLiteInterpreterOptionsCreate".into(),
+            "TfLiteInterpreterOptionsAddDelegate magic=ed6e".into(),
+            "TfLiteInterpreterCreate delegate=yes".into(),
+            "TfLiteInterpreterAllocateTensors".into(),
+            "TfLiteInterpreterInvoke".into(),
+            // Freed in the C API's order: interpreter, then its delegate, then options and model.
+            "TfLiteInterpreterDelete".into(),
+            "edgetpu_free_delegate magic=ed6e".into(),
+            "TfLiteInterpreterOptionsDelete".into(),
+            "TfLiteModelDelete".into(),
+        ]
+    );
+}
+
+#[test]
+fn device_selection() {
+    let Some(s) = stubs(&[]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let it = Interpreter::new(&libs, model("edgetpu-custom-op"), Some("pci:0"), &[]).unwrap();
+    assert_eq!(it.device.path, "/dev/apex_0");
+    drop(it);
+    let it = Interpreter::new(&libs, model("edgetpu-custom-op"), None, &[]).unwrap();
+    assert_eq!(it.device.path, "/sys/bus/usb/devices/2-1");
+    drop(it);
+    assert!(s.log().iter().any(|l| l == "edgetpu_create_delegate type=0 name=/dev/apex_0"), "{:?}", s.log());
+    let e = Interpreter::new(&libs, model("edgetpu-custom-op"), Some("usb:7"), &[]).err().unwrap().to_string();
+    assert!(e.contains("no Edge TPU usb:7") && e.contains("usb:0 (/sys/bus/usb/devices/2-1)") && e.contains("pci:0 (/dev/apex_0)"), "{e}");
+    let e = Interpreter::new(&libs, model("edgetpu-custom-op"), Some("tpu0"), &[]).err().unwrap().to_string();
+    assert!(e.contains("usb:N or pci:N"), "{e}");
+}
+
+#[test]
+fn no_device_is_a_clear_error() {
+    let Some(s) = stubs(&["NO_DEVICES"]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let e = Interpreter::new(&libs, model("edgetpu-custom-op"), None, &[]).err().unwrap();
+    assert!(matches!(&e, Error::Device(m) if m.contains("no Edge TPU found")), "{e}");
+}
+
+#[test]
+fn delegate_that_cannot_open_the_device() {
+    let Some(s) = stubs(&["DELEGATE_NULL"]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let e = Interpreter::new(&libs, model("edgetpu-custom-op"), None, &[]).err().unwrap();
+    assert!(matches!(&e, Error::Device(m) if m.contains("could not open") && m.contains("udev")), "{e}");
+    assert!(!s.log().iter().any(|l| l.starts_with("TfLiteModelCreate")));
+}
+
+#[test]
+fn model_for_a_newer_runtime_says_what_to_update_and_frees_everything() {
+    let Some(s) = stubs(&["FAIL_ALLOCATE"]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let e = Interpreter::new(&libs, model("edgetpu-custom-op"), None, &[]).err().unwrap().to_string();
+    assert!(e.contains("newer Edge TPU runtime") && e.contains("RuntimeVersion(13)") && e.contains("edgetpu_compiler -m"), "{e}");
+    let log = s.log();
+    for call in ["TfLiteInterpreterDelete", "edgetpu_free_delegate magic=ed6e", "TfLiteInterpreterOptionsDelete", "TfLiteModelDelete"] {
+        assert!(log.iter().any(|l| l == call), "{call} missing: {log:?}");
+    }
+}
+
+#[test]
+fn invalid_model_bytes() {
+    let Some(s) = stubs(&[]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let e = Interpreter::new(&libs, b"garbage!".to_vec(), None, &[]).err().unwrap();
+    assert!(matches!(e, Error::InvalidModel(_)), "{e}");
+    assert!(s.log().iter().any(|l| l.starts_with("edgetpu_free_delegate")), "the delegate leaked: {:?}", s.log());
+}
+
+#[test]
+fn missing_or_wrong_libraries_say_what_to_install() {
+    let Some(s) = stubs(&[]) else { return };
+    let nowhere = s.dir.path().join("nowhere/libtensorflowlite_c.so");
+    let e = Libraries::load(&nowhere, &s.edgetpu).err().unwrap().to_string();
+    assert!(e.contains("TensorFlow Lite C library") && e.contains("TPU_SDK_TFLITE_C_LIB"), "{e}");
+    let e = Libraries::load(&s.tflite, &s.dir.path().join("nowhere/libedgetpu.so.1")).err().unwrap().to_string();
+    assert!(e.contains("libedgetpu1-std") && e.contains("TPU_SDK_LIBEDGETPU"), "{e}");
+    // A library without the C API's symbols (here: libedgetpu in place of TFLite).
+    let e = Libraries::load(&s.edgetpu, &s.edgetpu).err().unwrap().to_string();
+    assert!(e.contains("has no symbol TfLiteModelCreate"), "{e}");
+}
+
+#[test]
+fn delegate_options_are_checked() {
+    assert!(runtime::parse_options("Performance=Max,Usb.AlwaysDfu=True,Usb.MaxBulkInQueueLength=255").is_ok());
+    for bad in ["Performance=Turbo", "Usb.AlwaysDfu=yes", "Usb.MaxBulkInQueueLength=256", "Colour=red", "Performance"] {
+        assert!(matches!(runtime::parse_options(bad), Err(Error::Unsupported(_))), "{bad}");
+    }
+}
+
+#[test]
+fn prepare_needs_the_model_file() {
+    let g = tpu_sdk_core::ir::Graph::default();
+    let e = runtime::prepare(g, None, None, &[]).err().unwrap().to_string();
+    assert!(e.contains("compiled .tflite"), "{e}");
+}
