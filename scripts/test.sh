@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test: sets up the Python oracles in .venv (onnx, onnxruntime, numpy), regenerates the ONNX
-# backend node suite into conformance/cases, then runs the Rust tests, the conformance harness included.
+# Runs every test: sets up the Python oracles in .venv (onnx, onnxruntime, LiteRT, the XLA CPU plugin, JAX) and
+# TensorFlow's converter in .venv-tf, regenerates the ONNX backend node suite into conformance/cases, then runs
+# the Rust tests, the conformance harness and the peer comparisons included.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -8,6 +9,10 @@ if [ ! -x .venv/bin/python ]; then
     python3 -m venv .venv
 fi
 .venv/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements.txt
+if [ ! -x .venv-tf/bin/python ]; then
+    python3 -m venv .venv-tf
+fi
+.venv-tf/bin/pip install --quiet --disable-pip-version-check -r scripts/requirements-tf.txt
 
 if [ ! -f conformance/cases/.complete ]; then
     rm -rf conformance/cases
@@ -16,6 +21,8 @@ if [ ! -f conformance/cases/.complete ]; then
 fi
 
 export TPU_SDK_PYTHON="$PWD/.venv/bin/python"
+export TPU_SDK_TF_PYTHON="$PWD/.venv-tf/bin/python"
+export TPU_SDK_REQUIRE_TF=1
 export TPU_SDK_REQUIRE_CONFORMANCE=1
 export TPU_SDK_REQUIRE_ORACLES=1
 export TPU_SDK_REQUIRE_SSHD=1

@@ -94,6 +94,12 @@ impl Model {
         Ok(Model { graph, path: None })
     }
 
+    /// A model whose program stays in its file and runs as it is on a target (a compiled Edge TPU model):
+    /// `interface` holds only the inputs and outputs (see [`tpu_sdk_core::target::Target::interface_of`]).
+    pub fn from_interface(interface: Graph, path: impl Into<PathBuf>) -> Model {
+        Model { graph: interface, path: Some(path.into()) }
+    }
+
     /// The graph.
     pub fn graph(&self) -> &Graph {
         &self.graph

@@ -25,6 +25,8 @@ pub struct TargetConfig {
     pub device: Option<String>,
     /// cloud-tpu: data-parallel replicas for `run`/`bench` (`--replicas`): the batch is split across them.
     pub replicas: Option<usize>,
+    /// cloud-tpu: tensor-parallel annotations for `run`/`bench` (`--shard WEIGHT=AXIS`, `auto`, `parts=N`).
+    pub shard: Vec<String>,
     /// The model file the graph was loaded from (edgetpu runs a compiled `.tflite`'s own program).
     pub model_file: Option<PathBuf>,
 }
@@ -38,9 +40,7 @@ pub fn by_name(name: &str) -> Result<Box<dyn Target>> {
 pub fn by_name_with(name: &str, cfg: &TargetConfig) -> Result<Box<dyn Target>> {
     match name {
         "cpu" => {
-            if cfg.plugin.is_some() || cfg.replicas.is_some() {
-                return Err(Error::Unsupported("--plugin and --replicas apply to --target cloud-tpu only".into()));
-            }
+            cloud_only(cfg, "cpu")?;
             Ok(Box::new(tpu_sdk_core::runtime::CpuTarget))
         }
         #[cfg(feature = "cloud-tpu")]
@@ -52,6 +52,16 @@ pub fn by_name_with(name: &str, cfg: &TargetConfig) -> Result<Box<dyn Target>> {
             names().join(", ")
         ))),
     }
+}
+
+/// Rejects the cloud-tpu-only settings for another target.
+fn cloud_only(cfg: &TargetConfig, target: &str) -> Result<()> {
+    for (set, flag) in [(cfg.plugin.is_some(), "--plugin"), (cfg.replicas.is_some(), "--replicas"), (!cfg.shard.is_empty(), "--shard")] {
+        if set {
+            return Err(Error::Unsupported(format!("{flag} applies to --target cloud-tpu only, not to --target {target}")));
+        }
+    }
+    Ok(())
 }
 
 /// The cloud-tpu target. The command line turns the compilation cache on by default (see
@@ -71,14 +81,13 @@ fn cloud_tpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
         Some(n) => t.replicas = n,
         None => {}
     }
+    t.shard = cfg.shard.clone();
     Ok(Box::new(t))
 }
 
 #[cfg(feature = "edgetpu")]
 fn edgetpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
-    if cfg.plugin.is_some() || cfg.replicas.is_some() {
-        return Err(Error::Unsupported("--plugin and --replicas apply to --target cloud-tpu only".into()));
-    }
+    cloud_only(cfg, "edgetpu")?;
     // libedgetpu delegate options, e.g. TPU_SDK_EDGETPU_OPTIONS=Performance=High,Usb.AlwaysDfu=False.
     let options = match std::env::var("TPU_SDK_EDGETPU_OPTIONS") {
         Ok(s) => tpu_sdk_edgetpu::runtime::parse_options(&s)?,

@@ -84,3 +84,33 @@ fn devices_run_with_replicas_compile_and_the_cache_commands() {
     assert!(ok(tpu_sdk(&["cache", "clear"], &cache)).contains("removed 1 entries"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+#[test]
+fn run_and_bench_with_tensor_parallelism() {
+    let Some(p) = plugin() else { return };
+    let dir = std::env::temp_dir().join(format!("tpu-sdk-cli-shard-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    let cache = dir.join("cache");
+    let x = dir.join("x.npy");
+    let data: Vec<f32> = (0..2 * 3 * 48 * 192).map(|i| ((i * 4099) % 1000) as f32 / 500.0 - 1.0).collect();
+    tpu_sdk::core::npy::write(&x, &tpu_sdk::Tensor::from_f32(vec![2, 3, 48, 192], data)).unwrap();
+    let (rs, rc) = (dir.join("rs"), dir.join("rc"));
+    let xs = x.to_str().unwrap();
+    // Every MatMul/Gemm weight split over 2 devices (SPMD) gives the CPU runtime's result.
+    let run = ["run", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--shard", "auto", "--shard", "parts=2"];
+    ok(tpu_sdk(&[&run[..], &["--output-dir", rs.to_str().unwrap()]].concat(), &cache));
+    ok(tpu_sdk(&["run", MODEL, "--input", xs, "--target", "cpu", "--output-dir", rc.to_str().unwrap()], &cache));
+    let (a, b) = (tpu_sdk::core::npy::read(&rs.join("output_0.npy")).unwrap(), tpu_sdk::core::npy::read(&rc.join("output_0.npy")).unwrap());
+    assert_eq!(a.shape, b.shape);
+    for (u, v) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
+        assert!((u - v).abs() <= 1e-5 * v.abs() + 1e-6, "{u} vs {v}");
+    }
+    let out = ok(tpu_sdk(&["bench", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--shard", "auto", "--shard", "parts=2", "--iterations", "3"], &cache));
+    assert!(out.contains("latency ms"), "{out}");
+    // The flag belongs to cloud-tpu.
+    let o = tpu_sdk(&["run", MODEL, "--input", xs, "--shard", "auto"], &cache);
+    assert_eq!(o.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&o.stderr).contains("--shard applies to --target cloud-tpu only"));
+    let _ = std::fs::remove_dir_all(&dir);
+}

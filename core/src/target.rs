@@ -6,7 +6,7 @@
 //! [`Target::compile`], `devices` calls [`Target::devices`].
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::ir::{DType, Graph, Tensor};
@@ -112,6 +112,20 @@ pub trait Target: Send + Sync {
     /// an error means the search itself failed.
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         Ok(Vec::new())
+    }
+
+    /// The `--device` values of every device this target can run a model on now (`bench --all-devices`).
+    /// By default the [`Target::devices`] that have an id (`-` marks one that cannot be used).
+    fn runnable_devices(&self) -> Result<Vec<String>> {
+        Ok(self.devices()?.into_iter().map(|d| d.id).filter(|id| id != "-").collect())
+    }
+
+    /// For a model file this target runs as it is — a compiled program the core IR cannot hold, such as an
+    /// Edge TPU `*_edgetpu.tflite` — its interface: a graph with the inputs and outputs and no nodes, which
+    /// [`Target::prepare`] accepts together with the file. `None` (the default): import the file as usual.
+    fn interface_of(&self, model_file: &Path) -> Result<Option<Graph>> {
+        let _ = model_file;
+        Ok(None)
     }
 
     /// Compiles `graph` into a deployable artifact at `opts.output`.

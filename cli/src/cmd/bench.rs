@@ -1,4 +1,5 @@
-//! `tpu-sdk bench MODEL`: latency (min/median/p90/mean) and throughput over repeated runs.
+//! `tpu-sdk bench MODEL`: latency (min/median/p90/mean) and throughput over repeated runs; with
+//! `--all-devices`, one copy of the model per device of the target, all running at once.
 
 use std::time::{Duration, Instant};
 
@@ -28,6 +29,10 @@ pub struct Args {
     /// Print the ten op kinds that take the most time (CPU target).
     #[arg(long)]
     profile: bool,
+    /// Run one copy of the model on every device of the target at once (edgetpu: every Edge TPU libedgetpu
+    /// sees; cloud-tpu: every PJRT device) and report each device and the total throughput.
+    #[arg(long, conflicts_with_all = ["profile", "device"])]
+    all_devices: bool,
     /// Print a JSON document instead of text.
     #[arg(long)]
     json: bool,
@@ -47,7 +52,10 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         return Err(super::UsageError("--iterations must be at least 1".into()).into());
     }
     let given = super::read_inputs(&a.inputs)?;
-    let model = super::load_for_inputs(&a.model, &given)?;
+    let mut cfg = a.target.config();
+    cfg.model_file = Some(a.model.model.clone());
+    let target = tpu_sdk::targets::by_name_with(&a.target.target, &cfg)?;
+    let model = super::load_for_target(&a.model, &given, target.as_ref())?;
     let g = model.graph();
     let inputs: Vec<Tensor> = if given.is_empty() {
         g.inputs.iter().enumerate().map(|(k, &i)| super::random_tensor(g.value(i).dtype, &g.value(i).shape, k as u64 + 1)).collect()
@@ -55,6 +63,9 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         super::order_inputs(&model, given)?
     };
     let batch = g.inputs.first().and_then(|&i| g.value(i).shape.first().copied()).unwrap_or(1).max(1);
+    if a.all_devices {
+        return all_devices(&a, target.as_ref(), &cfg, &model, &inputs, batch);
+    }
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
     let times = if a.profile && a.target.target == "cpu" {
@@ -76,7 +87,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         profile_table.truncate(10);
         times
     } else {
-        let mut exe = a.target.build()?.prepare(model.graph().clone())?;
+        let mut exe = target.prepare(model.graph().clone())?;
         time_runs(&a, &mut |x: &[Tensor], _| exe.run(x).map(drop), &inputs)?
     };
     report(&a, &times, batch, threads, &profile_table)
@@ -84,15 +95,37 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
 
 type RunFn<'a> = dyn FnMut(&[Tensor], bool) -> tpu_sdk::Result<()> + 'a;
 
-fn time_runs(a: &Args, run: &mut RunFn, inputs: &[Tensor]) -> Result<Vec<Duration>> {
-    let total = (a.warmup + a.iterations) as u64;
+fn progress_bar(a: &Args, total: u64) -> ProgressBar {
     let bar = if a.json { ProgressBar::hidden() } else { ProgressBar::new(total) };
     bar.set_style(ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed}").expect("valid template").progress_chars("=> "));
     bar.set_prefix("bench");
+    bar
+}
+
+fn time_runs(a: &Args, run: &mut RunFn, inputs: &[Tensor]) -> Result<Vec<Duration>> {
+    let bar = progress_bar(a, (a.warmup + a.iterations) as u64);
+    let times = timed_loop(a, run, inputs, &bar, None)?.0;
+    bar.finish_and_clear();
+    Ok(times)
+}
+
+/// Warm-up runs, then the timed ones (after `start`, when given, lets every device through at once); returns
+/// the times and when the timed runs began and ended.
+fn timed_loop(
+    a: &Args,
+    run: &mut RunFn,
+    inputs: &[Tensor],
+    bar: &ProgressBar,
+    start: Option<&std::sync::Barrier>,
+) -> Result<(Vec<Duration>, Instant, Instant)> {
     for _ in 0..a.warmup {
         run(inputs, false)?;
         bar.inc(1);
     }
+    if let Some(b) = start {
+        b.wait();
+    }
+    let began = Instant::now();
     let mut times = Vec::with_capacity(a.iterations);
     for _ in 0..a.iterations {
         let t0 = Instant::now();
@@ -100,18 +133,128 @@ fn time_runs(a: &Args, run: &mut RunFn, inputs: &[Tensor]) -> Result<Vec<Duratio
         times.push(t0.elapsed());
         bar.inc(1);
     }
+    Ok((times, began, Instant::now()))
+}
+
+/// `--all-devices`: prepares one copy of the model per device, runs them all at once (one thread each) and
+/// reports each device's latency and the combined throughput.
+fn all_devices(
+    a: &Args,
+    target: &dyn tpu_sdk::Target,
+    cfg: &tpu_sdk::targets::TargetConfig,
+    model: &tpu_sdk::Model,
+    inputs: &[Tensor],
+    batch: usize,
+) -> Result<()> {
+    let ids = target.runnable_devices()?;
+    if ids.is_empty() {
+        return Err(tpu_sdk::Error::Device(format!(
+            "--all-devices: no {} device to run on (see `tpu-sdk devices --target {}`)",
+            a.target.target, a.target.target
+        ))
+        .into());
+    }
+    let mut exes = Vec::with_capacity(ids.len());
+    for id in &ids {
+        let mut c = cfg.clone();
+        c.device = Some(id.clone());
+        let t = tpu_sdk::targets::by_name_with(&a.target.target, &c)?;
+        exes.push(t.prepare(model.graph().clone()).map_err(|e| anyhow::Error::new(e).context(format!("device {id}")))?);
+    }
+    let bar = progress_bar(a, ((a.warmup + a.iterations) * ids.len()) as u64);
+    let start = std::sync::Barrier::new(ids.len());
+    let results: Vec<Result<(Vec<Duration>, Instant, Instant)>> = std::thread::scope(|s| {
+        let handles: Vec<_> = exes
+            .into_iter()
+            .map(|mut exe| {
+                let (bar, start) = (&bar, &start);
+                s.spawn(move || timed_loop(a, &mut |x: &[Tensor], _| exe.run(x).map(drop), inputs, bar, Some(start)))
+            })
+            .collect();
+        handles.into_iter().map(|h| h.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a benchmark thread panicked")))).collect()
+    });
     bar.finish_and_clear();
-    Ok(times)
+    let mut per_device = Vec::with_capacity(ids.len());
+    for (id, r) in ids.iter().zip(results) {
+        let (times, began, ended) = r.map_err(|e| e.context(format!("device {id}")))?;
+        per_device.push((id.clone(), Stats::of(&times, batch), began, ended));
+    }
+    let began = per_device.iter().map(|d| d.2).min().expect("at least one device");
+    let ended = per_device.iter().map(|d| d.3).max().expect("at least one device");
+    let total = (batch * a.iterations * ids.len()) as f64 / (ended - began).as_secs_f64().max(1e-9);
+    if a.json {
+        let devices: Vec<_> = per_device
+            .iter()
+            .map(|(id, st, _, _)| json!({"device": id, "latency_ms": st.json(), "throughput_per_s": st.throughput}))
+            .collect();
+        let doc = json!({
+            "model": a.model.model.display().to_string(),
+            "target": a.target.target,
+            "all_devices": true,
+            "iterations": a.iterations,
+            "warmup": a.warmup,
+            "batch": batch,
+            "devices": devices,
+            "throughput_per_s": total,
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+        return Ok(());
+    }
+    println!(
+        "{} on {} devices of {} at once (batch {batch}, {} runs each after {} warm-up)",
+        a.model.model.display(),
+        ids.len(),
+        a.target.target,
+        a.iterations,
+        a.warmup
+    );
+    for (id, st, _, _) in &per_device {
+        println!("  {id:<10} {}  throughput {:.1}/s", st.line(), st.throughput);
+    }
+    println!("total throughput: {total:.1} inferences/s");
+    Ok(())
+}
+
+/// Latency statistics of one series of runs.
+struct Stats {
+    min: Duration,
+    median: Duration,
+    p90: Duration,
+    mean: Duration,
+    max: Duration,
+    throughput: f64,
+}
+
+impl Stats {
+    fn of(times: &[Duration], batch: usize) -> Stats {
+        let mut sorted = times.to_vec();
+        sorted.sort();
+        let median = percentile(&sorted, 0.5);
+        Stats {
+            min: sorted.first().copied().unwrap_or_default(),
+            median,
+            p90: percentile(&sorted, 0.9),
+            mean: sorted.iter().sum::<Duration>() / sorted.len().max(1) as u32,
+            max: sorted.last().copied().unwrap_or_default(),
+            throughput: batch as f64 / median.as_secs_f64().max(1e-12),
+        }
+    }
+
+    fn json(&self) -> serde_json::Value {
+        json!({"min": ms(self.min), "median": ms(self.median), "p90": ms(self.p90), "mean": ms(self.mean), "max": ms(self.max)})
+    }
+
+    fn line(&self) -> String {
+        format!("latency ms: min {:.3}  median {:.3}  p90 {:.3}  mean {:.3}", ms(self.min), ms(self.median), ms(self.p90), ms(self.mean))
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
 }
 
 fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &[(String, Duration, usize)]) -> Result<()> {
-    let mut sorted = times.to_vec();
-    sorted.sort();
-    let ms = |d: Duration| d.as_secs_f64() * 1e3;
-    let mean = sorted.iter().sum::<Duration>() / sorted.len() as u32;
-    let median = percentile(&sorted, 0.5);
-    let p90 = percentile(&sorted, 0.9);
-    let throughput = batch as f64 / median.as_secs_f64();
+    let st = Stats::of(times, batch);
     if a.json {
         let doc = json!({
             "model": a.model.model.display().to_string(),
@@ -120,8 +263,8 @@ fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &
             "iterations": a.iterations,
             "warmup": a.warmup,
             "batch": batch,
-            "latency_ms": {"min": ms(sorted[0]), "median": ms(median), "p90": ms(p90), "mean": ms(mean), "max": ms(*sorted.last().expect("at least one run"))},
-            "throughput_per_s": throughput,
+            "latency_ms": st.json(),
+            "throughput_per_s": st.throughput,
             "profile": profile.iter().map(|(op, d, n)| json!({"op": op, "nodes": n, "ms_per_run": ms(*d)})).collect::<Vec<_>>(),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -135,14 +278,8 @@ fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &
         a.iterations,
         a.warmup
     );
-    println!(
-        "latency ms: min {:.3}  median {:.3}  p90 {:.3}  mean {:.3}",
-        ms(sorted[0]),
-        ms(median),
-        ms(p90),
-        ms(mean)
-    );
-    println!("throughput: {throughput:.1} inferences/s");
+    println!("{}", st.line());
+    println!("throughput: {:.1} inferences/s", st.throughput);
     if !profile.is_empty() {
         println!("time per run by op:");
         for (op, d, n) in profile {

@@ -85,12 +85,22 @@ pub struct TargetArgs {
     /// cloud-tpu: split the batch across N devices (data parallelism).
     #[arg(long, value_name = "N")]
     pub replicas: Option<usize>,
+    /// cloud-tpu: tensor parallelism: split a weight across devices, `WEIGHT=AXIS` (repeatable), `auto` (every
+    /// MatMul/Gemm weight on its output axis) and optionally `parts=N` (default: all devices).
+    #[arg(long, value_name = "SPEC")]
+    pub shard: Vec<String>,
 }
 
 impl TargetArgs {
     /// The settings these flags describe.
     pub fn config(&self) -> tpu_sdk::targets::TargetConfig {
-        tpu_sdk::targets::TargetConfig { plugin: self.plugin.clone(), device: self.device.clone(), replicas: self.replicas, ..Default::default() }
+        tpu_sdk::targets::TargetConfig {
+            plugin: self.plugin.clone(),
+            device: self.device.clone(),
+            replicas: self.replicas,
+            shard: self.shard.clone(),
+            ..Default::default()
+        }
     }
 
     /// The target, built with these settings.
@@ -185,6 +195,15 @@ fn onnx_input_names(path: &Path) -> Option<Vec<String>> {
     let g = m.graph?;
     let inits: std::collections::HashSet<&str> = g.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
     Some(g.input.iter().filter_map(|v| v.name.clone()).filter(|n| !inits.contains(n.as_str())).collect())
+}
+
+/// Loads the model for `target`: a file the target runs as it is (a compiled Edge TPU model) by its interface,
+/// anything else through the importers as [`load_for_inputs`] does.
+pub fn load_for_target(args: &ModelArgs, given: &[(Option<String>, Tensor)], target: &dyn tpu_sdk::Target) -> Result<Model> {
+    match target.interface_of(&args.model)? {
+        Some(interface) => Ok(Model::from_interface(interface, &args.model)),
+        None => load_for_inputs(args, given),
+    }
 }
 
 /// Loads the model with the shapes of the given input tensors, so that symbolic dims take the given sizes

@@ -45,7 +45,10 @@ pub struct Args {
 /// Runs `run`.
 pub fn main(a: Args) -> Result<()> {
     let given = super::read_inputs(&a.inputs)?;
-    let model = super::load_for_inputs(&a.model, &given)?;
+    let mut cfg = a.target.config();
+    cfg.model_file = Some(a.model.model.clone());
+    let target = tpu_sdk::targets::by_name_with(&a.target.target, &cfg)?;
+    let model = super::load_for_target(&a.model, &given, target.as_ref())?;
     let inputs: Vec<Tensor> = match &a.image {
         Some(path) => {
             let g = model.graph();
@@ -61,9 +64,7 @@ pub fn main(a: Args) -> Result<()> {
         }
         None => super::order_inputs(&model, given)?,
     };
-    let mut cfg = a.target.config();
-    cfg.model_file = Some(a.model.model.clone());
-    let mut exe = tpu_sdk::targets::by_name_with(&a.target.target, &cfg)?.prepare(model.graph().clone())?;
+    let mut exe = target.prepare(model.graph().clone())?;
     let t0 = Instant::now();
     let outputs = exe.run(&inputs)?;
     let latency = t0.elapsed();

@@ -188,7 +188,7 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
                 "cache",
                 format!(
                     "{{\"outcome\": {}, \"seconds\": {}, \"compile_seconds\": {}, \"speedup\": {}}}",
-                    json_str(if c.outcome == crate::cache::CacheOutcome::Hit { "hit" } else { "miss" }),
+                    json_str(c.outcome.name()),
                     c.seconds,
                     c.compile_seconds.map_or("null".into(), |s| s.to_string()),
                     c.speedup().map_or("null".into(), |s| format!("{s:.1}"))

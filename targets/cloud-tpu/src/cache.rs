@@ -14,11 +14,16 @@
 //!   taken over.
 //! - **Size limit**: after each store the least recently used entries (by modification time, which a hit
 //!   refreshes) are removed until the folder holds at most [`CompileCache::max_bytes`].
+//! - **In memory**: in front of the folder, the last [`MEMORY_ENTRIES`] executables this process compiled or
+//!   loaded stay loaded, keyed by (folder, key, client): compiling the same program again in one process (a
+//!   second model instance, a server re-preparing a model) costs one hash of the program and no plugin call
+//!   ([`CacheOutcome::MemoryHit`]). Memory hits are not counted in the folder's statistics.
 //! - **Statistics** (`stats`): hits, misses, corrupt entries, evictions, and the total time spent compiling
 //!   (misses) and loading (hits), from which `tpu-sdk cache stats` prints the measured hit speedup.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::{Duration, Instant, SystemTime};
 
 use sha2::{Digest, Sha256};
@@ -32,6 +37,8 @@ const MAGIC: &[u8; 8] = b"TPUSDKX1";
 const HEADER: usize = 8 + 32 + 8;
 /// A lock file older than this is considered abandoned (a compilation never takes this long).
 pub const STALE_LOCK_SECS: u64 = 1800;
+/// How many executables the in-memory layer keeps loaded per process (least recently used ones are dropped).
+pub const MEMORY_ENTRIES: usize = 32;
 /// Default size limit (bytes) when `$TPU_SDK_COMPILE_CACHE_MAX_MB` is not set: 2 GiB.
 pub const DEFAULT_MAX_BYTES: u64 = 2 << 30;
 
@@ -45,10 +52,23 @@ pub struct CompileCache {
 /// Whether [`CompileCache::compile`] compiled or loaded.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CacheOutcome {
-    /// Loaded from the cache.
+    /// Loaded from the cache folder.
     Hit,
+    /// Already loaded in this process (the in-memory layer): nothing was read or compiled.
+    MemoryHit,
     /// Compiled (and stored).
     Miss,
+}
+
+impl CacheOutcome {
+    /// `hit`, `memory-hit` or `miss` (JSON output).
+    pub fn name(self) -> &'static str {
+        match self {
+            CacheOutcome::Hit => "hit",
+            CacheOutcome::MemoryHit => "memory-hit",
+            CacheOutcome::Miss => "miss",
+        }
+    }
 }
 
 /// What one cache lookup did, with its timings.
@@ -72,7 +92,7 @@ impl CacheReport {
     /// Compile time divided by load time, on a hit.
     pub fn speedup(&self) -> Option<f64> {
         match (self.outcome, self.compile_seconds) {
-            (CacheOutcome::Hit, Some(c)) if self.seconds > 0.0 => Some(c / self.seconds),
+            (CacheOutcome::Hit | CacheOutcome::MemoryHit, Some(c)) if self.seconds > 0.0 => Some(c / self.seconds),
             _ => None,
         }
     }
@@ -88,6 +108,11 @@ impl CacheReport {
                 ),
                 _ => format!("compile cache hit: loaded in {:.1} ms", self.seconds * 1e3),
             },
+            CacheOutcome::MemoryHit => format!(
+                "compile cache hit in memory: reused in {:.3} ms{}",
+                self.seconds * 1e3,
+                self.compile_seconds.map(|c| format!(" (compiling took {:.1} ms)", c * 1e3)).unwrap_or_default()
+            ),
             CacheOutcome::Miss => format!(
                 "compile cache miss: compiled in {:.1} ms and stored{}{}",
                 self.seconds * 1e3,
@@ -243,13 +268,32 @@ impl CompileCache {
         options: &CompileOptions,
     ) -> Result<(LoadedExecutable, CacheReport)> {
         let key = Self::key(plugin, client, mlir, options)?;
+        let t0 = Instant::now();
+        if let Some((exe, compile_seconds)) = memory_get(&self.dir, &key, client.id()) {
+            let report = CacheReport {
+                outcome: CacheOutcome::MemoryHit,
+                key,
+                seconds: t0.elapsed().as_secs_f64(),
+                compile_seconds,
+                recovered_corrupt: false,
+                evicted: 0,
+            };
+            return Ok((exe, report));
+        }
         let load = |bytes: &[u8]| client.load_serialized(bytes).ok();
         let compile = || {
             let exe = client.compile(mlir, options)?;
             let bytes = exe.serialize().ok();
             Ok((exe, bytes))
         };
-        self.get_or_compile(&key, load, compile)
+        let (exe, report) = self.get_or_compile(&key, load, compile)?;
+        memory_put(&self.dir, &key, client.id(), &exe, report.compile_seconds);
+        Ok((exe, report))
+    }
+
+    /// Drops this folder's executables from the in-memory layer (the next lookup reads the folder).
+    pub fn forget_in_memory(&self) {
+        memory().lock().unwrap_or_else(|p| p.into_inner()).entries.retain(|e| e.dir != self.dir);
     }
 
     /// The cache protocol, independent of what is cached: `load` turns a verified payload into a value (`None`:
@@ -410,6 +454,7 @@ impl CompileCache {
 
     /// Removes every entry, lock and the counters; returns (entries removed, bytes freed).
     pub fn clear(&self) -> std::io::Result<(usize, u64)> {
+        self.forget_in_memory();
         let entries = self.entries();
         let mut freed = (0, 0);
         for (p, size, _) in entries {
@@ -451,6 +496,53 @@ impl CompileCache {
         let _ = write_atomically(&path, text.as_bytes());
         drop(lock);
     }
+}
+
+/// One executable of the in-memory layer.
+struct MemoryEntry {
+    dir: PathBuf,
+    key: String,
+    client: usize,
+    exe: LoadedExecutable,
+    compile_seconds: Option<f64>,
+    last_use: u64,
+}
+
+/// The in-memory layer: entries and a use counter (for least-recently-used order).
+#[derive(Default)]
+struct Memory {
+    entries: Vec<MemoryEntry>,
+    clock: u64,
+}
+
+fn memory() -> &'static Mutex<Memory> {
+    static MEMORY: OnceLock<Mutex<Memory>> = OnceLock::new();
+    MEMORY.get_or_init(Mutex::default)
+}
+
+/// The executable kept for (dir, key, client), with the time its compilation took.
+fn memory_get(dir: &Path, key: &str, client: usize) -> Option<(LoadedExecutable, Option<f64>)> {
+    let mut m = memory().lock().unwrap_or_else(|p| p.into_inner());
+    m.clock += 1;
+    let now = m.clock;
+    let e = m.entries.iter_mut().find(|e| e.client == client && e.key == key && e.dir == dir)?;
+    e.last_use = now;
+    Some((e.exe.clone(), e.compile_seconds))
+}
+
+/// Keeps `exe` for (dir, key, client), dropping the least recently used entry beyond [`MEMORY_ENTRIES`].
+/// An entry holds its client alive, so a client id is never reused while an entry names it.
+fn memory_put(dir: &Path, key: &str, client: usize, exe: &LoadedExecutable, compile_seconds: Option<f64>) {
+    let mut m = memory().lock().unwrap_or_else(|p| p.into_inner());
+    m.clock += 1;
+    let last_use = m.clock;
+    m.entries.retain(|e| !(e.client == client && e.key == key && e.dir == dir));
+    if m.entries.len() >= MEMORY_ENTRIES {
+        if let Some(oldest) = m.entries.iter().enumerate().min_by_key(|(_, e)| e.last_use).map(|(i, _)| i) {
+            m.entries.swap_remove(oldest);
+        }
+    }
+    m.entries.push(MemoryEntry { dir: dir.to_path_buf(), key: key.to_string(), client, exe: exe.clone(), compile_seconds, last_use });
 }
 
 /// (compile seconds, payload) of a well-formed entry whose checksum matches.

@@ -4,7 +4,7 @@
 mod common;
 
 use common::{assert_close, rand_f32};
-use tpu_sdk_cloud_tpu::cache::CacheOutcome;
+use tpu_sdk_cloud_tpu::cache::{CacheOutcome, CompileCache};
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::ir::*;
 use tpu_sdk_core::target::{CompileOptions, Target};
@@ -81,9 +81,16 @@ fn the_compilation_cache_stores_then_loads_executables() {
     let x = rand_f32(&[2, 48], 20);
     let first = t.compile_graph(mlp(2).0).unwrap();
     assert_eq!(first.cache_outcome(), Some(CacheOutcome::Miss));
+    // In the same process the executable is still loaded: no plugin call at all.
     let second = t.compile_graph(mlp(2).0).unwrap();
-    assert_eq!(second.cache_outcome(), Some(CacheOutcome::Hit));
-    assert_eq!(first.execute(std::slice::from_ref(&x)).unwrap(), second.execute(&[x]).unwrap());
+    assert_eq!(second.cache_outcome(), Some(CacheOutcome::MemoryHit));
+    eprintln!("{}", second.cache_report().unwrap().describe());
+    // Without the in-memory layer it is read from the folder.
+    CompileCache::new(&dir).forget_in_memory();
+    let from_disk = t.compile_graph(mlp(2).0).unwrap();
+    assert_eq!(from_disk.cache_outcome(), Some(CacheOutcome::Hit));
+    assert_eq!(first.execute(std::slice::from_ref(&x)).unwrap(), second.execute(std::slice::from_ref(&x)).unwrap());
+    assert_eq!(first.execute(std::slice::from_ref(&x)).unwrap(), from_disk.execute(&[x]).unwrap());
     // A different program is a different entry.
     let third = t.compile_graph(mlp(4).0).unwrap();
     assert_eq!(third.cache_outcome(), Some(CacheOutcome::Miss));
@@ -92,7 +99,9 @@ fn the_compilation_cache_stores_then_loads_executables() {
     for e in entries(&dir) {
         std::fs::write(e, b"garbage").unwrap();
     }
+    CompileCache::new(&dir).forget_in_memory();
     assert_eq!(t.compile_graph(mlp(2).0).unwrap().cache_outcome(), Some(CacheOutcome::Miss));
+    CompileCache::new(&dir).forget_in_memory();
     assert_eq!(t.compile_graph(mlp(2).0).unwrap().cache_outcome(), Some(CacheOutcome::Hit));
     let _ = std::fs::remove_dir_all(&dir);
 }

@@ -1,7 +1,7 @@
 //! The `edgetpu` target: [`Target`] for Coral Edge TPUs. `compile` quantizes and exports (see
 //! [`crate::compile`]); `devices` lists Coral devices; `prepare` runs on one.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use tpu_sdk_core::ir::Graph;
 use tpu_sdk_core::target::{CompileOptions, CompileOutput, DeviceInfo, Executable, Target};
@@ -30,6 +30,25 @@ impl Target for EdgeTpuTarget {
 
     fn devices(&self) -> Result<Vec<DeviceInfo>> {
         crate::devices::list()
+    }
+
+    /// The devices libedgetpu can open (`usb:N`, `pci:N` as `--device` names them): the runtime's own list,
+    /// which is what running needs (it loads the USB firmware of boot-mode devices itself).
+    fn runnable_devices(&self) -> Result<Vec<String>> {
+        let libs = crate::runtime::Libraries::from_env()?;
+        Ok(crate::runtime::device_names(&libs.edgetpu.list_devices()))
+    }
+
+    /// A compiled Edge TPU model (`edgetpu-custom-op` inside) runs as it is: its interface is read from the file.
+    fn interface_of(&self, model_file: &Path) -> Result<Option<Graph>> {
+        if !model_file.extension().is_some_and(|e| e.eq_ignore_ascii_case("tflite")) {
+            return Ok(None);
+        }
+        let bytes = std::fs::read(model_file).map_err(|e| tpu_sdk_core::Error::Io { path: model_file.display().to_string(), source: e })?;
+        if !crate::runtime::is_compiled_for_edgetpu(&bytes)? {
+            return Ok(None);
+        }
+        crate::runtime::signature(&bytes).map(Some)
     }
 
     fn compile(&self, graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {

@@ -3,71 +3,15 @@
 //! options, device selection and the error paths. No real Edge TPU or libedgetpu is involved: what these
 //! tests cannot show (a real delegate running a real model) is listed in targets/edgetpu/README.md.
 
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod common;
 
-use tpu_sdk_core::import::tflite::builder::{BufferT, ModelT, OperatorCodeT, OperatorT, SubGraphT, TensorT};
+use common::{model, Stubs};
 use tpu_sdk_core::ir::Tensor;
 use tpu_sdk_core::Error;
 use tpu_sdk_edgetpu::runtime::{self, Interpreter, Libraries};
 
-struct Stubs {
-    dir: tempfile::TempDir,
-    tflite: PathBuf,
-    edgetpu: PathBuf,
-}
-
-impl Stubs {
-    fn log(&self) -> Vec<String> {
-        std::fs::read_to_string(self.dir.path().join("calls.log")).unwrap_or_default().lines().map(String::from).collect()
-    }
-}
-
-/// Compiles both stubs with `defines` into a fresh folder; `None` (said visibly) without a C compiler.
 fn stubs(defines: &[&str]) -> Option<Stubs> {
-    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
-    if Command::new(&cc).arg("--version").output().is_err() {
-        eprintln!("SKIPPED: no C compiler ({cc}) to build the stub libraries");
-        return None;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let src = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/stubs");
-    let log = dir.path().join("calls.log");
-    let build = |c: &str, out: &Path| {
-        let o = Command::new(&cc)
-            .args(["-shared", "-fPIC", "-O1", "-o"])
-            .arg(out)
-            .arg(src.join(c))
-            .arg(format!("-DLOG_PATH=\"{}\"", log.display()))
-            .args(defines.iter().map(|d| format!("-D{d}")))
-            .output()
-            .unwrap();
-        assert!(o.status.success(), "cc {c}: {}", String::from_utf8_lossy(&o.stderr));
-    };
-    let tflite = dir.path().join("libtensorflowlite_c.so");
-    let edgetpu = dir.path().join("libedgetpu.so.1");
-    build("tflite_stub.c", &tflite);
-    build("edgetpu_stub.c", &edgetpu);
-    Some(Stubs { dir, tflite, edgetpu })
-}
-
-/// A `.tflite` whose one op is `custom_code` (int8 [1, 8] in and out), as edgetpu_compiler writes them.
-fn model(custom_code: &str) -> Vec<u8> {
-    let t = |name: &str| TensorT { shape: vec![1, 8], type_: 9, buffer: 0, name: name.into(), ..Default::default() };
-    ModelT {
-        version: 3,
-        operator_codes: vec![OperatorCodeT { builtin_code: 32, custom_code: Some(custom_code.into()), version: 1 }],
-        subgraphs: vec![SubGraphT {
-            tensors: vec![t("input"), t("output")],
-            inputs: vec![0],
-            outputs: vec![1],
-            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], custom_options: Some(vec![1, 2, 3]), ..Default::default() }],
-            name: Some("main".into()),
-        }],
-        buffers: vec![BufferT::default()],
-        ..Default::default()
-    }
-    .to_bytes()
+    Stubs::build(defines)
 }
 
 fn opts(v: &[(&str, &str)]) -> Vec<(String, String)> {
@@ -93,6 +37,8 @@ fn signature_of_a_compiled_model() {
     let (i, o) = (g.value(g.inputs[0]), g.value(g.outputs[0]));
     assert_eq!((i.name.as_str(), i.dtype, i.shape.clone()), ("input", tpu_sdk_core::ir::DType::I8, vec![1, 8]));
     assert_eq!(o.name, "output");
+    let q = i.quant.as_ref().expect("the input's quantization");
+    assert_eq!((q.scale.clone(), q.zero_point.clone()), (vec![0.5], vec![-3]));
     assert!(g.nodes.is_empty());
 }
 

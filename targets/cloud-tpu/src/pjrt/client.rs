@@ -90,6 +90,11 @@ impl Device {
 }
 
 impl Client {
+    /// An identity of this client, equal for its clones and distinct from every other live client.
+    pub(crate) fn id(&self) -> usize {
+        Arc::as_ptr(&self.h) as usize
+    }
+
     pub(crate) fn new(h: Arc<ClientHandle>) -> Client {
         Client { h }
     }

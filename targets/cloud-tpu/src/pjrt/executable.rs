@@ -1,13 +1,17 @@
 //! Compiled, loaded executables.
 
+use std::sync::Arc;
+
 use super::buffer::Buffer;
 use super::client::Device;
 use super::ffi::LoadedExecutableHandle;
 use crate::error::Result;
 
-/// A program compiled and loaded on a client's devices.
+/// A program compiled and loaded on a client's devices. Clones share the one PJRT executable (it is destroyed
+/// with the last clone); PJRT allows concurrent executions of one executable.
+#[derive(Clone)]
 pub struct LoadedExecutable {
-    h: LoadedExecutableHandle,
+    h: Arc<LoadedExecutableHandle>,
 }
 
 impl std::fmt::Debug for LoadedExecutable {
@@ -18,7 +22,7 @@ impl std::fmt::Debug for LoadedExecutable {
 
 impl LoadedExecutable {
     pub(crate) fn new(h: LoadedExecutableHandle) -> LoadedExecutable {
-        LoadedExecutable { h }
+        LoadedExecutable { h: Arc::new(h) }
     }
 
     /// Number of outputs per device.

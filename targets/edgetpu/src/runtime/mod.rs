@@ -119,7 +119,16 @@ pub fn signature(bytes: &[u8]) -> Result<Graph> {
         let name = t.name().unwrap_or("").to_string();
         let d = dtype_of(t.type_()).ok_or_else(|| Error::Unsupported(format!("tensor '{name}' has TFLite type {}", t.type_())))?;
         let shape = t.shape().map(|s| s.iter().map(|x| x.max(0) as usize).collect()).unwrap_or_default();
-        Ok(g.add_value(name, d, shape))
+        let v = g.add_value(name, d, shape);
+        // Per-tensor parameters of quantized inputs/outputs: `run --image` quantizes with them.
+        if let Some(q) = t.quantization() {
+            let (scale, zero_point) = (schema::to_vec(q.scale()), schema::to_vec(q.zero_point()));
+            if scale.len() == 1 {
+                let zero_point = if zero_point.len() == 1 { zero_point } else { vec![0] };
+                g.value_mut(v).quant = Some(tpu_sdk_core::ir::QuantParams { scale, zero_point, axis: None });
+            }
+        }
+        Ok(v)
     };
     for k in sg.inputs().map(|v| v.iter().collect::<Vec<i32>>()).unwrap_or_default() {
         let v = add(&mut g, k)?;
@@ -130,6 +139,19 @@ pub fn signature(bytes: &[u8]) -> Result<Graph> {
         g.outputs.push(v);
     }
     Ok(g)
+}
+
+/// How `--device` names each of libedgetpu's devices: `usb:N` / `pci:N`, numbered per kind in list order.
+pub fn device_names(devices: &[edgetpu_ffi::Device]) -> Vec<String> {
+    let (mut u, mut p) = (0, 0);
+    devices
+        .iter()
+        .map(|d| {
+            let (kind, c) = if d.kind == DeviceType::Usb { ("usb", &mut u) } else { ("pci", &mut p) };
+            *c += 1;
+            format!("{kind}:{}", *c - 1)
+        })
+        .collect()
 }
 
 /// Finds `device` (`usb:N`, `pci:N`; `None`: the first) among libedgetpu's devices.
@@ -151,17 +173,7 @@ pub fn select_device(devices: &[edgetpu_ffi::Device], device: Option<&str>) -> R
             n.parse::<usize>().ok().map(|n| (kind, n))
         })
         .ok_or_else(|| Error::Device(format!("--device '{want}': Edge TPUs are named usb:N or pci:N (see `tpu-sdk devices --target edgetpu`)")))?;
-    let found: Vec<String> = {
-        let (mut u, mut p) = (0, 0);
-        devices
-            .iter()
-            .map(|d| {
-                let c = if d.kind == DeviceType::Usb { &mut u } else { &mut p };
-                *c += 1;
-                format!("{}:{} ({})", if d.kind == DeviceType::Usb { "usb" } else { "pci" }, *c - 1, d.path)
-            })
-            .collect()
-    };
+    let found: Vec<String> = device_names(devices).iter().zip(devices).map(|(n, d)| format!("{n} ({})", d.path)).collect();
     devices
         .iter()
         .filter(|d| d.kind == kind)
