@@ -75,9 +75,13 @@ impl Model {
                 };
                 tpu_sdk_core::import::onnx::load(path, &io)?
             }
+            "tflite" => {
+                let io = tpu_sdk_core::import::tflite::ImportOptions { input_shapes: opts.input_shapes.clone() };
+                tpu_sdk_core::import::tflite::load(path, &io)?
+            }
             other => {
                 return Err(Error::Unsupported(format!(
-                    "model format '.{other}' of {} (supported: .onnx)",
+                    "model format '.{other}' of {} (supported: .onnx, .tflite)",
                     path.display()
                 )))
             }

@@ -1,7 +1,7 @@
 //! # tpu-sdk-core
 //!
 //! The target-agnostic centre of tpu-sdk: the typed dataflow [`ir`], model importers ([`import`]),
-//! optimisation [`passes`], `.npy` I/O ([`npy`]) and the reference CPU [`runtime`], which is the default
+//! optimisation [`passes`], int8 [`quant`]ization, `.npy` I/O ([`npy`]) and the reference CPU [`runtime`], which is the default
 //! target and the numerical oracle for every other target. Targets implement [`target::Target`].
 #![warn(missing_docs)]
 
@@ -10,6 +10,7 @@ pub mod import;
 pub mod ir;
 pub mod npy;
 pub mod passes;
+pub mod quant;
 pub mod runtime;
 pub mod target;
 

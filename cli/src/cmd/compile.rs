@@ -72,6 +72,9 @@ pub struct Args {
 
 /// Runs `compile`.
 pub fn main(a: Args) -> Result<()> {
+    if let Some(m) = &a.calibration_method {
+        tpu_sdk::core::quant::RangeMethod::parse(m).map_err(|e| UsageError(format!("--calibration-method: {e}")))?;
+    }
     let model = a.model.load()?;
     let target = tpu_sdk::targets::by_name(&a.target)?;
     let g = model.graph();

@@ -1,36 +1,125 @@
 //! Reading sample sets (calibration and evaluation data) for `compile`: each sample is one full set of graph
-//! inputs.
+//! inputs, in graph input order.
+//!
+//! Accepted forms:
+//! * a `.npy` file holding N samples stacked on the first axis (single-input models): shape `[N, ...input]`,
+//!   or exactly the input shape when the input's first (batch) dimension is N·b;
+//! * a folder of `.npy` files, one sample each (single-input models), taken in name order;
+//! * a folder of sub-folders, one per sample, each holding `<input name>.npy` for every input (multi-input
+//!   models);
+//! * a folder of images (`.png`, `.jpg`, `.jpeg`, `.bmp`, `.webp`), preprocessed exactly as `run --image`.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use tpu_sdk::{Graph, Tensor};
+use tpu_sdk::{DType, Graph, Tensor};
 
-use super::image_input::ImageArgs;
+use super::image_input::{self, ImageArgs};
 use super::UsageError;
 
-/// Loads samples for `graph` from `path`: a .npy holding N samples on its first axis (single-input models).
+const IMAGE_EXTS: &[&str] = &["png", "jpg", "jpeg", "bmp", "webp", "gif", "tif", "tiff"];
+
+fn ext(p: &Path) -> String {
+    p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default()
+}
+
+/// Loads samples for `graph` from `path` (see the module docs).
 pub fn load(path: &Path, graph: &Graph, image: &ImageArgs) -> Result<Vec<Vec<Tensor>>> {
-    let _ = image;
+    let names: Vec<String> = graph.inputs.iter().map(|&i| graph.value(i).name.clone()).collect();
+    if path.is_dir() {
+        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect();
+        entries.sort();
+        let dirs: Vec<&PathBuf> = entries.iter().filter(|p| p.is_dir()).collect();
+        let npys: Vec<&PathBuf> = entries.iter().filter(|p| p.is_file() && ext(p) == "npy").collect();
+        let images: Vec<&PathBuf> = entries.iter().filter(|p| p.is_file() && IMAGE_EXTS.contains(&ext(p).as_str())).collect();
+        if !dirs.is_empty() && npys.is_empty() && images.is_empty() {
+            return dirs.iter().map(|d| load_named(d, graph, &names)).collect();
+        }
+        if graph.inputs.len() != 1 {
+            return Err(UsageError(format!(
+                "{}: this model has {} inputs ({}); give one sub-folder per sample holding {}",
+                path.display(),
+                names.len(),
+                names.join(", "),
+                names.iter().map(|n| format!("{n}.npy")).collect::<Vec<_>>().join(", ")
+            ))
+            .into());
+        }
+        let v = graph.value(graph.inputs[0]);
+        if !npys.is_empty() {
+            return npys.iter().map(|p| Ok(vec![one_sample(&tpu_sdk::core::npy::read(p)?, &v.shape, &v.name, p)?])).collect();
+        }
+        if !images.is_empty() {
+            return images.iter().map(|p| Ok(vec![image_input::load(p, v.dtype, &v.shape, image)?])).collect();
+        }
+        return Err(UsageError(format!("{}: no .npy files, images or sample folders in it", path.display())).into());
+    }
     if graph.inputs.len() != 1 {
-        return Err(UsageError(format!("samples for a model with {} inputs are not supported yet", graph.inputs.len())).into());
+        return Err(UsageError(format!(
+            "{}: a single .npy holds samples for one input, but this model has {} ({}); give a folder with one sub-folder per sample holding <input name>.npy",
+            path.display(),
+            names.len(),
+            names.join(", ")
+        ))
+        .into());
+    }
+    if IMAGE_EXTS.contains(&ext(path).as_str()) {
+        let v = graph.value(graph.inputs[0]);
+        return Ok(vec![vec![image_input::load(path, v.dtype, &v.shape, image)?]]);
     }
     let all = tpu_sdk::core::npy::read(path)?;
-    let want = &graph.value(graph.inputs[0]).shape;
+    let v = graph.value(graph.inputs[0]);
+    split(&all, &v.shape, &v.name, path)
+}
+
+/// One sample per sub-folder: `<input>.npy` for every input.
+fn load_named(dir: &Path, graph: &Graph, names: &[String]) -> Result<Vec<Tensor>> {
+    graph
+        .inputs
+        .iter()
+        .zip(names)
+        .map(|(&i, n)| {
+            let p = dir.join(format!("{n}.npy"));
+            if !p.is_file() {
+                return Err(UsageError(format!("{}: missing {n}.npy (each sample folder holds one .npy per input: {})", dir.display(), names.join(", "))).into());
+            }
+            one_sample(&tpu_sdk::core::npy::read(&p)?, &graph.value(i).shape, n, &p)
+        })
+        .collect()
+}
+
+/// A tensor that is exactly one sample of an input (a leading 1 may be missing or extra).
+fn one_sample(t: &Tensor, want: &[usize], name: &str, path: &Path) -> Result<Tensor> {
+    let n: usize = want.iter().product();
+    if t.len() != n {
+        return Err(tpu_sdk::Error::InputMismatch(format!("{}: shape {:?} is not one sample of input '{name}' {want:?}", path.display(), t.shape)).into());
+    }
+    Ok(as_f32(t, want))
+}
+
+/// N samples stacked on the first axis of `all`.
+fn split(all: &Tensor, want: &[usize], name: &str, path: &Path) -> Result<Vec<Vec<Tensor>>> {
     let per: usize = want.iter().product();
-    let total: usize = all.shape.iter().product();
-    let n = if per == 0 { 0 } else { total / per };
-    if n == 0 || n * per != total {
-        return Err(UsageError(format!("{}: shape {:?} is not N samples of the input shape {want:?}", path.display(), all.shape)).into());
+    let total = all.len();
+    // [N, ...input], or [N·b, ...] for an input with batch b.
+    let stacked = all.shape.len() == want.len() + 1 && all.shape[1..] == *want;
+    let batched = !want.is_empty() && all.shape.len() == want.len() && all.shape[1..] == want[1..] && want[0] > 0 && all.shape[0] % want[0] == 0;
+    if per == 0 || total == 0 || !(stacked || batched) {
+        return Err(tpu_sdk::Error::InputMismatch(format!(
+            "{}: shape {:?} is not N samples of input '{name}' {want:?}: expected [N, {}]",
+            path.display(),
+            all.shape,
+            want.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(", ")
+        ))
+        .into());
     }
     let v = all.to_f64_vec();
-    Ok((0..n)
-        .map(|i| {
-            let mut t = Tensor::zeros(tpu_sdk::DType::F32, want.clone());
-            for (d, s) in t.view_mut::<f32>().expect("f32 tensor").iter_mut().zip(&v[i * per..(i + 1) * per]) {
-                *d = *s as f32;
-            }
-            vec![t]
-        })
-        .collect())
+    Ok((0..total / per).map(|i| vec![Tensor::from_f32(want.to_vec(), v[i * per..(i + 1) * per].iter().map(|&x| x as f32).collect())]).collect())
+}
+
+fn as_f32(t: &Tensor, shape: &[usize]) -> Tensor {
+    if t.dtype() == DType::F32 {
+        return Tensor { shape: shape.to_vec(), data: t.data.clone() };
+    }
+    Tensor::from_f32(shape.to_vec(), t.to_f64_vec().iter().map(|&x| x as f32).collect())
 }

@@ -40,6 +40,7 @@ pub fn infer_node(g: &mut Graph, node: usize) -> Result<()> {
         }
     }
     let any_dynamic = n.inputs.iter().flatten().any(|v| g.values[v.0].dynamic);
+    let quantized = kernels::int8::is_quantized_node(g, node);
     let all_const = n.inputs.iter().flatten().all(|v| g.values[v.0].constant.is_some());
     let infos: Vec<Option<TypeInfo>> = n
         .inputs
@@ -53,7 +54,8 @@ pub fn infer_node(g: &mut Graph, node: usize) -> Result<()> {
         .collect();
 
     if any_dynamic {
-        let dtypes = match kernels::infer(&n.op, &infos) {
+        let inferred = if quantized { kernels::int8::infer(&n.op, &infos) } else { kernels::infer(&n.op, &infos) };
+        let dtypes = match inferred {
             Ok(out) => out.into_iter().map(|(d, _)| d).collect(),
             Err(_) => fallback_dtypes(&n.op, &infos, n.outputs.len()),
         };
@@ -88,8 +90,11 @@ pub fn infer_node(g: &mut Graph, node: usize) -> Result<()> {
         v.constant = Some(value);
         return Ok(());
     }
-    let inferred = kernels::infer(&n.op, &infos);
-    let foldable = all_const
+    // Quantized arithmetic runs integer kernels prepared by the session: it is inferred from the float rule on
+    // the shapes and never folded here.
+    let inferred = if quantized { kernels::int8::infer(&n.op, &infos) } else { kernels::infer(&n.op, &infos) };
+    let foldable = !quantized
+        && all_const
         && match &inferred {
             Ok(out) => out.iter().map(|(_, s)| s.iter().product::<usize>()).sum::<usize>() <= MAX_FOLD_ELEMENTS,
             Err(InferError::Dynamic) => true,

@@ -262,6 +262,16 @@ pub enum PadMode {
     Wrap,
 }
 
+/// Rounding of `QuantizeLinear` (float input).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum QuantRounding {
+    /// ONNX: `x / scale` in the input's type, rounded half to even.
+    #[default]
+    HalfToEven,
+    /// TFLite QUANTIZE: `x / scale` in f64, rounded half away from zero (`TfLiteRound`).
+    TfLite,
+}
+
 /// An operator with its typed attributes.
 ///
 /// Tensor-valued parameters that ONNX passes as inputs (Reshape's shape, Slice's starts, ...) stay inputs
@@ -550,11 +560,16 @@ pub enum Op {
         axis: i64,
     },
     /// Element-wise quantize. Inputs: x, scale, zero_point?.
+    ///
+    /// With an integer quantized input (a value with `quant`), it requantizes to the given scale and zero
+    /// point (TFLite's QUANTIZE int8 → int8; see `runtime::kernels::int8`).
     QuantizeLinear {
         /// axis for per-axis parameters
         axis: i64,
         /// output dtype when zero_point is absent
         to: DType,
+        /// how x / scale is computed and rounded
+        rounding: QuantRounding,
     },
 }
 

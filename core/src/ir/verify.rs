@@ -132,7 +132,8 @@ fn check_types(g: &Graph, idx: usize) -> Result<()> {
         .iter()
         .map(|i| i.map(|v| TypeInfo { dtype: g.values[v.0].dtype, shape: &g.values[v.0].shape, value: g.values[v.0].constant.as_ref() }))
         .collect();
-    match kernels::infer(&n.op, &infos) {
+    let inferred = if kernels::int8::is_quantized_node(g, idx) { kernels::int8::infer(&n.op, &infos) } else { kernels::infer(&n.op, &infos) };
+    match inferred {
         Ok(out) => {
             for (o, (d, s)) in n.outputs.iter().zip(out) {
                 let v = &g.values[o.0];

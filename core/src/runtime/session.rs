@@ -5,6 +5,10 @@
 //! to the pool and a later value of the same dtype reuses it (best fit by size). Buffers keep their capacity
 //! between runs, so after the first run a steady-state run allocates no tensor memory; only the returned
 //! output copies are new.
+//!
+//! Nodes that compute on quantized (int8) values get a prepared integer kernel here
+//! ([`kernels::int8::prepare`]: multipliers, re-laid weights and lookup tables built once), which runs
+//! instead of the float kernel.
 
 use std::time::{Duration, Instant};
 
@@ -27,6 +31,7 @@ enum Src {
 #[derive(Debug)]
 struct Step {
     node: usize,
+    int8: Option<Box<dyn kernels::int8::Int8Kernel>>,
     inputs: Vec<Option<Src>>,
     outputs: Vec<usize>,
 }
@@ -127,7 +132,11 @@ impl Session {
                     }
                 }
             }
-            steps.push(Step { node: n, inputs, outputs });
+            let int8 = kernels::int8::prepare(&graph, n).map_err(|m| match Error::node(node, n, m) {
+                Error::Node { node, op, msg } => Error::Unsupported(format!("node '{node}' ({op}): {msg}")),
+                other => other,
+            })?;
+            steps.push(Step { node: n, int8, inputs, outputs });
         }
         for o in &graph.outputs {
             if srcs[o.0].is_none() {
@@ -193,7 +202,10 @@ impl Session {
             outs_tmp.clear();
             outs_tmp.extend(step.outputs.iter().map(|&b| std::mem::take(&mut bufs[b])));
             let ins: Vec<Option<&Tensor>> = step.inputs.iter().map(|s| s.map(|s| resolve(graph, inputs, bufs, s))).collect();
-            let r = kernels::eval(&node.op, &ins, outs_tmp, scratch);
+            let r = match &step.int8 {
+                Some(k) => k.run(&ins, outs_tmp, scratch),
+                None => kernels::eval(&node.op, &ins, outs_tmp, scratch),
+            };
             drop(ins);
             for (&b, t) in step.outputs.iter().zip(outs_tmp.drain(..)) {
                 bufs[b] = t;

@@ -844,7 +844,7 @@ fn cumsum_onehot_hardmax_topk_lrn_gather_elements_and_quantization() {
     );
     cs.check(
         r#"helper.make_node("QuantizeLinear", ["i0", "i1", "i2"], ["o0"])"#,
-        Op::QuantizeLinear { axis: 1, to: DType::I8 },
+        Op::QuantizeLinear { axis: 1, to: DType::I8, rounding: Default::default() },
         vec![
             In::X(Tensor::from_f32(vec![6], vec![-3.0, -0.05, 0.05, 0.15, 1.0, 9.0])),
             In::C(Tensor::from_f32(vec![], vec![0.1])),

@@ -9,7 +9,11 @@
 //! exports with transposes only where the model itself reshapes a feature map. A 4-D graph input that
 //! feeds a layout-sensitive op becomes an NHWC input tensor; graph outputs keep the IR layout.
 //!
-//! The int8 path (quantized tensors, Edge TPU-ready models) comes with quantization in issue 3.
+//! Quantized graphs (from `tpu_sdk_core::quant`: I8 values with [`QuantParams`], I8 weights, I32 biases)
+//! export as int8 TFLite models: every tensor carries its quantization (per-axis parameters get the
+//! `quantized_dimension` of the TFLite layout: OHWI filters axis 0, 1HWC depthwise filters axis 3), ops get
+//! the versions TFLite gives their int8 kernels, `QuantizeLinear`/`DequantizeLinear` become
+//! `QUANTIZE`/`DEQUANTIZE`, and the model records its `min_runtime_version` as TFLite's converter does.
 
 use std::collections::HashMap;
 
@@ -18,7 +22,7 @@ use tpu_sdk_core::import::tflite::schema::{activation as act, builtin_operator a
 use tpu_sdk_core::import::tflite::{permute_tensor, tensor_type_of, tflite_padding};
 use tpu_sdk_core::ir::{
     Activation, AutoPad, BinaryOp, CoordTransform, DType, Graph, NearestMode, Op, PadMode, ReduceOp, ResizeMode, Tensor,
-    UnaryOp, ValueId,
+    QuantParams, UnaryOp, ValueId,
 };
 use tpu_sdk_core::{Error, Result};
 
@@ -77,6 +81,7 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
         let perm = if opts.nhwc_inputs && v.shape.len() == 4 && ex.wants_nhwc(i) { NHWC.to_vec() } else { ident(v.shape.len()) };
         let shape = permuted(&v.shape, &perm);
         let t = ex.tensor(&v.name, &shape, v.dtype)?;
+        ex.set_quant(t, i, &perm);
         ex.sg().inputs.push(t);
         ex.layouts.insert(i, (t, perm.clone()));
         inputs.push(ExportedInput { name: v.name.clone(), shape, perm });
@@ -103,6 +108,7 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
         subgraph_index: 0,
     };
     ex.m.signature_defs.push(sig);
+    ex.min_runtime_version();
     Ok(Exported { bytes: ex.m.to_bytes(), inputs })
 }
 
@@ -192,16 +198,19 @@ impl<'g> Ex<'g> {
         &self.m.subgraphs[0]
     }
 
+    /// Whether `v` feeds a layout-sensitive op, directly or through QUANTIZE/DEQUANTIZE (which export in
+    /// their input's layout: a float-I/O int8 model's image input is NHWC too).
     fn wants_nhwc(&self, v: ValueId) -> bool {
         self.g.nodes.iter().any(|n| {
             n.input(0) == Some(v)
-                && matches!(n.op, Op::Conv(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_))
+                && (matches!(n.op, Op::Conv(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_))
+                    || matches!(n.op, Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. }) && self.wants_nhwc(n.outputs[0]))
         })
     }
 
     fn tensor(&mut self, name: &str, shape: &[usize], dtype: DType) -> Result<i32> {
         if !matches!(dtype, DType::F32 | DType::I32 | DType::I64 | DType::Bool | DType::I8 | DType::U8) {
-            return Err(Error::Unsupported(format!("TFLite export of {dtype} tensor '{name}' (f32 graphs only)")));
+            return Err(Error::Unsupported(format!("TFLite export of {dtype} tensor '{name}' (f32 and int8 graphs only)")));
         }
         let t = TensorT { shape: i32s(shape.iter().copied()), type_: tensor_type_of(dtype), name: name.to_string(), ..Default::default() };
         self.sg().tensors.push(t);
@@ -233,6 +242,8 @@ impl<'g> Ex<'g> {
     }
 
     fn op(&mut self, code: i32, version: i32, ins: Vec<i32>, outs: Vec<i32>, opts: Option<OptionsT>) {
+        let int8 = ins.iter().chain(&outs).any(|&t| t >= 0 && self.sg_ref().tensors[t as usize].type_ == tensor_type_of(DType::I8));
+        let version = if int8 { int8_version(code, version) } else { version };
         let n = self.m.operator_codes.len() as u32;
         let e = self.codes.entry(code).or_insert((n, version));
         e.1 = e.1.max(version);
@@ -269,15 +280,27 @@ impl<'g> Ex<'g> {
         let name = if perm == ident(perm.len()).as_slice() { val.name.clone() } else { format!("{}/p{}", val.name, perm.iter().map(|p| p.to_string()).collect::<String>()) };
         let t = if let Some(c) = &val.constant {
             let pc = permute_tensor(c, perm);
-            self.constant(&name, &pc)?
+            let t = self.constant(&name, &pc)?;
+            self.set_quant(t, v, perm);
+            t
         } else {
             let (src, p) = self.layouts.get(&v).cloned().ok_or_else(|| Error::InvalidModel(format!("value '{}' is used before it is exported", val.name)))?;
             // tensor dim j = IR dim perm[j] = src dim inv(p)[perm[j]].
             let inv = inverse(&p);
             let r: Vec<usize> = perm.iter().map(|&d| inv[d]).collect();
             let t = self.tensor(&name, &permuted(&val.shape, perm), val.dtype)?;
-            let pt = self.const_i32(&format!("{name}/perm"), i32s(r))?;
-            self.op(bo::TRANSPOSE, 1, vec![src, pt], vec![t], None);
+            self.set_quant(t, v, perm);
+            // When only size-1 dims move ([N,1,1,C] ↔ [N,C,1,1]) the element order is unchanged: a RESHAPE
+            // does it, which every runtime (and the Edge TPU) handles, unlike TRANSPOSE.
+            let moved: Vec<usize> = r.iter().copied().filter(|&d| val.shape[p[d]] != 1).collect();
+            if moved.windows(2).all(|w| w[0] < w[1]) {
+                let shape = i32s(permuted(&val.shape, perm));
+                let st = self.const_i32(&format!("{name}/shape"), shape.clone())?;
+                self.op(bo::RESHAPE, 1, vec![src, st], vec![t], Some(OptionsT::reshape(shape)));
+            } else {
+                let pt = self.const_i32(&format!("{name}/perm"), i32s(r))?;
+                self.op(bo::TRANSPOSE, 1, vec![src, pt], vec![t], None);
+            }
             t
         };
         self.copies.insert((v, perm.to_vec()), t);
@@ -293,6 +316,7 @@ impl<'g> Ex<'g> {
     fn out(&mut self, v: ValueId, perm: Vec<usize>) -> Result<i32> {
         let val = self.g.value(v);
         let t = self.tensor(&val.name, &permuted(&val.shape, &perm), val.dtype)?;
+        self.set_quant(t, v, &perm);
         self.layouts.insert(v, (t, perm));
         Ok(t)
     }
@@ -302,14 +326,82 @@ impl<'g> Ex<'g> {
     fn broadcast_const(&mut self, v: ValueId, r: usize, perm: &[usize]) -> Result<i32> {
         let c = self.g.value(v).constant.clone().expect("constant");
         if c.len() == 1 || c.shape.len() > r {
-            return self.constant(&self.g.value(v).name.clone(), &c);
+            let t = self.constant(&self.g.value(v).name.clone(), &c)?;
+            self.set_quant(t, v, &ident(c.shape.len()));
+            return Ok(t);
         }
         let mut shape = vec![1; r - c.shape.len()];
         shape.extend_from_slice(&c.shape);
         let aligned = Tensor { shape, data: c.data.clone() };
         let pc = permute_tensor(&aligned, perm);
         let name = format!("{}/bcast", self.g.value(v).name);
-        self.constant(&name, &pc)
+        let t = self.constant(&name, &pc)?;
+        self.set_quant(t, v, perm);
+        Ok(t)
+    }
+
+    /// What remains of the clip `[min, max]` applied to IR value `y`: on an int8 value, a bound that maps to
+    /// (or beyond) the end of the int8 range is already applied by saturation, as TFLite's
+    /// `CalculateActivationRangeQuantized` would compute it, so no op is needed for it. A clip fused into an
+    /// int8 op (e.g. hard-sigmoid's `clip(x, 0, 1)`, whose output range is at most [0, 1]) usually vanishes.
+    fn clip_left(&self, y: ValueId, clip: Option<(f32, f32)>) -> Option<(f32, f32)> {
+        let (min, max) = clip?;
+        let v = self.g.value(y);
+        let Some(p) = v.quant.as_ref().filter(|p| v.dtype == DType::I8 && p.scale.len() == 1) else { return Some((min, max)) };
+        let q = |x: f32| p.zero_point[0] as f64 + (x as f64 / p.scale[0] as f64).round();
+        let min = if min.is_finite() && q(min) > -128.0 { min } else { f32::NEG_INFINITY };
+        let max = if max.is_finite() && q(max) < 127.0 { max } else { f32::INFINITY };
+        (min > f32::NEG_INFINITY || max < f32::INFINITY).then_some((min, max))
+    }
+
+    /// Sets tensor `t`'s quantization from IR value `v` (held in layout `perm`), if `v` is quantized.
+    fn set_quant(&mut self, t: i32, v: ValueId, perm: &[usize]) {
+        if let Some(q) = quantization(self.g.value(v).quant.as_ref(), perm) {
+            self.sg().tensors[t as usize].quantization = Some(q);
+        }
+    }
+
+    /// A new tensor with the type and quantization of tensor `like` and the given shape.
+    fn tensor_like(&mut self, name: &str, shape: &[usize], like: i32) -> Result<i32> {
+        let l = self.sg_ref().tensors[like as usize].clone();
+        let t = TensorT { shape: i32s(shape.iter().copied()), type_: l.type_, name: name.to_string(), quantization: l.quantization, ..Default::default() };
+        self.sg().tensors.push(t);
+        Ok(self.sg_ref().tensors.len() as i32 - 1)
+    }
+
+    /// A scalar clip bound for tensor `dst`: float, or int8 with `dst`'s parameters.
+    fn bound(&mut self, name: &str, x: f32, dst: i32) -> Result<i32> {
+        let d = self.sg_ref().tensors[dst as usize].clone();
+        match d.quantization {
+            Some(q) if d.type_ == tensor_type_of(DType::I8) => {
+                let (s, z) = (q.scale[0], q.zero_point[0]);
+                let v = ((x as f64 / s as f64).round() as i64 + z).clamp(-128, 127) as i8;
+                let t = self.constant(name, &Tensor::scalar(v))?;
+                self.sg().tensors[t as usize].quantization = Some(QuantizationT { scale: vec![s], zero_point: vec![z], ..Default::default() });
+                Ok(t)
+            }
+            _ => self.const_f32(name, vec![], vec![x]),
+        }
+    }
+
+    /// Adds the `min_runtime_version` metadata entry TFLite's converter writes: the highest runtime version
+    /// any (op, version) pair of the model needs, as a 16-byte zero-padded string.
+    fn min_runtime_version(&mut self) {
+        let mut best: Option<(Vec<u32>, &'static str)> = None;
+        for c in &self.m.operator_codes {
+            if let Some(v) = runtime_version(c.builtin_code, c.version) {
+                let key: Vec<u32> = v.split('.').map(|p| p.parse().unwrap_or(0)).collect();
+                if best.as_ref().is_none_or(|(b, _)| key > *b) {
+                    best = Some((key, v));
+                }
+            }
+        }
+        let Some((_, v)) = best else { return };
+        let mut data = v.as_bytes().to_vec();
+        data.resize(16, 0);
+        self.m.buffers.push(BufferT { data });
+        let buffer = self.m.buffers.len() as u32 - 1;
+        self.m.metadata.push(MetadataT { name: "min_runtime_version".into(), buffer });
     }
 
     fn unsupported(&self, what: impl std::fmt::Display) -> Error {
@@ -347,21 +439,26 @@ impl<'g> Ex<'g> {
                 let strides = if a.strides.is_empty() { vec![1, 1] } else { a.strides.clone() };
                 let dil = if a.dilations.is_empty() { vec![1, 1] } else { a.dilations.clone() };
                 let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [kh, kw], &strides, &dil, 0.0, &n.name)?;
-                let wt = permute_tensor(&wc, if depthwise { &[1, 2, 3, 0] } else { &[0, 2, 3, 1] });
+                let wperm: &[usize] = if depthwise { &[1, 2, 3, 0] } else { &[0, 2, 3, 1] };
+                let wt = permute_tensor(&wc, wperm);
                 let wname = format!("{}/filter", g.value(w).name);
                 let wi = self.constant(&wname, &wt)?;
+                self.set_quant(wi, w, wperm);
                 let bi = match n.input(2) {
                     Some(b) => {
                         let bc = g.value(b).constant.clone().ok_or_else(|| self.unsupported("non-constant bias"))?;
-                        self.constant(&g.value(b).name.clone(), &bc)?
+                        let bi = self.constant(&g.value(b).name.clone(), &bc)?;
+                        self.set_quant(bi, b, &[0]);
+                        bi
                     }
                     None => self.const_f32(&format!("{}/bias", n.name), vec![c_out], vec![0.0; c_out])?,
                 };
                 let (fa, clip) = split_activation(a.activation);
+                let clip = self.clip_left(y, clip);
                 let yname = g.value(y).name.clone();
                 let ys = permuted(&g.value(y).shape, &NHWC);
                 let yt = self.out(y, NHWC.to_vec())?;
-                let conv_out = if clip.is_some() { self.tensor(&format!("{yname}/conv"), &ys, DType::F32)? } else { yt };
+                let conv_out = if clip.is_some() { self.tensor_like(&format!("{yname}/conv"), &ys, yt)? } else { yt };
                 let (code, opts, version) = if depthwise {
                     let v = if dil != [1, 1] { 2 } else { 1 };
                     (bo::DEPTHWISE_CONV_2D, OptionsT::depthwise_conv2d(pad, strides[1] as i32, strides[0] as i32, (c_out / c_in) as i32, fa, dil[1] as i32, dil[0] as i32), v)
@@ -422,7 +519,9 @@ impl<'g> Ex<'g> {
                         if *alpha != 1.0 {
                             w = scale(&w, *alpha).ok_or_else(|| self.unsupported("alpha on non-f32 weights"))?;
                         }
-                        self.constant(&format!("{}/weights", g.value(b).name), &w)?
+                        let wt = self.constant(&format!("{}/weights", g.value(b).name), &w)?;
+                        self.set_quant(wt, b, if *trans_b { &[0, 1] } else { &[1, 0] });
+                        wt
                     }
                     None if *alpha == 1.0 => self.get(b, if *trans_b { &[0, 1] } else { &[1, 0] })?,
                     None => return Err(self.unsupported("alpha with non-constant weights")),
@@ -431,6 +530,11 @@ impl<'g> Ex<'g> {
                 let bias = match n.input(2) {
                     None => None,
                     Some(c) => match &g.value(c).constant {
+                        Some(cv) if cv.dtype() == DType::I32 && cv.len() == n_out => {
+                            let t = self.constant(&format!("{}/bias", n.name), cv)?;
+                            self.set_quant(t, c, &[0]);
+                            Some(t)
+                        }
                         Some(cv) if cv.len() == n_out || cv.len() == 1 => {
                             let v: Vec<f32> = cv.to_f64_vec().iter().map(|&x| (x * *beta as f64) as f32).collect();
                             let v = if v.len() == 1 { vec![v[0]; n_out] } else { v };
@@ -449,7 +553,8 @@ impl<'g> Ex<'g> {
                     None => {
                         let yt = self.out(y, vec![0, 1])?;
                         let (fa, clip) = split_activation(*activation);
-                        let fc_out = if clip.is_some() { self.tensor(&format!("{yname}/fc"), &ys, DType::F32)? } else { yt };
+                        let clip = self.clip_left(y, clip);
+                        let fc_out = if clip.is_some() { self.tensor_like(&format!("{yname}/fc"), &ys, yt)? } else { yt };
                         self.op(bo::FULLY_CONNECTED, 1, vec![at, wt, bias.unwrap_or(-1)], vec![fc_out], Some(OptionsT::fully_connected(fa, false)));
                         if let Some((lo, hi)) = clip {
                             self.clip_into(fc_out, yt, &yname, &ys, lo, hi)?;
@@ -480,6 +585,7 @@ impl<'g> Ex<'g> {
                 if let (Some(c), 2) = (&g.value(b).constant, rb) {
                     let w = permute_tensor(c, &[1, 0]);
                     let wt = self.constant(&format!("{}/weights", g.value(b).name), &w)?;
+                    self.set_quant(wt, b, &[1, 0]);
                     let yt = self.out(y, ident(rank(y)))?;
                     let version = if ra > 2 { 5 } else { 1 };
                     self.op(bo::FULLY_CONNECTED, version, vec![at, wt, -1], vec![yt], Some(OptionsT::fully_connected(act::NONE, ra > 2)));
@@ -527,8 +633,9 @@ impl<'g> Ex<'g> {
                 let ys = permuted(&g.value(y).shape, &perm);
                 let yt = self.out(y, perm)?;
                 let (fa, clip) = if with_act { split_activation(*activation) } else { (act::NONE, activation.map(clip_bounds)) };
+                let clip = self.clip_left(y, clip);
                 let opts = if with_act { Some(OptionsT::arithmetic(code, fa)) } else { None };
-                let op_out = if clip.is_some() { self.tensor(&format!("{yname}/pre"), &ys, DType::F32)? } else { yt };
+                let op_out = if clip.is_some() { self.tensor_like(&format!("{yname}/pre"), &ys, yt)? } else { yt };
                 self.op(code, 1, ins, vec![op_out], opts);
                 if let Some((lo, hi)) = clip {
                     self.clip_into(op_out, yt, &yname, &ys, lo, hi)?;
@@ -683,6 +790,7 @@ impl<'g> Ex<'g> {
                 let yt = self.out(y, p)?;
                 match mode {
                     PadMode::Constant if value == 0.0 => self.op(bo::PAD, 1, vec![xt, pt], vec![yt], None),
+                    PadMode::Constant if g.value(x).quant.is_some() => return Err(self.unsupported("int8 padding with a non-zero constant")),
                     PadMode::Constant => {
                         let v = self.const_f32(&format!("{}/value", n.name), vec![], vec![value as f32])?;
                         self.op(bo::PADV2, 1, vec![xt, pt, v], vec![yt], None)
@@ -765,6 +873,17 @@ impl<'g> Ex<'g> {
                 let yt = self.out(y, ident(rank(y)))?;
                 self.op(bo::GATHER, 1, vec![xt, it], vec![yt], Some(OptionsT::gather(*axis as i32)));
             }
+            Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } => {
+                let x = req(0)?;
+                if g.value(y).quant.is_none() && matches!(n.op, Op::QuantizeLinear { .. }) || g.value(x).quant.is_none() && matches!(n.op, Op::DequantizeLinear { .. }) {
+                    return Err(self.unsupported("quantize/dequantize whose int8 side has no quantization parameters"));
+                }
+                let p = self.layout(x);
+                let xt = self.get(x, &p)?;
+                let yt = self.out(y, p)?;
+                let code = if matches!(n.op, Op::QuantizeLinear { .. }) { bo::QUANTIZE } else { bo::DEQUANTIZE };
+                self.op(code, 1, vec![xt], vec![yt], None);
+            }
             other => return Err(self.unsupported(format!("op {} has no TFLite export yet", other.name()))),
         }
         Ok(())
@@ -795,18 +914,18 @@ impl<'g> Ex<'g> {
         }
         match (min > f32::NEG_INFINITY, max < f32::INFINITY) {
             (true, true) => {
-                let lo = self.const_f32(&format!("{name}/min"), vec![], vec![min])?;
-                let hi = self.const_f32(&format!("{name}/max"), vec![], vec![max])?;
-                let t = self.tensor(&format!("{name}/lower"), shape, DType::F32)?;
+                let lo = self.bound(&format!("{name}/min"), min, dst)?;
+                let hi = self.bound(&format!("{name}/max"), max, dst)?;
+                let t = self.tensor_like(&format!("{name}/lower"), shape, dst)?;
                 self.op(bo::MAXIMUM, 1, vec![src, lo], vec![t], None);
                 self.op(bo::MINIMUM, 1, vec![t, hi], vec![dst], None);
             }
             (true, false) => {
-                let lo = self.const_f32(&format!("{name}/min"), vec![], vec![min])?;
+                let lo = self.bound(&format!("{name}/min"), min, dst)?;
                 self.op(bo::MAXIMUM, 1, vec![src, lo], vec![dst], None);
             }
             (false, true) => {
-                let hi = self.const_f32(&format!("{name}/max"), vec![], vec![max])?;
+                let hi = self.bound(&format!("{name}/max"), max, dst)?;
                 self.op(bo::MINIMUM, 1, vec![src, hi], vec![dst], None);
             }
             (false, false) => {
@@ -853,7 +972,7 @@ impl<'g> Ex<'g> {
         let flat = vec![0, 0, explicit[0] as i32, explicit[2] as i32, explicit[1] as i32, explicit[3] as i32, 0, 0];
         let pt = self.constant(&format!("{name}/paddings"), &Tensor::from_vec(vec![4, 2], flat).expect("4x2"))?;
         let padded = [xs[0], xs[2] + explicit[0] + explicit[2], xs[3] + explicit[1] + explicit[3], xs[1]];
-        let t = self.tensor(&format!("{name}/padded"), &padded, DType::F32)?;
+        let t = self.tensor_like(&format!("{name}/padded"), &padded, xt)?;
         self.op(bo::PAD, 1, vec![xt, pt], vec![t], None);
         Ok((padding::VALID, t))
     }
@@ -865,3 +984,58 @@ fn scale(t: &Tensor, s: f32) -> Option<Tensor> {
     Some(Tensor::from_f32(t.shape.clone(), v.iter().map(|x| x * s).collect()))
 }
 
+
+/// TFLite quantization of an IR value's parameters held in layout `perm` (the tensor's dimension `i` is the
+/// value's dimension `perm[i]`, so the per-axis dimension moves to where `perm` puts it).
+fn quantization(p: Option<&QuantParams>, perm: &[usize]) -> Option<QuantizationT> {
+    let p = p?;
+    let quantized_dimension = match p.axis {
+        Some(a) if p.scale.len() > 1 => perm.iter().position(|&d| d == a).unwrap_or(a) as i32,
+        _ => 0,
+    };
+    Some(QuantizationT { scale: p.scale.clone(), zero_point: p.zero_point.clone(), quantized_dimension, ..Default::default() })
+}
+
+/// The version of an op whose tensors are int8 (TFLite's `op_version.cc`: the int8 kernels arrived as these
+/// versions), given the version its attributes alone need.
+fn int8_version(code: i32, version: i32) -> i32 {
+    let v = match code {
+        bo::CONV_2D | bo::DEPTHWISE_CONV_2D => 3,
+        bo::FULLY_CONNECTED => 4,
+        bo::ADD | bo::SUB | bo::MUL | bo::AVERAGE_POOL_2D | bo::MAX_POOL_2D | bo::SOFTMAX | bo::LOGISTIC | bo::TANH => 2,
+        bo::CONCATENATION | bo::MEAN | bo::SUM | bo::REDUCE_MAX | bo::REDUCE_MIN | bo::PAD | bo::PADV2 | bo::TRANSPOSE => 2,
+        bo::STRIDED_SLICE | bo::GATHER | bo::RELU | bo::RELU6 | bo::MAXIMUM | bo::MINIMUM | bo::LOG_SOFTMAX => 2,
+        bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR | bo::DEQUANTIZE | bo::SPACE_TO_DEPTH => 2,
+        _ => version,
+    };
+    v.max(version)
+}
+
+/// The TFLite runtime version an (op, version) pair needs (TFLite's `runtime_version.cc`, the ops this
+/// exporter writes); `None` for pairs not listed there.
+fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
+    Some(match (code, version) {
+        (bo::CONV_2D, 1) | (bo::DEPTHWISE_CONV_2D, 1) | (bo::ADD, 1) | (bo::AVERAGE_POOL_2D, 1) | (bo::MAX_POOL_2D, 1) => "1.5.0",
+        (bo::CONCATENATION, 1) | (bo::FULLY_CONNECTED, 1) | (bo::MUL, 1) | (bo::PAD, 1) | (bo::RESHAPE, 1) | (bo::SOFTMAX, 1) => "1.5.0",
+        (bo::RELU, 1) | (bo::RELU6, 1) | (bo::RELU_N1_TO_1, 1) => "1.5.0",
+        (bo::SUB, 1) | (bo::MEAN, 1) | (bo::TRANSPOSE, 1) | (bo::STRIDED_SLICE, 1) | (bo::GATHER, 1) => "1.6.0",
+        (bo::RESIZE_BILINEAR, 1) => "1.7.0",
+        (bo::DEPTHWISE_CONV_2D, 2) => "1.12.0",
+        (bo::RESIZE_NEAREST_NEIGHBOR, 1) | (bo::DEQUANTIZE, 1) => "1.13.1",
+        (bo::REDUCE_MAX, 1) | (bo::REDUCE_MIN, 1) => "1.11.0",
+        (bo::SUM, 1) => "1.10.0",
+        (bo::CONV_2D, 2 | 3) | (bo::DEPTHWISE_CONV_2D, 3) | (bo::ADD, 2) | (bo::SUB, 2) | (bo::MUL, 2) => "1.14.0",
+        (bo::AVERAGE_POOL_2D, 2) | (bo::MAX_POOL_2D, 2) | (bo::CONCATENATION, 2) | (bo::FULLY_CONNECTED, 3 | 4) => "1.14.0",
+        (bo::SOFTMAX, 2) | (bo::LOGISTIC, 1 | 2) | (bo::TANH, 1 | 2) | (bo::MEAN, 2) | (bo::PAD, 2) | (bo::PADV2, 2) => "1.14.0",
+        (bo::TRANSPOSE, 2) | (bo::STRIDED_SLICE, 2) | (bo::GATHER, 2) | (bo::MAXIMUM, 1 | 2) | (bo::MINIMUM, 1 | 2) => "1.14.0",
+        (bo::RESIZE_BILINEAR, 2) | (bo::RESIZE_NEAREST_NEIGHBOR, 2) | (bo::REDUCE_MAX, 2) | (bo::REDUCE_MIN, 2) => "1.14.0",
+        (bo::QUANTIZE, 1) | (bo::DEQUANTIZE, 2) | (bo::RELU6, 2) | (bo::LOG_SOFTMAX, 1 | 2) | (bo::SPACE_TO_DEPTH, 2) => "1.14.0",
+        (bo::SUM, 2) | (bo::HARD_SWISH, 1) => "1.15.0",
+        (bo::FULLY_CONNECTED, 5) => "2.0.0",
+        (bo::RELU, 2) => "2.1.0",
+        (bo::RESIZE_BILINEAR, 3) => "2.2.0",
+        (bo::RESIZE_NEAREST_NEIGHBOR, 3) | (bo::BATCH_MATMUL, 1) => "2.3.0",
+        (bo::GELU, 1) => "2.9.0",
+        _ => return None,
+    })
+}

@@ -1,12 +1,15 @@
 //! # tpu-sdk-edgetpu
 //!
-//! The Coral Edge TPU target (issue 3). So far:
+//! The Coral Edge TPU target (issue 3):
 //!
 //! * [`rules`]: the Edge TPU rules analyzer — per op of a TFLite model, TPU or CPU and why, from Coral's
 //!   published constraints (no compiler needed);
 //! * [`compiler`]: the `edgetpu_compiler` driver — finds and runs the compiler, parses its report;
 //! * [`report`]: the mapping report both produce (text table and JSON);
-//! * [`export`]: f32 core graphs (NCHW) to TFLite flatbuffers (NHWC).
+//! * [`export`]: f32 and int8 (quantized by `tpu_sdk_core::quant`) core graphs (NCHW) to TFLite flatbuffers
+//!   (NHWC, schema v3, per-axis quantization, signature defs, `min_runtime_version` metadata);
+//! * [`pipeline`]: `compile --target edgetpu`: calibrate, quantize, export, predict the mapping, run
+//!   `edgetpu_compiler` when installed, and measure the int8 model's error against the float model.
 //!
 //! * [`devices`]: Coral USB accelerators and PCIe/M.2 cards on this machine, with what to fix when one
 //!   cannot be used;

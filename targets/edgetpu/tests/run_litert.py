@@ -1,7 +1,9 @@
-"""Runs a .tflite model with LiteRT's reference kernels: run_litert.py MODEL OUT_DIR IN_0.npy [IN_1.npy ...].
+"""Runs a .tflite model with LiteRT: run_litert.py [--resolver=NAME] MODEL OUT_DIR IN_0.npy [IN_1.npy ...].
 
-Writes OUT_DIR/output_K.npy for each model output, in the subgraph's output order. Used by the Rust tests
-as the LiteRT oracle (needs the ai-edge-litert package).
+Writes OUT_DIR/output_K.npy for each model output, in the subgraph's output order. NAME is an OpResolverType
+name: BUILTIN_REF (LiteRT's reference kernels, the default) or BUILTIN_WITHOUT_DEFAULT_DELEGATES (the builtin
+optimized kernels without XNNPACK, which the int8 CPU runtime matches bit for bit); one thread. Used by the
+Rust tests as the LiteRT oracle (needs the ai-edge-litert package).
 """
 import os
 import sys
@@ -9,8 +11,12 @@ import sys
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-model, out_dir, inputs = sys.argv[1], sys.argv[2], sys.argv[3:]
-it = Interpreter(model_path=model, experimental_op_resolver_type=OpResolverType.BUILTIN_REF)
+args = sys.argv[1:]
+resolver = "BUILTIN_REF"
+if args and args[0].startswith("--resolver="):
+    resolver = args.pop(0).split("=", 1)[1]
+model, out_dir, inputs = args[0], args[1], args[2:]
+it = Interpreter(model_path=model, experimental_op_resolver_type=getattr(OpResolverType, resolver), num_threads=1)
 it.allocate_tensors()
 details = it.get_input_details()
 if len(details) != len(inputs):

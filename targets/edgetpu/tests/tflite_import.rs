@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use tpu_sdk_core::import::tflite::{load, ImportOptions};
 use tpu_sdk_core::ir::Tensor;
 use tpu_sdk_core::runtime::Session;
-use tpu_sdk_core::{npy, passes, Error};
+use tpu_sdk_core::{npy, passes};
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
@@ -72,9 +72,13 @@ fn names_come_from_the_tensors() {
 }
 
 #[test]
-fn int8_models_are_refused_until_the_int8_runtime() {
-    let e = load(data("convnet_int8.tflite"), &ImportOptions::default()).unwrap_err();
-    assert!(matches!(e, Error::Unsupported(_)), "{e}");
-    let m = e.to_string();
-    assert!(m.contains("operator #0 (CONV_2D)") && m.contains("issue 3"), "{m}");
+fn int8_convnet_imports_and_runs() {
+    // The int8 runtime's bit-exactness against LiteRT is tested in core/tests/tflite_int8.rs; here the
+    // edgetpu fixture (int8 I/O) must import and match LiteRT's reference kernels' recorded output.
+    let name = "convnet_int8";
+    let g = load(data(&format!("{name}.tflite")), &ImportOptions::default()).unwrap();
+    let input = npy::read(&data(&format!("{name}.input_0.npy"))).unwrap();
+    let out = Session::new(g).unwrap().run(&[input]).unwrap();
+    let want = npy::read(&data(&format!("{name}.output_0.npy"))).unwrap();
+    assert_eq!(out[0].to_i64_vec(), want.to_i64_vec());
 }

@@ -1293,7 +1293,7 @@ fn quant(cx: &mut Cx, n: &NodeIn) -> Result<()> {
             (None, Some(z)) => z,
             (None, None) => DType::U8,
         };
-        single(cx, n, Op::QuantizeLinear { axis, to }, inputs)
+        single(cx, n, Op::QuantizeLinear { axis, to, rounding: Default::default() }, inputs)
     }
 }
 
@@ -1413,7 +1413,7 @@ fn qlinear(cx: &mut Cx, n: &NodeIn) -> Result<()> {
         None => DType::U8,
     };
     let one = scalar_const(cx, n, "one", f32t, 1.0);
-    single(cx, n, Op::QuantizeLinear { axis: 0, to }, trimmed(&[Some(yf), Some(one), yz]))
+    single(cx, n, Op::QuantizeLinear { axis: 0, to, rounding: Default::default() }, trimmed(&[Some(yf), Some(one), yz]))
 }
 
 /// MaxPool with `storage_order = 1`: the kernel's row-major indices `((n*C + c)*H + h)*W + w` of a 2-D pool are

@@ -638,7 +638,7 @@ fn decomposes_ops_without_a_core_op() {
     assert_eq!(names(&g), "Cast,Cast,Sub,Cast,Cast,Unsqueeze,Sub,Cast,Conv,Unsqueeze,Mul,Div,Cast,Mul,QuantizeLinear");
     assert_eq!(g.nodes[5].op, Op::Unsqueeze { axes: Some(vec![1, 2, 3]) });
     assert_eq!(g.nodes[9].op, Op::Unsqueeze { axes: Some(vec![1, 2]) });
-    assert_eq!(g.nodes[14].op, Op::QuantizeLinear { axis: 0, to: DType::U8 });
+    assert_eq!(g.nodes[14].op, Op::QuantizeLinear { axis: 0, to: DType::U8, rounding: Default::default() });
 
     // DequantizeLinear output_dtype adds a Cast; QuantizeLinear takes the zero point's type
     let m = model(
@@ -659,7 +659,7 @@ fn decomposes_ops_without_a_core_op() {
             TensorProto { name: Some("z".into()), data_type: Some(dt::INT8), int32_data: vec![-1], ..Default::default() },
         ],
     );
-    assert_eq!(ops(&import(&m).unwrap()), vec![Op::QuantizeLinear { axis: 0, to: DType::I8 }]);
+    assert_eq!(ops(&import(&m).unwrap()), vec![Op::QuantizeLinear { axis: 0, to: DType::I8, rounding: Default::default() }]);
 }
 
 #[test]

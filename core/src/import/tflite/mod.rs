@@ -10,10 +10,12 @@
 //! fails at import with the tensor's name rather than producing wrong numbers.
 //!
 //! Float models (f32, and f16 weights behind `DEQUANTIZE`, which are folded into f32 constants) import
-//! fully. In quantized models, `QUANTIZE`/`DEQUANTIZE` map to `QuantizeLinear`/`DequantizeLinear` and ops
-//! that only move data (reshape, transpose, gather, slicing, concatenation, padding, max pooling, ...) map
-//! when their quantized inputs and outputs share one scale and zero point; other ops on quantized tensors
-//! are [`Error::Unsupported`] until the int8 runtime lands.
+//! fully. Quantized (int8) models import into the representation described in
+//! `runtime::kernels::int8`: the ordinary ops on I8 values that carry their tensors' `QuantParams`, the
+//! intermediate values an op creates (the NCHW result before the transpose back, the value before a fused
+//! activation) carrying the output tensor's parameters. `QUANTIZE` of a float tensor is
+//! `QuantizeLinear { rounding: TfLite }`, of an integer tensor a requantizing `QuantizeLinear`; `DEQUANTIZE`
+//! is `DequantizeLinear`. Which quantized ops the CPU runtime runs is decided when a session is built.
 
 pub mod builder;
 pub mod schema;
@@ -201,25 +203,11 @@ struct Importer<'a> {
     op_name: String,
 }
 
-/// Ops that only move or select data: exact on quantized tensors when inputs and outputs share parameters.
-fn moves_data(code: i32) -> bool {
-    matches!(
-        code,
-        bo::RESHAPE
-            | bo::SQUEEZE
-            | bo::EXPAND_DIMS
-            | bo::TRANSPOSE
-            | bo::GATHER
-            | bo::STRIDED_SLICE
-            | bo::SLICE
-            | bo::CONCATENATION
-            | bo::PAD
-            | bo::PADV2
-            | bo::MAX_POOL_2D
-            | bo::SPACE_TO_DEPTH
-            | bo::DEPTH_TO_SPACE
-            | bo::RESIZE_NEAREST_NEIGHBOR
-    )
+/// Ops whose quantized output has the input's parameters: data movement, max pooling, nearest resize, and
+/// the RELU family that stands for a fused activation (clamping on the same grid).
+fn keeps_quant(op: &Op) -> bool {
+    (crate::runtime::kernels::int8::moves_data(op) && !matches!(op, Op::DequantizeLinear { .. } | Op::Shape { .. } | Op::Size))
+        || matches!(op, Op::MaxPool(_) | Op::Resize(ResizeAttrs { mode: ResizeMode::Nearest, .. }))
 }
 
 impl<'a> Importer<'a> {
@@ -376,6 +364,18 @@ impl<'a> Importer<'a> {
             Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", self.ctx())),
             other => Error::InvalidModel(format!("{}: {other}", self.ctx())),
         })?;
+        // Ops that move data (and max pooling, nearest resize) keep the input's quantization parameters.
+        let node = &self.g.nodes[idx];
+        let keeps = keeps_quant(&node.op);
+        if let (true, Some(x)) = (keeps, node.input(0)) {
+            if let Some(q) = self.g.value(x).quant.clone() {
+                for &o in &outs {
+                    if self.g.value(o).dtype == self.g.value(x).dtype && self.g.value(o).quant.is_none() {
+                        self.g.value_mut(o).quant = Some(q.clone());
+                    }
+                }
+            }
+        }
         Ok(outs)
     }
 
@@ -461,6 +461,9 @@ impl<'a> Importer<'a> {
             return Err(self.invalid(format!("tensor '{name}' is declared {shape:?} but the op computes {:?}", val.shape)));
         }
         let quant = self.quant(t)?;
+        if let Some(q) = &quant {
+            self.fill_quant_backwards(v, q);
+        }
         let val = self.g.value_mut(v);
         val.name = name.clone();
         val.quant = quant;
@@ -471,6 +474,31 @@ impl<'a> Importer<'a> {
         }
         self.vals[i] = Some(v);
         Ok(())
+    }
+
+    /// The intermediate values an op created on the way to its output (the NCHW result before the transpose
+    /// back, the product before a fused activation) carry the output tensor's parameters: walks back from `v`
+    /// through parameter-preserving producers, filling values of the same dtype that have none.
+    fn fill_quant_backwards(&mut self, v: ValueId, q: &QuantParams) {
+        let dtype = self.g.value(v).dtype;
+        if !matches!(dtype, DType::I8 | DType::U8) {
+            return;
+        }
+        let mut cur = v;
+        loop {
+            let Some(node) = self.g.nodes.iter().rev().find(|n| n.outputs.contains(&cur)) else { return };
+            let relu = matches!(node.op, Op::Unary(UnaryOp::Relu | UnaryOp::Clip { .. }));
+            if !(keeps_quant(&node.op) || relu) {
+                return;
+            }
+            let Some(x) = node.input(0) else { return };
+            let xv = self.g.value(x);
+            if xv.dtype != dtype || xv.quant.is_some() || xv.constant.is_some() {
+                return;
+            }
+            self.g.value_mut(x).quant = Some(q.clone());
+            cur = x;
+        }
     }
 
     /// Constant integer contents of TFLite tensor `t` (shape inputs, axes, paddings...).
@@ -498,32 +526,6 @@ impl<'a> Importer<'a> {
         let outs = schema::to_vec(op.outputs());
         if outs.is_empty() {
             return Err(self.invalid("has no outputs"));
-        }
-
-        // Quantized tensors: only (de)quantization and data movement with unchanged parameters.
-        if code != bo::QUANTIZE && code != bo::DEQUANTIZE {
-            let mut params: Vec<QuantParams> = Vec::new();
-            let mut quantized = false;
-            let data_inputs: &[i32] = match code {
-                bo::GATHER | bo::RESHAPE | bo::SQUEEZE | bo::EXPAND_DIMS | bo::TRANSPOSE | bo::PAD | bo::PADV2 => &ins[..ins.len().min(1)],
-                bo::STRIDED_SLICE | bo::SLICE | bo::RESIZE_NEAREST_NEIGHBOR => &ins[..ins.len().min(1)],
-                _ => &ins,
-            };
-            for &t in data_inputs.iter().chain(outs.iter()).filter(|&&t| t >= 0) {
-                let (d, _) = self.declared(t)?;
-                if let Some(q) = self.quant(t)? {
-                    if matches!(d, DType::I8 | DType::U8 | DType::I16 | DType::I32) {
-                        quantized = true;
-                        params.push(q);
-                    }
-                }
-            }
-            if quantized {
-                let same = params.windows(2).all(|w| w[0] == w[1]);
-                if !(moves_data(code) && same) {
-                    return Err(self.unsupported("quantized operators: int8 kernels come with issue 3's runtime"));
-                }
-            }
         }
 
         let input = |k: usize| -> Option<i32> { ins.get(k).copied().filter(|&t| t >= 0) };
@@ -734,6 +736,9 @@ impl<'a> Importer<'a> {
                 let x = self.value(req(self, 0)?)?;
                 let axis = self.shape(x).len().saturating_sub(1);
                 let beta = if code == bo::SOFTMAX { opts!(schema::SoftmaxOptions).beta() } else { 1.0 };
+                if beta != 1.0 && self.g.value(x).quant.is_some() {
+                    return Err(self.unsupported(format!("quantized SOFTMAX with beta {beta}")));
+                }
                 let x = if beta != 1.0 {
                     let b = self.g.add_constant(format!("{base}/beta"), Tensor::from_f32(vec![], vec![beta]));
                     self.op1(Op::Binary(BinaryOp::Mul, None), &[x, b], format!("{base}/scaled"))?
@@ -898,6 +903,12 @@ impl<'a> Importer<'a> {
                 let y = self.op1(dop, &[xn], format!("{base}/nchw"))?;
                 self.nchw_to_nhwc(y, base.clone())?
             }
+            bo::TILE => {
+                let x = self.value(req(self, 0)?)?;
+                let reps = self.const_ints(req(self, 1)?, "the multiples")?;
+                let r = self.const_i64(format!("{base}/repeats"), reps);
+                self.op1(Op::Tile, &[x, r], base.clone())?
+            }
             bo::GATHER => {
                 let o = opts!(schema::GatherOptions);
                 if o.batch_dims() != 0 {
@@ -962,13 +973,14 @@ impl<'a> Importer<'a> {
             }
             bo::QUANTIZE => {
                 let x = self.value(req(self, 0)?)?;
-                if !self.dtype(x).is_float() {
-                    return Err(self.unsupported("re-quantization (QUANTIZE of an integer tensor): int8 kernels come with issue 3's runtime"));
-                }
                 let (to, _) = self.declared(outs[0])?;
                 let q = self.quant(outs[0])?.ok_or_else(|| self.invalid("the output has no quantization parameters"))?;
+                if !self.dtype(x).is_float() && (self.g.value(x).quant.is_none() || q.scale.len() != 1) {
+                    return Err(self.unsupported("re-quantization (QUANTIZE of an integer tensor) needs per-tensor parameters on both sides"));
+                }
                 let (s, z, axis) = self.qparams(&q, to, &base)?;
-                self.node(Op::QuantizeLinear { axis, to }, vec![Some(x), Some(s), Some(z)], base.clone())?
+                let rounding = crate::ir::QuantRounding::TfLite;
+                self.node(Op::QuantizeLinear { axis, to, rounding }, vec![Some(x), Some(s), Some(z)], base.clone())?
             }
             bo::DEQUANTIZE => {
                 let xt = req(self, 0)?;

@@ -19,6 +19,7 @@ pub mod util;
 mod conv;
 mod elementwise;
 mod gather;
+pub mod int8;
 mod matmul;
 mod normalize;
 mod pool;
@@ -64,6 +65,8 @@ pub struct Scratch {
     pub f32: Vec<f32>,
     /// f64 workspace (f64 convolutions); kernels resize it as needed.
     pub f64: Vec<f64>,
+    /// i8 workspace (int8 im2col); kernels resize it as needed.
+    pub i8: Vec<i8>,
 }
 
 /// Fetches input `i` or fails with a message.

@@ -2,12 +2,13 @@
 //!
 //! Quantize: `y = saturate(round_half_even(x / scale) + zero_point)`, the output type being the zero
 //! point's, else the op's `to` (u8, i8 or i16). Dequantize: `y = (x - zero_point) * scale` in the scale's
-//! type. Blocked quantization (a scale of rank > 1) is not supported.
+//! type. With `rounding: TfLite`, Quantize is TFLite's QUANTIZE: `round_half_away(x / scale)` in f64.
+//! Blocked quantization (a scale of rank > 1) is not supported.
 
 use super::elementwise::{data, par_chunks, with_float, Float, Real, CHUNK, PAR_MIN};
 use super::util::norm_axis;
 use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{DType, Element, Op, Tensor};
+use crate::ir::{DType, Element, Op, QuantRounding, Tensor};
 
 /// How scale and zero point apply: row `r` of `inner` elements uses parameter `r % channels`.
 #[derive(Debug)]
@@ -71,7 +72,7 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
     let (x, s) = (info(inputs, 0)?, info(inputs, 1)?);
     let zp = inputs.get(2).copied().flatten();
     let (name, dt, axis) = match op {
-        Op::QuantizeLinear { axis, to } => ("QuantizeLinear", quant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype), *to)?, *axis),
+        Op::QuantizeLinear { axis, to, .. } => ("QuantizeLinear", quant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype), *to)?, *axis),
         Op::DequantizeLinear { axis } => ("DequantizeLinear", dequant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype))?, *axis),
         other => return Err(InferError::Invalid(format!("{} is not a quantization op", other.name()))),
     };
@@ -99,8 +100,17 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
     let zero_at = |c: usize| if zero.len() == 1 { zero[0] } else { zero[c] };
     let params: Vec<(f64, f64)> = (0..lay.channels).map(|c| (scale[c], zero_at(c))).collect();
     match op {
-        Op::QuantizeLinear { to, .. } => {
+        Op::QuantizeLinear { to, rounding, .. } => {
             let dt = quant_dtype(x.dtype(), s.dtype(), zp.map(|z| z.dtype()), *to)?;
+            if *rounding == QuantRounding::TfLite {
+                let a = x.to_f64_vec();
+                match dt {
+                    DType::U8 => quantize_tflite::<u8>(&a, out.reset::<u8>(&x.shape), &lay, &params, 0.0, 255.0),
+                    DType::I8 => quantize_tflite::<i8>(&a, out.reset::<i8>(&x.shape), &lay, &params, -128.0, 127.0),
+                    _ => quantize_tflite::<i16>(&a, out.reset::<i16>(&x.shape), &lay, &params, -32768.0, 32767.0),
+                }
+                return Ok(());
+            }
             with_float!(x.dtype(), X => {
                 let a = data::<X>(x, "input")?;
                 match dt {
@@ -162,6 +172,19 @@ fn quantize<X: Float, Q: Element>(a: &[X], o: &mut [Q], lay: &Layout, params: &[
     });
 }
 
+/// TFLite QUANTIZE (`AffineQuantize`): `TfLiteRound(x / (double)scale) + zero_point`, saturated; `x` is
+/// the f32 input widened to f64 (exact).
+fn quantize_tflite<Q: Element>(a: &[f64], o: &mut [Q], lay: &Layout, params: &[(f64, f64)], lo: f64, hi: f64) {
+    for_rows(a, o, lay, |ch, ar, or| {
+        let (s, z) = (params[ch].0 as f32 as f64, params[ch].1);
+        for (o, &v) in or.iter_mut().zip(ar) {
+            // `as i32` truncates like static_cast<int32>; round() is half away from zero like std::round
+            let q = ((v / s).round() as i32) as f64 + z;
+            *o = Q::from_f64(q.clamp(lo, hi));
+        }
+    });
+}
+
 fn dequantize<X: Element, T: Float>(a: &[X], o: &mut [T], lay: &Layout, params: &[(f64, f64)]) {
     let wide = X::DTYPE == DType::I32;
     for_rows(a, o, lay, |ch, ar, or| {
@@ -198,11 +221,11 @@ mod tests {
         let x = Tensor::from_f32(vec![6], vec![0.0, 2.0, 3.0, 1000.0, -254.0, -1000.0]);
         let s = Tensor::scalar(2.0f32);
         let z = Tensor::scalar(128u8);
-        let y = run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
+        let y = run(Op::QuantizeLinear { axis: 1, to: DType::U8, rounding: QuantRounding::HalfToEven }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
         assert_eq!((y.dtype(), y.to_i64_vec()), (DType::U8, vec![128, 129, 130, 255, 1, 0]));
         // no zero point: `to` decides; 2.5 -> 2, -2.5 -> -2 (half to even)
         let x = Tensor::from_f32(vec![4], vec![2.5, -2.5, 3.5, 1000.0]);
-        let y = run(Op::QuantizeLinear { axis: 1, to: DType::I8 }, &[Some(&x), Some(&Tensor::scalar(1.0f32)), None]).unwrap();
+        let y = run(Op::QuantizeLinear { axis: 1, to: DType::I8, rounding: QuantRounding::HalfToEven }, &[Some(&x), Some(&Tensor::scalar(1.0f32)), None]).unwrap();
         assert_eq!((y.dtype(), y.to_i64_vec()), (DType::I8, vec![2, -2, 4, 127]));
     }
 
@@ -215,7 +238,7 @@ mod tests {
         );
         let s = Tensor::from_f32(vec![3], vec![2.0, 4.0, 5.0]);
         let z = Tensor::from_vec(vec![3], vec![84u8, 24, 196]).unwrap();
-        let y = run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
+        let y = run(Op::QuantizeLinear { axis: 1, to: DType::U8, rounding: QuantRounding::HalfToEven }, &[Some(&x), Some(&s), Some(&z)]).unwrap();
         assert_eq!(y.to_i64_vec(), vec![3, 89, 34, 200, 74, 59, 5, 24, 24, 87, 32, 13, 245, 99, 4, 142, 121, 102]);
         // ONNX test_dequantizelinear_axis: x [1, 3, 2, 2] u8, scale [1, 2, 4], zp [0, 0, 0]
         let x = Tensor::from_vec(vec![1, 3, 2, 2], vec![3u8, 89, 34, 200, 74, 59, 5, 24, 24, 87, 32, 13]).unwrap();
@@ -231,10 +254,10 @@ mod tests {
         // blocked and mismatched parameters are errors, not panics
         let x = Tensor::from_f32(vec![2, 4], vec![0.0; 8]);
         let blocked = Tensor::from_f32(vec![2, 2], vec![1.0; 4]);
-        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&blocked), None]).unwrap_err().contains("blocked"));
+        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::U8, rounding: QuantRounding::HalfToEven }, &[Some(&x), Some(&blocked), None]).unwrap_err().contains("blocked"));
         let wrong = Tensor::from_f32(vec![3], vec![1.0; 3]);
-        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::U8 }, &[Some(&x), Some(&wrong), None]).is_err());
-        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::I32 }, &[Some(&x), Some(&Tensor::scalar(1.0f32)), None]).is_err());
+        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::U8, rounding: QuantRounding::HalfToEven }, &[Some(&x), Some(&wrong), None]).is_err());
+        assert!(run(Op::QuantizeLinear { axis: 1, to: DType::I32, rounding: QuantRounding::HalfToEven }, &[Some(&x), Some(&Tensor::scalar(1.0f32)), None]).is_err());
     }
 
     #[test]
@@ -242,7 +265,7 @@ mod tests {
         let (c, inner) = (4usize, 30000usize);
         let x: Vec<f32> = (0..c * inner).map(|i| (i % 200) as f32 - 100.0).collect();
         let s = Tensor::from_f32(vec![c], vec![1.0, 2.0, 4.0, 8.0]);
-        let y = run(Op::QuantizeLinear { axis: 0, to: DType::I8 }, &[Some(&Tensor::from_f32(vec![c, inner], x.clone())), Some(&s), None]).unwrap();
+        let y = run(Op::QuantizeLinear { axis: 0, to: DType::I8, rounding: QuantRounding::HalfToEven }, &[Some(&Tensor::from_f32(vec![c, inner], x.clone())), Some(&s), None]).unwrap();
         let y = y.to_i64_vec();
         for i in (0..c * inner).step_by(997) {
             let sc = [1.0f32, 2.0, 4.0, 8.0][i / inner];

@@ -199,8 +199,14 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
             let s = per_axis(cx, node, &scale, *axis, &x.shape)?;
             one(cx.mul(&xf, &s))
         }
-        Op::QuantizeLinear { axis, .. } => {
+        Op::QuantizeLinear { axis, rounding, .. } => {
+            if *rounding != tpu_sdk_core::ir::QuantRounding::HalfToEven {
+                return Err(cx.unsupported(node, "TFLite-rounded QUANTIZE (int8 TFLite models run on the cpu and edgetpu targets)"));
+            }
             let x = cx.input(node, 0)?;
+            if matches!(x.dtype, DType::I8 | DType::U8 | DType::I32) {
+                return Err(cx.unsupported(node, "requantizing an integer tensor (int8 TFLite models run on the cpu and edgetpu targets)"));
+            }
             let scale = cx.input(node, 1)?;
             let s = cx.convert(&scale, x.dtype);
             let s = per_axis(cx, node, &s, *axis, &x.shape)?;

@@ -1,0 +1,245 @@
+//! `tpu-sdk compile --target edgetpu`: the int8 model, the report, exit codes for bad calibration data, and
+//! the edgetpu_compiler hand-off (with a fake compiler that behaves like the real one's file contract).
+
+#![cfg(unix)]
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use tpu_sdk::core::import::tflite::builder::*;
+use tpu_sdk::core::import::tflite::schema::{self, tensor_type as tt};
+use tpu_sdk::core::npy;
+use tpu_sdk::Tensor;
+
+const MODEL: &str = "examples/models/text_direction_cls.onnx";
+const SHAPE: &[&str] = &["--input-shape", "x=1,3,48,192"];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+/// Runs the CLI with no compiler reachable unless `--edgetpu-compiler` is given.
+fn tpu_sdk(args: &[&str]) -> Output {
+    tpu_sdk_with_path(args, "/nonexistent")
+}
+
+/// Runs the CLI with `PATH` set to `path`.
+fn tpu_sdk_with_path(args: &[&str], path: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tpu-sdk"))
+        .current_dir(repo())
+        .env_remove("TPU_SDK_EDGETPU_COMPILER")
+        .env("PATH", path)
+        .args(["--threads", "2"])
+        .args(args)
+        .args(if args.first() == Some(&"compile") { SHAPE } else { &[] })
+        .output()
+        .unwrap()
+}
+
+fn expect(o: Output, code: i32) -> (String, String) {
+    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
+    (out, err)
+}
+
+fn input_shape() -> Vec<usize> {
+    vec![1, 3, 48, 192]
+}
+
+/// N pseudo-random samples stacked on a new first axis.
+fn calibration(dir: &Path, n: usize) -> PathBuf {
+    let shape = input_shape();
+    let per: usize = shape.iter().product();
+    let mut s = 12345u64;
+    let data: Vec<f32> = (0..n * per)
+        .map(|_| {
+            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    let mut full = vec![n];
+    full.extend(&shape);
+    let p = dir.join("cal.npy");
+    npy::write(&p, &Tensor::from_f32(full, data)).unwrap();
+    p
+}
+
+#[test]
+fn compiles_to_int8_tflite_with_report_and_says_the_compiler_is_absent() {
+    let dir = tempfile::tempdir().unwrap();
+    let cal = calibration(dir.path(), 8);
+    let out = dir.path().join("model.tflite");
+    let report = dir.path().join("r.json");
+    let (stdout, _) = expect(
+        tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", cal.to_str().unwrap(), "-o", out.to_str().unwrap(), "--report", report.to_str().unwrap(), "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc, serde_json::from_str::<serde_json::Value>(&std::fs::read_to_string(&report).unwrap()).unwrap());
+    assert_eq!(doc["target"], "edgetpu");
+    assert_eq!(doc["calibration"]["samples"], 8);
+    assert_eq!(doc["io_dtype"], "int8");
+    assert_eq!(doc["inputs"][0]["dtype"], "i8");
+    // The NCHW model's image input is NHWC in the file (the layout is converted once, at export).
+    assert_eq!(doc["inputs"][0]["shape"], serde_json::json!([1, 48, 192, 3]));
+    assert_eq!(doc["inputs"][0]["layout_perm"], serde_json::json!([0, 2, 3, 1]));
+    assert!(doc["mapping"]["tpu_ops"].as_u64().unwrap() > 0);
+    assert_eq!(doc["mapping"]["cpu_ops"], 0, "{}", doc["mapping"]);
+    let sq = doc["error"]["outputs"][0]["sqnr_db"].as_f64().unwrap();
+    assert!(sq > 20.0, "SQNR {sq}");
+    assert!(doc["error"]["outputs"][0]["max_abs_error"].as_f64().is_some());
+    assert!(doc["notes"][0].as_str().unwrap().contains("edgetpu_compiler was not found"), "{}", doc["notes"]);
+    assert!(doc["notes"][0].as_str().unwrap().contains("apt-get install edgetpu-compiler"));
+    // The file is an int8 TFLite model: int8 input, no leftover temp file.
+    let bytes = std::fs::read(&out).unwrap();
+    let m = schema::parse_model(&bytes).unwrap();
+    let sg = m.subgraphs().unwrap().get(0);
+    assert_eq!(sg.tensors().unwrap().get(sg.inputs().unwrap().get(0) as usize).type_(), tt::INT8);
+    let leftovers: Vec<_> = std::fs::read_dir(dir.path()).unwrap().filter_map(|e| e.ok()).filter(|e| e.file_name().to_string_lossy().contains(".tmp")).collect();
+    assert!(leftovers.is_empty());
+
+    // Text mode names the int8 model, the mapping and the error.
+    let (text, _) = expect(tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", cal.to_str().unwrap(), "-o", out.to_str().unwrap(), "--io-dtype", "float"]), 0);
+    assert!(text.contains("Number of operations that will run on Edge TPU") && text.contains("SQNR") && text.contains("edgetpu_compiler was not found"), "{text}");
+    assert!(text.contains("[1, 48, 192, 3] (NHWC)"), "{text}");
+}
+
+#[test]
+fn bad_or_missing_calibration_data_is_a_usage_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.npy");
+    npy::write(&bad, &Tensor::from_f32(vec![4, 7], vec![0.0; 28])).unwrap();
+    let out = dir.path().join("m.tflite");
+    let (_, err) = expect(tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", bad.to_str().unwrap(), "-o", out.to_str().unwrap()]), 2);
+    assert!(err.contains("not N samples of input 'x'") && err.contains("[4, 7]"), "{err}");
+    let (_, err) = expect(tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "-o", out.to_str().unwrap()]), 2);
+    assert!(err.contains("--calibration"), "{err}");
+    let cal = calibration(dir.path(), 2);
+    let (_, err) = expect(tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", cal.to_str().unwrap(), "--calibration-method", "kl", "-o", out.to_str().unwrap()]), 2);
+    assert!(err.contains("percentile"), "{err}");
+    // An empty folder, and a folder with an image that does not decode.
+    let empty = dir.path().join("empty");
+    std::fs::create_dir(&empty).unwrap();
+    let (_, err) = expect(tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", empty.to_str().unwrap(), "-o", out.to_str().unwrap()]), 2);
+    assert!(err.contains("no .npy files, images or sample folders"), "{err}");
+    let broken = dir.path().join("broken");
+    std::fs::create_dir(&broken).unwrap();
+    std::fs::write(broken.join("a.png"), b"not a png").unwrap();
+    let o = tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", broken.to_str().unwrap(), "-o", out.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&o.stderr).into_owned();
+    assert!(!o.status.success() && !err.contains("panicked"), "{err}");
+    assert!(err.contains("cannot read calibration samples") && err.contains("a.png"), "{err}");
+    assert!(!out.exists(), "nothing is written on error");
+}
+
+/// A compiled model as the real compiler writes it: one edgetpu-custom-op.
+fn compiled_model() -> Vec<u8> {
+    let t = |name: &str| TensorT { shape: vec![1, 4], type_: tt::INT8, name: name.into(), ..Default::default() };
+    ModelT {
+        version: 3,
+        operator_codes: vec![OperatorCodeT { builtin_code: 32, custom_code: Some("edgetpu-custom-op".into()), version: 1 }],
+        subgraphs: vec![SubGraphT {
+            tensors: vec![t("x"), t("y")],
+            inputs: vec![0],
+            outputs: vec![1],
+            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: Some(vec![1]) }],
+            name: None,
+        }],
+        buffers: vec![BufferT::default()],
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
+const LOG: &str = "Edge TPU Compiler version 16.0.384591198
+Model compiled successfully in 12 ms.
+Number of Edge TPU subgraphs: 1
+Total number of operations: 5
+Number of operations that will run on Edge TPU: 5
+Number of operations that will run on CPU: 0
+
+Operator                       Count      Status
+
+CONV_2D                        2          Mapped to Edge TPU
+MAX_POOL_2D                    1          Mapped to Edge TPU
+MEAN                           1          Mapped to Edge TPU
+FULLY_CONNECTED                1          Mapped to Edge TPU
+Compilation child process completed within timeout period.
+Compilation succeeded!
+";
+
+#[test]
+fn runs_a_given_edgetpu_compiler_and_reports_its_mapping() {
+    let dir = tempfile::tempdir().unwrap();
+    let compiled = dir.path().join("compiled.bin");
+    std::fs::write(&compiled, compiled_model()).unwrap();
+    std::fs::write(dir.path().join("stdout.txt"), LOG).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Edge TPU Compiler version 16.0.384591198"; exit 0; fi
+out=.
+model=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o) out="$2"; shift 2 ;;
+    -m|-t|-i) shift 2 ;;
+    -s) shift ;;
+    *) model="$1"; shift ;;
+  esac
+done
+stem=$(basename "$model" .tflite)
+cat "{stdout}"
+cp "{compiled}" "$out/${{stem}}_edgetpu.tflite"
+cat "{stdout}" > "$out/${{stem}}_edgetpu.log"
+"#,
+        stdout = dir.path().join("stdout.txt").display(),
+        compiled = compiled.display(),
+    );
+    let fake = dir.path().join("edgetpu_compiler");
+    std::fs::write(&fake, script).unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let cal = calibration(dir.path(), 4);
+    let out = dir.path().join("net.tflite");
+    let (stdout, _) = expect(
+        // The fake compiler is a shell script that needs the usual tools on PATH.
+        tpu_sdk_with_path(
+            &["compile", MODEL, "--target", "edgetpu", "--calibration", cal.to_str().unwrap(), "-o", out.to_str().unwrap(), "--edgetpu-compiler", fake.to_str().unwrap(), "--json"],
+            "/usr/bin:/bin",
+        ),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    let compiled_path = dir.path().join("net_edgetpu.tflite");
+    assert!(compiled_path.is_file());
+    assert_eq!(doc["edgetpu_compiler"]["model"], compiled_path.to_str().unwrap());
+    assert_eq!(doc["edgetpu_compiler"]["edgetpu_subgraphs"], 1);
+    assert_eq!(doc["mapping"]["source"]["edgetpu_compiler"]["version"], "16.0.384591198", "{}", doc["mapping"]["source"]);
+    assert_eq!(doc["mapping"]["tpu_ops"], 5);
+    assert!(doc["predicted_mapping"]["tpu_ops"].as_u64().unwrap() > 0);
+    assert!(doc["files"].as_array().unwrap().iter().any(|f| f == compiled_path.to_str().unwrap()));
+
+    // A compiler path that is not executable is an error before any work.
+    let (_, err) = expect(
+        tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", cal.to_str().unwrap(), "-o", out.to_str().unwrap(), "--edgetpu-compiler", "/nonexistent/edgetpu_compiler"]),
+        4,
+    );
+    assert!(err.contains("/nonexistent/edgetpu_compiler"), "{err}");
+}
+
+#[test]
+fn calibrates_on_a_folder_of_images_preprocessed_like_run_image() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("tdc.tflite");
+    let (stdout, _) = expect(
+        tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", "examples/images", "--mean", "0.5", "--std", "0.5", "-o", out.to_str().unwrap(), "--json"]),
+        0,
+    );
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["calibration"]["samples"], std::fs::read_dir(repo().join("examples/images")).unwrap().count());
+    // [-1, 1] after mean/std 0.5: the int8 input scale is about 2/255.
+    let scale = doc["inputs"][0]["scale"].as_f64().unwrap();
+    assert!((scale - 2.0 / 255.0).abs() < 2e-4, "input scale {scale}");
+    assert_eq!(doc["mapping"]["cpu_ops"], 0);
+}

@@ -1,0 +1,78 @@
+//! `tpu-sdk` on TFLite files: int8 and float models made by TensorFlow's converter run and inspect, and
+//! truncated or corrupted `.tflite` files (including a flatbuffer whose offsets point outside the file) exit
+//! with status 3 and a message, never a panic.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
+}
+
+fn tpu_sdk(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).args(["--threads", "2"]).args(args).output().unwrap()
+}
+
+/// Asserts the exit code and that nothing panicked; returns (stdout, stderr).
+fn expect(o: Output, code: i32) -> (String, String) {
+    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
+    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
+    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
+    (out, err)
+}
+
+const INT8: &str = "core/tests/data/int8/cnn_int8.tflite";
+const F32: &str = "targets/edgetpu/tests/data/convnet_f32.tflite";
+
+#[test]
+fn runs_and_inspects_tflite_models() {
+    let tmp = tempfile::tempdir().unwrap();
+    for model in [INT8, F32] {
+        let (out, _) = expect(tpu_sdk(&["inspect", model]), 0);
+        // TFLite inputs are NHWC; the graph says so and shows the transpose into the IR's NCHW
+        assert!(out.contains("Transpose"), "{model}: {out}");
+        let out_dir = tmp.path().join(Path::new(model).file_stem().unwrap());
+        let (stdout, stderr) = expect(tpu_sdk(&["run", model, "--random-input", "--output-dir", out_dir.to_str().unwrap()]), 0);
+        assert!(std::fs::read_dir(&out_dir).map(|d| d.count() > 0).unwrap_or(false), "{model}: no outputs\n{stdout}\n{stderr}");
+    }
+}
+
+#[test]
+fn broken_tflite_files_exit_3_with_a_message() {
+    let tmp = tempfile::tempdir().unwrap();
+    let good = std::fs::read(repo().join(INT8)).unwrap();
+    let mut cases: Vec<(String, Vec<u8>)> = vec![("empty".into(), vec![])];
+    for len in [3, 7, 8, 100, good.len() / 2, good.len() - 1] {
+        cases.push((format!("truncated at {len}"), good[..len].to_vec()));
+    }
+    // the root table offset pointing past the end of the file
+    let mut far = good.clone();
+    far[..4].copy_from_slice(&(good.len() as u32 + 1000).to_le_bytes());
+    cases.push(("root offset outside the buffer".into(), far));
+    // a vtable offset (the root table's first word) pointing far outside
+    let mut vt = good.clone();
+    let root = u32::from_le_bytes(good[..4].try_into().unwrap()) as usize;
+    vt[root..root + 4].copy_from_slice(&i32::MIN.to_le_bytes());
+    cases.push(("vtable offset outside the buffer".into(), vt));
+    // the right identifier followed by noise
+    let mut s = 99u64;
+    let mut noise: Vec<u8> = (0..4096)
+        .map(|_| {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s as u8
+        })
+        .collect();
+    noise[4..8].copy_from_slice(b"TFL3");
+    cases.push(("identifier then noise".into(), noise));
+    for (what, data) in cases {
+        let p = tmp.path().join("m.tflite");
+        std::fs::write(&p, &data).unwrap();
+        for cmd in ["run", "inspect"] {
+            let args: Vec<&str> = if cmd == "run" { vec!["run", p.to_str().unwrap(), "--random-input"] } else { vec!["inspect", p.to_str().unwrap()] };
+            let (_, err) = expect(tpu_sdk(&args), 3);
+            assert!(err.contains("cannot load") && err.len() > 30, "{cmd} {what}: {err}");
+        }
+    }
+}

@@ -1,0 +1,486 @@
+//! The quantize pass: a float graph plus calibration into a full-integer int8 graph.
+//!
+//! Representation (shared with the int8 runtime and the TFLite importer/exporter): quantized ops are the
+//! ordinary [`Op`]s applied to values of dtype I8 whose [`Value::quant`](crate::ir::Value) is set, exactly like
+//! TFLite, in the IR's NCHW layout. Convolution weights are constant I8 `[O, I/g, kh, kw]` quantized
+//! symmetrically per output channel (axis 0, also for depthwise weights `[C·m, 1, kh, kw]`); Gemm/MatMul
+//! weights are constant I8 quantized symmetrically per tensor; biases are constant I32 with scale
+//! `input_scale × weight_scale[c]` and zero point 0. Fused activations stay in the op attributes. Values whose
+//! parameters the spec ties together (pooling, reshapes, transposes, concatenation, padding, slicing,
+//! max/min: inputs and outputs share scale and zero point) get one range, the union of what calibration saw;
+//! softmax/logistic outputs are fixed at (1/256, −128), tanh at (1/128, 0), log-softmax at (16/256, 127).
+//!
+//! With `float_io` the graph keeps float inputs and outputs: a `QuantizeLinear` follows each input and a
+//! `DequantizeLinear` precedes each output. Otherwise inputs and outputs are int8 with the parameters given in
+//! their values. An op the int8 spec (or the exporters) cannot handle is an [`Error::Unsupported`] naming the
+//! node: this pass never leaves part of a model in float.
+
+use std::collections::HashMap;
+
+use super::calibrate::Calibration;
+use super::params::{activation_params, quantize_one, symmetric_scale};
+use super::range::RangeMethod;
+use crate::ir::{BinaryOp, DType, Graph, Op, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
+use crate::{Error, Result};
+
+/// Options of [`quantize`].
+#[derive(Clone, Debug)]
+pub struct QuantizeOptions {
+    /// How activation ranges come from the calibration observations.
+    pub method: RangeMethod,
+    /// Keep float inputs and outputs (quantize/dequantize at the edges).
+    pub float_io: bool,
+}
+
+impl Default for QuantizeOptions {
+    fn default() -> Self {
+        QuantizeOptions { method: RangeMethod::MinMax, float_io: false }
+    }
+}
+
+/// Fixed output parameters of an op, if the spec fixes them.
+fn fixed_output(op: &Op) -> Option<(f32, i64)> {
+    match op {
+        Op::Softmax { .. } | Op::Unary(UnaryOp::Sigmoid) => Some((1.0 / 256.0, -128)),
+        Op::Unary(UnaryOp::Tanh) => Some((1.0 / 128.0, 0)),
+        Op::LogSoftmax { .. } => Some((16.0 / 256.0, 127)),
+        _ => None,
+    }
+}
+
+/// How the pass treats an op: `Ok(true)` when its float data inputs and outputs must share parameters,
+/// `Ok(false)` when they are independent, `Err(why)` when int8 cannot express it.
+fn classify(op: &Op) -> std::result::Result<bool, String> {
+    use Op::*;
+    match op {
+        Conv(a) => {
+            if a.kernel_shape.len() > 2 {
+                Err("only 1-D/2-D convolutions quantize".into())
+            } else {
+                Ok(false)
+            }
+        }
+        Gemm { .. } | MatMul | GlobalAveragePool => Ok(false),
+        Binary(b, _) => match b {
+            BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::PRelu => Ok(false),
+            BinaryOp::Max | BinaryOp::Min => Ok(true),
+            other => Err(format!("binary op {other:?} has no int8 TFLite kernel")),
+        },
+        Unary(u) => match u {
+            UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh | UnaryOp::HardSwish | UnaryOp::LeakyRelu { .. } => Ok(false),
+            // Non-standard clips become MAXIMUM/MINIMUM, whose operands share parameters.
+            UnaryOp::Clip { min, max } => Ok(!((*min == 0.0 && (*max == 6.0 || *max == f32::INFINITY)) || (*min == -1.0 && *max == 1.0))),
+            other => Err(format!("unary op {other:?} has no int8 TFLite kernel")),
+        },
+        Softmax { .. } | LogSoftmax { .. } => Ok(false),
+        Reduce { op: ReduceOp::Mean | ReduceOp::Sum, .. } => Ok(false),
+        Reduce { op: ReduceOp::Max | ReduceOp::Min, .. } => Ok(true),
+        MaxPool(_) | AveragePool(_) | GlobalMaxPool => Ok(true),
+        Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Identity => Ok(true),
+        Concat { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
+        other => Err(format!("{} has no int8 quantization here", other.name())),
+    }
+}
+
+struct UnionFind(Vec<usize>);
+
+impl UnionFind {
+    fn find(&mut self, x: usize) -> usize {
+        let mut r = x;
+        while self.0[r] != r {
+            r = self.0[r];
+        }
+        let mut y = x;
+        while self.0[y] != r {
+            let next = self.0[y];
+            self.0[y] = r;
+            y = next;
+        }
+        r
+    }
+    fn union(&mut self, a: usize, b: usize) {
+        let (ra, rb) = (self.find(a), self.find(b));
+        if ra != rb {
+            self.0[rb] = ra;
+        }
+    }
+}
+
+/// Quantizes the float graph `g` with the observations in `cal` (see the module docs).
+#[allow(clippy::needless_range_loop)] // values are indexed in several parallel tables
+pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<Graph> {
+    let nv = g.values.len();
+    let live: Vec<usize> = (0..g.nodes.len()).filter(|&k| g.nodes[k].outputs.iter().any(|o| g.value(*o).constant.is_none())).collect();
+    // Activations: float values that are graph inputs or computed.
+    let mut is_act = vec![false; nv];
+    for &i in &g.inputs {
+        let v = g.value(i);
+        if v.dtype != DType::F32 {
+            return Err(Error::Unsupported(format!("int8 quantization: graph input '{}' is {}, only f32 inputs quantize", v.name, v.dtype)));
+        }
+        is_act[i.0] = true;
+    }
+    let mut uf = UnionFind((0..nv).collect());
+    let mut fixed: HashMap<usize, (f32, i64)> = HashMap::new();
+    for &k in &live {
+        let n = &g.nodes[k];
+        let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' ({}): {why}", n.name, n.op.name()));
+        let tie = classify(&n.op).map_err(what)?;
+        if let Op::Gemm { .. } = n.op {
+            if n.input(2).is_some_and(|c| g.value(c).constant.is_none()) {
+                return Err(what("a non-constant C input (bias) is not supported".into()));
+            }
+        }
+        if let Op::Conv(_) | Op::Gemm { .. } = n.op {
+            if g.value(n.input(1).expect("verified")).constant.is_none() {
+                return Err(what("non-constant weights are not supported".into()));
+            }
+        }
+        let y = n.outputs[0];
+        if g.value(y).dtype != DType::F32 {
+            return Err(what(format!("its output is {}, only f32 values quantize", g.value(y).dtype)));
+        }
+        is_act[y.0] = true;
+        if let Some(f) = fixed_output(&n.op) {
+            fixed.insert(y.0, f);
+        }
+        if tie {
+            // Float data inputs (Gather's indices, Reshape's shape... are not float) share y's parameters.
+            let data_inputs: Vec<ValueId> = match n.op {
+                Op::Concat { .. } | Op::Binary(..) => n.inputs.iter().flatten().copied().collect(),
+                _ => n.input(0).into_iter().collect(),
+            };
+            for v in data_inputs {
+                if g.value(v).dtype == DType::F32 {
+                    uf.union(y.0, v.0);
+                }
+            }
+        }
+        for &o in &n.outputs[1..] {
+            if g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
+                is_act[o.0] = true;
+                uf.union(y.0, o.0);
+            }
+        }
+    }
+    // Group ranges: the union of every member's chosen range (constants in a group contribute theirs).
+    let mut group_range: HashMap<usize, (f32, f32)> = HashMap::new();
+    let mut group_fixed: HashMap<usize, (f32, i64)> = HashMap::new();
+    for v in 0..nv {
+        let val = &g.values[v];
+        let range = if is_act[v] {
+            match cal.observed.get(&ValueId(v)) {
+                Some(o) => Some(o.range(opts.method)),
+                None => return Err(Error::Unsupported(format!("int8 quantization: calibration recorded no range for '{}'", val.name))),
+            }
+        } else if val.dtype == DType::F32 && uf.0[v] != v {
+            // A constant operand tied to a group (Concat's constant part, Max's bound).
+            val.constant.as_ref().map(const_range)
+        } else {
+            None
+        };
+        let r = uf.find(v);
+        if let Some((lo, hi)) = range {
+            let e = group_range.entry(r).or_insert((lo, hi));
+            e.0 = e.0.min(lo);
+            e.1 = e.1.max(hi);
+        }
+        if let Some(&f) = fixed.get(&v) {
+            group_fixed.insert(r, f);
+        }
+    }
+    let params_of = |v: usize, uf: &mut UnionFind| -> QuantParams {
+        let r = uf.find(v);
+        if let Some(&(s, z)) = group_fixed.get(&r) {
+            return QuantParams { scale: vec![s], zero_point: vec![z], axis: None };
+        }
+        let (lo, hi) = group_range.get(&r).copied().unwrap_or((0.0, 0.0));
+        activation_params(lo, hi)
+    };
+    let mut q = g.clone();
+    for v in 0..nv {
+        if is_act[v] {
+            let p = params_of(v, &mut uf);
+            let val = &mut q.values[v];
+            val.dtype = DType::I8;
+            val.quant = Some(p);
+        }
+    }
+    // Constants: weights and biases of Conv/Gemm/MatMul, other float operands per tensor. New values each
+    // time, since one float constant may be quantized differently for different users.
+    for &k in &live {
+        let n = g.nodes[k].clone();
+        let name = n.name.clone();
+        let in_scale = |q: &Graph, i: usize| -> f32 { q.value(n.input(i).expect("data input")).quant.as_ref().expect("quantized input").scale[0] };
+        match &n.op {
+            Op::Conv(_) => {
+                let w = n.input(1).expect("verified");
+                let wt = g.value(w).constant.as_ref().expect("checked").clone();
+                let (wq, scales) = weights_per_channel(&wt)?;
+                let wname = format!("{}_int8", g.value(w).name);
+                let wid = add_quant_const(&mut q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
+                q.nodes[k].inputs[1] = Some(wid);
+                let s_in = in_scale(&q, 0);
+                let c_out = wt.shape[0];
+                let bias = match n.input(2) {
+                    Some(b) => g.value(b).constant.as_ref().ok_or_else(|| Error::Unsupported(format!("int8 quantization of node '{name}': non-constant bias")))?.to_f64_vec(),
+                    None => vec![0.0; c_out],
+                };
+                let bid = add_bias(&mut q, format!("{name}/bias_int32"), &bias, s_in, &scales, true);
+                if q.nodes[k].inputs.len() < 3 {
+                    q.nodes[k].inputs.resize(3, None);
+                }
+                q.nodes[k].inputs[2] = Some(bid);
+            }
+            Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
+                let b = n.input(1).expect("verified");
+                let bt = g.value(b).constant.as_ref().expect("checked");
+                let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| (x * *alpha as f64) as f32).collect();
+                let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
+                let wid = add_quant_const(&mut q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
+                let n_out = if *trans_b { bt.shape[0] } else { bt.shape[1] };
+                let bias: Vec<f64> = match n.input(2).and_then(|c| g.value(c).constant.as_ref()) {
+                    Some(c) if c.len() == n_out => c.to_f64_vec().iter().map(|x| x * *beta as f64).collect(),
+                    Some(c) if c.len() == 1 => vec![c.to_f64_vec()[0] * *beta as f64; n_out],
+                    Some(_) => return Err(Error::Unsupported(format!("int8 quantization of node '{name}': Gemm C is a full matrix, not a bias"))),
+                    None => vec![0.0; n_out],
+                };
+                let s_in = in_scale(&q, 0);
+                let bid = add_bias(&mut q, format!("{name}/bias_int32"), &bias, s_in, &[s], false);
+                q.nodes[k].op = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: *trans_a, trans_b: *trans_b, activation: *activation };
+                q.nodes[k].inputs = vec![n.input(0), Some(wid), Some(bid)];
+            }
+            Op::MatMul => {
+                let b = n.input(1).expect("verified");
+                if let Some(bt) = g.value(b).constant.as_ref() {
+                    let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| x as f32).collect();
+                    let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
+                    let wid = add_quant_const(&mut q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
+                    q.nodes[k].inputs[1] = Some(wid);
+                }
+            }
+            _ => {
+                // Float constant operands (Add's addend, Concat's constant part, PRelu's slope...).
+                for (i, inp) in n.inputs.iter().enumerate() {
+                    let Some(v) = *inp else { continue };
+                    let val = g.value(v);
+                    let Some(c) = val.constant.as_ref() else { continue };
+                    if val.dtype != DType::F32 || !takes_float_data(&n.op, i) {
+                        continue;
+                    }
+                    let p = if uf.0[v.0] != v.0 {
+                        params_of(v.0, &mut uf)
+                    } else {
+                        let (lo, hi) = const_range(c);
+                        activation_params(lo, hi)
+                    };
+                    let data: Vec<i8> = c.to_f64_vec().iter().map(|&x| quantize_one(x as f32, p.scale[0], p.zero_point[0], -128)).collect();
+                    let t = Tensor::from_vec(c.shape.clone(), data).expect("same length");
+                    let id = add_quant_const(&mut q, format!("{}_int8", val.name), t, p);
+                    q.nodes[k].inputs[i] = Some(id);
+                }
+            }
+        }
+    }
+    if opts.float_io {
+        add_float_edges(&mut q);
+    }
+    Ok(q)
+}
+
+/// Whether input `i` of `op` is float data (not a shape, axes, pads or indices operand).
+fn takes_float_data(op: &Op, i: usize) -> bool {
+    match op {
+        Op::Binary(..) | Op::Concat { .. } => true,
+        Op::Pad { .. } => i == 0 || i == 2,
+        _ => i == 0,
+    }
+}
+
+/// min/max of a constant (for a constant operand's own parameters).
+fn const_range(c: &Tensor) -> (f32, f32) {
+    let v = c.to_f64_vec();
+    let lo = v.iter().copied().fold(f64::INFINITY, f64::min);
+    let hi = v.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+    if lo > hi {
+        (0.0, 0.0)
+    } else {
+        (lo as f32, hi as f32)
+    }
+}
+
+fn add_quant_const(q: &mut Graph, name: String, t: Tensor, p: QuantParams) -> ValueId {
+    let id = q.add_constant(name, t);
+    q.value_mut(id).quant = Some(p);
+    id
+}
+
+/// Symmetric per-output-channel int8 weights (axis 0) and their scales.
+fn weights_per_channel(w: &Tensor) -> Result<(Tensor, Vec<f32>)> {
+    let v = w.to_f64_vec();
+    let c = w.shape[0];
+    let per = v.len().checked_div(c).unwrap_or(0);
+    let mut scales = Vec::with_capacity(c);
+    let mut out = Vec::with_capacity(v.len());
+    for ch in 0..c {
+        let sl = &v[ch * per..(ch + 1) * per];
+        let absmax = sl.iter().fold(0.0f64, |m, x| m.max(x.abs())) as f32;
+        let s = symmetric_scale(absmax);
+        scales.push(s);
+        out.extend(sl.iter().map(|&x| quantize_one(x as f32, s, 0, -127)));
+    }
+    Ok((Tensor::from_vec(w.shape.clone(), out).expect("same length"), scales))
+}
+
+/// Symmetric per-tensor int8 weights and their scale.
+fn weights_per_tensor(v: &mut [f32], shape: &[usize]) -> (Tensor, f32) {
+    let absmax = v.iter().fold(0.0f32, |m, x| m.max(x.abs()));
+    let s = symmetric_scale(absmax);
+    let out: Vec<i8> = v.iter().map(|&x| quantize_one(x, s, 0, -127)).collect();
+    (Tensor::from_vec(shape.to_vec(), out).expect("same length"), s)
+}
+
+/// An int32 bias with scale `s_in × s_w[c]` (per channel when `per_channel`).
+fn add_bias(q: &mut Graph, name: String, bias: &[f64], s_in: f32, s_w: &[f32], per_channel: bool) -> ValueId {
+    let scales: Vec<f32> = (0..bias.len()).map(|c| s_in * s_w[if s_w.len() == 1 { 0 } else { c }]).collect();
+    let data: Vec<i32> = bias.iter().zip(&scales).map(|(&b, &s)| (b / s as f64).round().clamp(i32::MIN as f64, i32::MAX as f64) as i32).collect();
+    let t = Tensor::from_vec(vec![bias.len()], data).expect("1-D");
+    let p = if per_channel {
+        QuantParams { zero_point: vec![0; scales.len()], scale: scales, axis: Some(0) }
+    } else {
+        QuantParams { scale: vec![scales.first().copied().unwrap_or(s_in)], zero_point: vec![0], axis: None }
+    };
+    add_quant_const(q, name, t, p)
+}
+
+/// A `QuantizeLinear` node (float → int8 with `p`, TFLite rounding).
+pub fn quantize_node(q: &mut Graph, x: ValueId, y: ValueId, p: &QuantParams, name: &str) {
+    let s = q.add_constant(format!("{name}/scale"), Tensor::scalar(p.scale[0]));
+    let z = q.add_constant(format!("{name}/zero_point"), Tensor::scalar(p.zero_point[0] as i8));
+    q.add_node(name, Op::QuantizeLinear { axis: 1, to: DType::I8, rounding: crate::ir::QuantRounding::TfLite }, vec![Some(x), Some(s), Some(z)], vec![y]);
+}
+
+/// A `DequantizeLinear` node (int8 with `p` → float).
+pub fn dequantize_node(q: &mut Graph, x: ValueId, y: ValueId, p: &QuantParams, name: &str) {
+    let s = q.add_constant(format!("{name}/scale"), Tensor::scalar(p.scale[0]));
+    let z = q.add_constant(format!("{name}/zero_point"), Tensor::scalar(p.zero_point[0] as i8));
+    q.add_node(name, Op::DequantizeLinear { axis: 1 }, vec![Some(x), Some(s), Some(z)], vec![y]);
+}
+
+/// Float inputs and outputs around the int8 graph: each input `x` becomes a float input of the same name
+/// followed by a QuantizeLinear into `x_int8`; each output `y` is renamed `y_int8` and a DequantizeLinear
+/// produces the float output `y`.
+fn add_float_edges(q: &mut Graph) {
+    let body = std::mem::take(&mut q.nodes);
+    for k in 0..q.inputs.len() {
+        let i = q.inputs[k];
+        let v = q.value(i).clone();
+        let p = v.quant.clone().expect("quantized input");
+        let f = q.add_value(v.name.clone(), DType::F32, v.shape.clone());
+        q.value_mut(i).name = format!("{}_int8", v.name);
+        q.inputs[k] = f;
+        quantize_node(q, f, i, &p, &format!("{}/quantize", v.name));
+    }
+    q.nodes.extend(body);
+    for k in 0..q.outputs.len() {
+        let o = q.outputs[k];
+        let v = q.value(o).clone();
+        let Some(p) = v.quant.clone() else { continue };
+        let f = q.add_value(v.name.clone(), DType::F32, v.shape.clone());
+        q.value_mut(o).name = format!("{}_int8", v.name);
+        q.outputs[k] = f;
+        dequantize_node(q, o, f, &p, &format!("{}/dequantize", v.name));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::builder::GraphBuilder;
+    use crate::ir::{AutoPad, ConvAttrs, PoolAttrs};
+    use crate::quant::calibrate;
+    use crate::target::Progress;
+
+    /// Conv(bias-free) → MaxPool → Reshape → Softmax, calibrated on one ramp input.
+    fn quantized(float_io: bool) -> (Graph, Graph) {
+        let mut b = GraphBuilder::new("t");
+        let x = b.input("x", DType::F32, &[1, 2, 4, 4]);
+        // Channel 0 weights reach ±0.5, channel 1 ±2.0.
+        let w: Vec<f32> = (0..3 * 2 * 9).map(|i| if i < 18 { 0.5 - (i as f32) / 18.0 } else { 2.0 - 4.0 * ((i - 18) % 18) as f32 / 17.0 }).collect();
+        let w = b.constant("w", Tensor::from_f32(vec![3, 2, 3, 3], w));
+        let conv = ConvAttrs { kernel_shape: vec![3, 3], strides: vec![], dilations: vec![], pads: vec![1, 1, 1, 1], auto_pad: AutoPad::NotSet, group: 1, activation: None };
+        let c = b.op(Op::Conv(conv), &[x, w]).unwrap();
+        let pool = PoolAttrs { kernel_shape: vec![2, 2], strides: vec![2, 2], dilations: vec![], pads: vec![0; 4], auto_pad: AutoPad::NotSet, ceil_mode: false, count_include_pad: false };
+        let p = b.node(Op::MaxPool(pool), &[Some(c)], 1).unwrap()[0];
+        let r = b.reshape(p, &[1, 12]).unwrap();
+        let s = b.softmax(r).unwrap();
+        b.output(s);
+        let g = b.finish().unwrap();
+        let sample = vec![Tensor::from_f32(vec![1, 2, 4, 4], (0..32).map(|i| i as f32 / 31.0 - 0.25).collect())];
+        let cal = calibrate(&g, &[sample], RangeMethod::MinMax, &Progress::default()).unwrap();
+        let q = quantize(&g, &cal, &QuantizeOptions { method: RangeMethod::MinMax, float_io }).unwrap();
+        (g, q)
+    }
+
+    fn by_name<'a>(g: &'a Graph, name: &str) -> &'a crate::ir::Value {
+        g.values.iter().find(|v| v.name == name).unwrap_or_else(|| panic!("no value {name}"))
+    }
+
+    #[test]
+    fn follows_the_tflite_int8_spec() {
+        let (g, q) = quantized(false);
+        let conv = q.nodes.iter().find(|n| matches!(n.op, Op::Conv(_))).unwrap();
+        let w = q.value(conv.input(1).unwrap());
+        let wp = w.quant.as_ref().unwrap();
+        // Weights: int8, symmetric per output channel on axis 0, scale = max|w| / 127, values in [-127, 127].
+        assert_eq!((w.dtype, wp.axis, wp.zero_point.clone()), (DType::I8, Some(0), vec![0, 0, 0]));
+        assert!((wp.scale[0] - 0.5 / 127.0).abs() < 1e-7 && (wp.scale[1] - 2.0 / 127.0).abs() < 1e-7, "{:?}", wp.scale);
+        assert!(w.constant.as_ref().unwrap().view::<i8>().unwrap().iter().all(|&v| v >= -127));
+        // A bias was added: int32, scale input_scale × weight_scale per channel, zero point 0.
+        let bias = q.value(conv.input(2).unwrap());
+        let bp = bias.quant.as_ref().unwrap();
+        let s_in = q.value(q.inputs[0]).quant.as_ref().unwrap().scale[0];
+        assert_eq!(bias.dtype, DType::I32);
+        for c in 0..3 {
+            assert!((bp.scale[c] - s_in * wp.scale[c]).abs() < 1e-9);
+        }
+        // Input range [-0.25, 0.75]: asymmetric, zero exactly representable.
+        let ip = q.value(q.inputs[0]).quant.as_ref().unwrap();
+        assert!((ip.scale[0] - 1.0 / 255.0).abs() < 1e-6);
+        assert_eq!(ip.zero_point[0], -128 + 64);
+        // MaxPool and Reshape share their input's parameters; Softmax's output is fixed at (1/256, -128).
+        let c = conv.outputs[0];
+        let pool = q.nodes.iter().find(|n| matches!(n.op, Op::MaxPool(_))).unwrap();
+        let reshape = q.nodes.iter().find(|n| matches!(n.op, Op::Reshape { .. })).unwrap();
+        assert_eq!(q.value(pool.outputs[0]).quant, q.value(c).quant);
+        assert_eq!(q.value(reshape.outputs[0]).quant, q.value(c).quant);
+        let out = q.value(q.outputs[0]);
+        assert_eq!((out.dtype, out.quant.clone().unwrap().scale, out.quant.clone().unwrap().zero_point), (DType::I8, vec![1.0 / 256.0], vec![-128]));
+        // The float graph is untouched, names are kept.
+        assert_eq!(g.value(g.outputs[0]).dtype, DType::F32);
+        assert_eq!(out.name, g.value(g.outputs[0]).name);
+    }
+
+    #[test]
+    fn float_io_puts_quantize_and_dequantize_at_the_edges() {
+        let (g, q) = quantized(true);
+        assert_eq!(q.value(q.inputs[0]).dtype, DType::F32);
+        assert_eq!(q.value(q.outputs[0]).dtype, DType::F32);
+        assert_eq!(q.value(q.inputs[0]).name, g.value(g.inputs[0]).name);
+        assert!(matches!(q.nodes.first().unwrap().op, Op::QuantizeLinear { .. }));
+        assert!(matches!(q.nodes.last().unwrap().op, Op::DequantizeLinear { .. }));
+        assert_eq!(by_name(&q, &format!("{}_int8", g.value(g.inputs[0]).name)).dtype, DType::I8);
+    }
+
+    #[test]
+    fn an_op_without_int8_kernel_is_named() {
+        let mut b = GraphBuilder::new("t");
+        let x = b.input("x", DType::F32, &[4]);
+        let y = b.op(Op::Unary(UnaryOp::Erf), &[x]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let cal = calibrate(&g, &[vec![Tensor::from_f32(vec![4], vec![0.0, 1.0, 2.0, 3.0])]], RangeMethod::MinMax, &Progress::default()).unwrap();
+        let e = quantize(&g, &cal, &QuantizeOptions::default()).unwrap_err().to_string();
+        assert!(e.contains("Erf") && e.contains("int8"), "{e}");
+    }
+}

@@ -1,0 +1,90 @@
+//! ADD, SUB and MUL on int8 with numpy broadcasting, as TFLite computes them.
+//!
+//! ADD/SUB (`add.cc`, `sub.cc`): both inputs are shifted left by 20 bits and rescaled to twice the larger
+//! input scale (`MultiplyByQuantizedMultiplierSmallerThanOneExp`), added or subtracted, and the sum rescaled
+//! to the output. MUL: `MultiplyByQuantizedMultiplier((a - zp_a)·(b - zp_b), s_a·s_b/s_out)`. Both add the
+//! output zero point and clamp to the fused activation's range.
+
+use super::fixedpoint::{mul_double_round, mul_smaller_than_one, quantize_multiplier, Multiplier};
+use super::{activation_range, arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp};
+use crate::ir::{BinaryOp, DType, Op, Tensor};
+use crate::runtime::kernels::util::{broadcast_shape, broadcast_strides};
+use crate::runtime::kernels::Scratch;
+
+#[derive(Debug)]
+enum Kind {
+    AddSub { sub: bool, m1: Multiplier, m2: Multiplier, mo: Multiplier },
+    Mul { m: Multiplier },
+}
+
+#[derive(Debug)]
+struct Binary {
+    kind: Kind,
+    a: Qp,
+    b: Qp,
+    y: Qp,
+    act: (i32, i32),
+    dtype: DType,
+}
+
+const LEFT_SHIFT: i32 = 20;
+
+pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Binary(op, act) = cx.op() else { return Err("not a binary op".into()) };
+    let (a, b, y) = (cx.qp(0, false)?, cx.qp(1, false)?, cx.qp(0, true)?);
+    let kind = match op {
+        BinaryOp::Add | BinaryOp::Sub => {
+            let twice_max = 2.0 * a.scale.max(b.scale) as f64;
+            Kind::AddSub {
+                sub: *op == BinaryOp::Sub,
+                m1: quantize_multiplier(a.scale as f64 / twice_max),
+                m2: quantize_multiplier(b.scale as f64 / twice_max),
+                mo: quantize_multiplier(twice_max / ((1i64 << LEFT_SHIFT) as f64 * y.scale as f64)),
+            }
+        }
+        BinaryOp::Mul => Kind::Mul { m: quantize_multiplier(a.scale as f64 * b.scale as f64 / y.scale as f64) },
+        other => return Err(format!("{other:?} on quantized values is not supported (Add, Sub, Mul are)")),
+    };
+    let dtype = cx.output(0)?.dtype;
+    Ok(Box::new(Binary { kind, a, b, y, act: activation_range(*act, y, super::dtype_range(dtype)), dtype }))
+}
+
+impl Binary {
+    #[inline(always)]
+    fn f(&self, x1: i32, x2: i32) -> i32 {
+        let raw = match self.kind {
+            Kind::AddSub { sub, m1, m2, mo } => {
+                let s1 = mul_smaller_than_one((x1 - self.a.zp) << LEFT_SHIFT, m1);
+                let s2 = mul_smaller_than_one((x2 - self.b.zp) << LEFT_SHIFT, m2);
+                mul_smaller_than_one(if sub { s1 - s2 } else { s1 + s2 }, mo)
+            }
+            Kind::Mul { m } => mul_double_round((x1 - self.a.zp) * (x2 - self.b.zp), m),
+        };
+        (raw + self.y.zp).clamp(self.act.0, self.act.1)
+    }
+}
+
+impl Int8Kernel for Binary {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let (at, bt) = (arg(inputs, 0)?, arg(inputs, 1)?);
+        let (a, b) = (Bytes::of(at, "input 0")?, Bytes::of(bt, "input 1")?);
+        let shape = broadcast_shape(&at.shape, &bt.shape)?;
+        let out = out0(outputs)?;
+        if at.shape == bt.shape {
+            write_out(out, self.dtype, &shape, |i| self.f(a.get(i), b.get(i)));
+            return Ok(());
+        }
+        let (sa, sb) = (broadcast_strides(&at.shape, &shape), broadcast_strides(&bt.shape, &shape));
+        let dims = shape.clone();
+        let offset = |mut i: usize, st: &[usize]| {
+            let mut off = 0;
+            for d in (0..dims.len()).rev() {
+                off += (i % dims[d]) * st[d];
+                i /= dims[d];
+            }
+            off
+        };
+        write_out(out, self.dtype, &shape, |i| self.f(a.get(offset(i, &sa)), b.get(offset(i, &sb))));
+        Ok(())
+    }
+}

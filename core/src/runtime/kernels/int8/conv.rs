@@ -1,0 +1,281 @@
+//! CONV_2D, DEPTHWISE_CONV_2D and FULLY_CONNECTED on int8, as LiteRT's optimized kernels compute them:
+//! `acc = Σ (x - zp_in)·w + bias` in i32, then `MultiplyByQuantizedMultiplier(acc, in_s·w_s[c]/out_s)`,
+//! plus the output zero point, clamped to the fused activation's range.
+//!
+//! The input zero point folds into the bias (`bias - zp_in·Σw`, the weights' row sums computed here once),
+//! with padding filled by the zero point, so the GEMM is a plain i8 dot product ([`super::gemm`]).
+//! CONV_2D and FULLY_CONNECTED scale the accumulator as LiteRT's x86-64 GEMM output stage does: the rounding
+//! doubling high multiply, then a right shift rounding half up ([`super::fixedpoint::mul_neon_rshl`]);
+//! DEPTHWISE_CONV_2D, which has its own loops, with TFLite's `MultiplyByQuantizedMultiplier` (half away from
+//! zero). Both established against LiteRT on random inputs (`tests/tflite_int8.rs`).
+
+use rayon::prelude::*;
+
+use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
+use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
+use super::{activation_range, arg, out0, Ctx, Int8Kernel, Qp};
+use crate::ir::{DType, Op, Tensor};
+use crate::runtime::kernels::conv::{window_geom, Window};
+use crate::runtime::kernels::Scratch;
+
+/// How the i32 accumulator is scaled back (see [`super::fixedpoint`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Rounding {
+    /// TFLite `MultiplyByQuantizedMultiplier`.
+    Double,
+    /// ruy's single-rounding multiplier (not what LiteRT's x86-64 build computes; kept for reference).
+    #[allow(dead_code)]
+    Single,
+    /// The rounding doubling high multiply, then a right shift rounding half up (`vqrdmulh` + `vrshl`):
+    /// what LiteRT's x86-64 build computes for CONV_2D's and FULLY_CONNECTED's GEMM output stage.
+    Neon,
+}
+
+#[inline(always)]
+fn scale(acc: i32, m: Multiplier, r: Rounding) -> i32 {
+    match r {
+        Rounding::Double => mul_double_round(acc, m),
+        Rounding::Single => mul_single_round(acc, m),
+        Rounding::Neon => mul_neon_rshl(acc, m),
+    }
+}
+
+/// Weights as i8 with per-output-channel scales (symmetric).
+fn weights(cx: &Ctx, k: usize, rows: usize) -> Result<(Vec<i8>, Vec<f32>), String> {
+    let v = cx.input(k)?;
+    let t = cx.constant(k)?;
+    let w = t.view::<i8>().ok_or_else(|| format!("weights '{}' are {}, expected i8", v.name, t.dtype()))?;
+    let q = v.quant.as_ref().ok_or_else(|| format!("weights '{}' have no quantization parameters", v.name))?;
+    if q.zero_point.iter().any(|&z| z != 0) {
+        return Err(format!("weights '{}' have a nonzero zero point; symmetric weights are required", v.name));
+    }
+    let scales = if q.scale.len() == 1 {
+        vec![q.scale[0]; rows]
+    } else if q.scale.len() == rows && q.axis == Some(0) {
+        q.scale.clone()
+    } else {
+        return Err(format!("weights '{}' have {} scales on axis {:?}, expected 1 or {rows} on axis 0", v.name, q.scale.len(), q.axis));
+    };
+    Ok((w.to_vec(), scales))
+}
+
+/// Bias as i32 (zeros when absent).
+fn bias(cx: &Ctx, k: usize, rows: usize) -> Result<Vec<i32>, String> {
+    if !cx.has_input(k) {
+        return Ok(vec![0; rows]);
+    }
+    let t = cx.constant(k)?;
+    let b = t.view::<i32>().ok_or_else(|| format!("the bias is {}, expected i32", t.dtype()))?;
+    if b.len() != rows {
+        return Err(format!("the bias has {} elements for {rows} output channels", b.len()));
+    }
+    Ok(b.to_vec())
+}
+
+/// Multipliers `in_s · w_s[c] / out_s` in f64 (TFLite's `PopulateConvolutionQuantizationParams`).
+fn multipliers(x: Qp, w: &[f32], y: Qp) -> Vec<Multiplier> {
+    w.iter().map(|&ws| quantize_multiplier(x.scale as f64 * ws as f64 / y.scale as f64)).collect()
+}
+
+/// A prepared convolution.
+#[derive(Debug)]
+struct Conv {
+    /// Weights `[O][I/g·kh·kw]`.
+    w: Vec<i8>,
+    /// `bias - zp_in · Σw` per output channel (im2col path) or the bias (depthwise path).
+    bias: Vec<i32>,
+    m: Vec<Multiplier>,
+    x: Qp,
+    y: Qp,
+    act: (i32, i32),
+    group: usize,
+    geom: Geom2,
+    depthwise: bool,
+    rounding: Rounding,
+}
+
+pub(crate) fn prepare_conv(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Conv(a) = cx.op() else { return Err("not a Conv".into()) };
+    let (xv, wv) = (cx.input(0)?, cx.input(1)?);
+    if xv.dtype != DType::I8 || xv.shape.len() != 4 || wv.shape.len() != 4 {
+        return Err(format!("int8 Conv needs an i8 NCHW input and 4-D weights, got {} {:?} and {:?}", xv.dtype, xv.shape, wv.shape));
+    }
+    let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
+    let o = wv.shape[0];
+    let (w, ws) = weights(cx, 1, o)?;
+    let b = bias(cx, 2, o)?;
+    let win = Window { kernel: &wv.shape[2..], strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
+    let g = window_geom(&xv.shape[2..], &win, "Conv")?;
+    let geom = Geom2 { ih: g.inp[1], iw: g.inp[2], oh: g.out[1], ow: g.out[2], kh: g.k[1], kw: g.k[2], sh: g.s[1], sw: g.s[2], dh: g.d[1], dw: g.d[2], pt: g.pb[1], pl: g.pb[2] };
+    let group = a.group.max(1);
+    let c = xv.shape[1];
+    if c % group != 0 || o % group != 0 || wv.shape[1] * group != c {
+        return Err(format!("Conv with {c} input channels, {o} outputs and {group} groups does not fit weights {:?}", wv.shape));
+    }
+    let depthwise = wv.shape[1] == 1 && group == c && group > 1;
+    let kk = wv.shape[1] * geom.kh * geom.kw;
+    let bias = if depthwise {
+        b
+    } else {
+        b.iter().enumerate().map(|(r, &b)| b - x.zp * w[r * kk..(r + 1) * kk].iter().map(|&v| v as i32).sum::<i32>()).collect()
+    };
+    let act = activation_range(a.activation, y, super::dtype_range(DType::I8));
+    // CONV_2D's GEMM runs through ruy (single rounding); DEPTHWISE_CONV_2D's own loops use TFLite's
+    // `MultiplyByQuantizedMultiplier`
+    let rounding = if depthwise { Rounding::Double } else { Rounding::Neon };
+    Ok(Box::new(Conv { w, bias, m: multipliers(x, &ws, y), x, y, act, group, geom, depthwise, rounding }))
+}
+
+impl Int8Kernel for Conv {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let (n, c) = (xt.shape[0], xt.shape[1]);
+        let g = &self.geom;
+        let o = self.bias.len();
+        let (p, plane) = (g.oh * g.ow, g.ih * g.iw);
+        if x.len() != n * c * plane {
+            return Err(format!("input shape {:?} does not match the planned convolution", xt.shape));
+        }
+        let out = out0(outputs)?.reset::<i8>(&[n, o, g.oh, g.ow]);
+        let (lo, hi) = self.act;
+        let zp_out = self.y.zp;
+        let fin = |acc: i32, oc: usize| (scale(acc, self.m[oc], self.rounding) + zp_out).clamp(lo, hi) as i8;
+        if self.depthwise {
+            let mult = o / c;
+            let kk = g.kh * g.kw;
+            out.par_chunks_mut(p).enumerate().for_each(|(i, orow)| {
+                let (b, oc) = (i / o, i % o);
+                let xp = &x[(b * c + oc / mult) * plane..][..plane];
+                let w = &self.w[oc * kk..(oc + 1) * kk];
+                for oy in 0..g.oh {
+                    for ox in 0..g.ow {
+                        let mut acc = self.bias[oc];
+                        for ky in 0..g.kh {
+                            let iy = (oy * g.sh + ky * g.dh) as isize - g.pt as isize;
+                            if iy < 0 || iy as usize >= g.ih {
+                                continue;
+                            }
+                            let xr = &xp[iy as usize * g.iw..][..g.iw];
+                            for kx in 0..g.kw {
+                                let ix = (ox * g.sw + kx * g.dw) as isize - g.pl as isize;
+                                if ix >= 0 && (ix as usize) < g.iw {
+                                    acc += (xr[ix as usize] as i32 - self.x.zp) * w[ky * g.kw + kx] as i32;
+                                }
+                            }
+                        }
+                        orow[oy * g.ow + ox] = fin(acc, oc);
+                    }
+                }
+            });
+            return Ok(());
+        }
+        let (cg, og) = (c / self.group, o / self.group);
+        let kk = cg * g.kh * g.kw;
+        let pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.oh == g.ih && g.ow == g.iw;
+        let col = &mut scratch.i8;
+        if !pointwise {
+            col.resize(p * kk, 0);
+        }
+        for b in 0..n {
+            for gi in 0..self.group {
+                let xs = &x[(b * c + gi * cg) * plane..(b * c + (gi + 1) * cg) * plane];
+                // a 1x1 convolution's patches are the input itself, laid [c][p]
+                let cols: &[i8] = if pointwise {
+                    xs
+                } else {
+                    im2col(xs, cg, g, self.x.zp as i8, col);
+                    &col[..p * kk]
+                };
+                let ob = &mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p];
+                ob.par_chunks_mut(p).enumerate().for_each_init(
+                    || vec![0i32; p],
+                    |acc, (r, orow)| {
+                        let oc = gi * og + r;
+                        gemm_rows(&self.w[oc * kk..(oc + 1) * kk], cols, acc);
+                        for (y, &a) in orow.iter_mut().zip(acc.iter()) {
+                            *y = fin(a + self.bias[oc], oc);
+                        }
+                    },
+                );
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A prepared FULLY_CONNECTED (Gemm with constant `[N, K]` weights, or MatMul with constant `[K, N]`).
+#[derive(Debug)]
+struct Fc {
+    /// Weights `[N][K]`.
+    w: Vec<i8>,
+    bias: Vec<i32>,
+    /// Per output unit (per-channel weights) or the same for all.
+    m: Vec<Multiplier>,
+    y: Qp,
+    act: (i32, i32),
+    k: usize,
+    rounding: Rounding,
+}
+
+pub(crate) fn prepare_fc(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let (trans_a, trans_b, act, alpha, beta) = match cx.op() {
+        Op::Gemm { alpha, beta, trans_a, trans_b, activation } => (*trans_a, *trans_b, *activation, *alpha, *beta),
+        _ => (false, false, None, 1.0, 1.0),
+    };
+    if trans_a || alpha != 1.0 || beta != 1.0 {
+        return Err("int8 Gemm supports only alpha = beta = 1 without trans_a".into());
+    }
+    let (xv, wv) = (cx.input(0)?, cx.input(1)?);
+    if xv.dtype != DType::I8 || wv.shape.len() != 2 || xv.shape.is_empty() {
+        return Err(format!("int8 fully-connected needs an i8 input and 2-D constant weights, got {} and {:?}", xv.dtype, wv.shape));
+    }
+    let (nn, k) = if trans_b { (wv.shape[0], wv.shape[1]) } else { (wv.shape[1], wv.shape[0]) };
+    if *xv.shape.last().expect("rank checked") != k {
+        return Err(format!("input {:?} does not match weights {:?}", xv.shape, wv.shape));
+    }
+    let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
+    let (w0, ws) = weights(cx, 1, if trans_b { nn } else { 1 })?;
+    let w: Vec<i8> = if trans_b { w0 } else { (0..nn).flat_map(|j| (0..k).map(move |i| (i, j))).map(|(i, j)| w0[i * nn + j]).collect() };
+    let b = bias(cx, 2, nn)?;
+    let bias = b.iter().enumerate().map(|(r, &b)| b - x.zp * w[r * k..(r + 1) * k].iter().map(|&v| v as i32).sum::<i32>()).collect();
+    let ws = if ws.len() == nn { ws } else { vec![ws[0]; nn] };
+    let m = multipliers(x, &ws, y);
+    let act = activation_range(act, y, super::dtype_range(DType::I8));
+    Ok(Box::new(Fc { w, bias, m, y, act, k, rounding: Rounding::Neon }))
+}
+
+impl Int8Kernel for Fc {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let k = self.k;
+        let nn = self.bias.len();
+        let rows = x.len() / k;
+        let mut shape = xt.shape.clone();
+        *shape.last_mut().expect("rank >= 1") = nn;
+        let out = out0(outputs)?.reset::<i8>(&shape);
+        let (lo, hi) = self.act;
+        let run_row = |r: usize, orow: &mut [i8]| {
+            let xr = &x[r * k..(r + 1) * k];
+            let mut j = 0;
+            while j + 4 <= nn {
+                let acc = dot4([&self.w[j * k..][..k], &self.w[(j + 1) * k..][..k], &self.w[(j + 2) * k..][..k], &self.w[(j + 3) * k..][..k]], xr);
+                for (t, a) in acc.iter().enumerate() {
+                    orow[j + t] = (scale(a + self.bias[j + t], self.m[j + t], self.rounding) + self.y.zp).clamp(lo, hi) as i8;
+                }
+                j += 4;
+            }
+            for j in j..nn {
+                let a = dot(&self.w[j * k..][..k], xr);
+                orow[j] = (scale(a + self.bias[j], self.m[j], self.rounding) + self.y.zp).clamp(lo, hi) as i8;
+            }
+        };
+        if rows * nn * k >= 1 << 16 && rows > 1 {
+            out.par_chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o));
+        } else {
+            out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o));
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,191 @@
+//! Fixed-point arithmetic of TFLite's integer kernels, bit for bit: `QuantizeMultiplier`,
+//! gemmlowp's `SaturatingRoundingDoublingHighMul` and `RoundingDivideByPOT`, and the ways LiteRT applies a
+//! quantized multiplier to an i32 accumulator:
+//!
+//! * [`mul_double_round`]: `MultiplyByQuantizedMultiplier` of TFLite's `common.h` (the default build, without
+//!   `TFLITE_SINGLE_ROUNDING`): a rounding doubling high multiply, then a rounding right shift, half away
+//!   from zero. Used by the element-wise kernels, depthwise convolution, requantization and scalar tails.
+//! * [`mul_neon_rshl`]: the same high multiply, then a right shift rounding half *up* (NEON's `vrshl`).
+//!   LiteRT's x86-64 build compiles its NEON code paths through NEON_2_SSE, so this is what CONV_2D's and
+//!   FULLY_CONNECTED's GEMM output stage and the vectorised part of MEAN compute there.
+//! * [`mul_single_round`]: ruy's reference `MultiplyByQuantizedMultiplier` (`(x·m + 2^(n-1)) >> n`), kept for
+//!   comparison; LiteRT's x86-64 build was found not to use it.
+
+/// A real multiplier as TFLite stores it: `real ≈ multiplier · 2^(shift - 31)`, `multiplier` in [2^30, 2^31).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub struct Multiplier {
+    /// Q31 significand.
+    pub multiplier: i32,
+    /// Power-of-two exponent (positive: left shift).
+    pub shift: i32,
+}
+
+/// TFLite's `QuantizeMultiplier(double, int32*, int*)`: frexp, round the significand to Q31 (half away from
+/// zero), renormalise a significand that rounded up to 2^31, and flush multipliers below 2^-31 to zero.
+pub fn quantize_multiplier(m: f64) -> Multiplier {
+    if m == 0.0 {
+        return Multiplier { multiplier: 0, shift: 0 };
+    }
+    let (q, mut shift) = frexp(m);
+    let mut q_fixed = (q * (1i64 << 31) as f64).round() as i64;
+    if q_fixed == 1i64 << 31 {
+        q_fixed /= 2;
+        shift += 1;
+    }
+    if shift < -31 {
+        shift = 0;
+        q_fixed = 0;
+    }
+    Multiplier { multiplier: q_fixed as i32, shift }
+}
+
+/// `frexp`: `m = q · 2^e` with `|q|` in [0.5, 1).
+fn frexp(m: f64) -> (f64, i32) {
+    if m == 0.0 || !m.is_finite() {
+        return (m, 0);
+    }
+    let bits = m.to_bits();
+    let exp = ((bits >> 52) & 0x7ff) as i32;
+    if exp == 0 {
+        // subnormal: scale up first
+        let (q, e) = frexp(m * (1u64 << 54) as f64);
+        return (q, e - 54);
+    }
+    let e = exp - 1022;
+    let q = f64::from_bits((bits & !(0x7ffu64 << 52)) | (1022u64 << 52));
+    (q, e)
+}
+
+/// gemmlowp `SaturatingRoundingDoublingHighMul` for i32.
+#[inline(always)]
+pub fn srdhm(a: i32, b: i32) -> i32 {
+    if a == b && a == i32::MIN {
+        return i32::MAX;
+    }
+    let ab = a as i64 * b as i64;
+    let nudge = if ab >= 0 { 1i64 << 30 } else { 1 - (1i64 << 30) };
+    // C++ integer division truncates toward zero, as Rust's does
+    ((ab + nudge) / (1i64 << 31)) as i32
+}
+
+/// gemmlowp `RoundingDivideByPOT` for i32: divide by 2^exponent rounding half away from zero.
+#[inline(always)]
+pub fn rounding_divide_by_pot(x: i32, exponent: i32) -> i32 {
+    let mask = ((1i64 << exponent) - 1) as i32;
+    let remainder = x & mask;
+    let threshold = (mask >> 1) + i32::from(x < 0);
+    (x >> exponent) + i32::from(remainder > threshold)
+}
+
+/// TFLite `MultiplyByQuantizedMultiplier` (double rounding, the default build).
+#[inline(always)]
+pub fn mul_double_round(x: i32, m: Multiplier) -> i32 {
+    let left = m.shift.max(0);
+    let right = (-m.shift).max(0);
+    rounding_divide_by_pot(srdhm(x.wrapping_mul(1 << left), m.multiplier), right)
+}
+
+/// The NEON form `vrshlq_s32(vqrdmulhq_s32(x << left, m), -right)` (`MultiplyByQuantizedMultiplier4Rows`):
+/// the rounding doubling high multiply, then a rounding right shift that rounds half *up* (`vrshl` adds
+/// `2^(n-1)` before shifting), unlike `RoundingDivideByPOT`. LiteRT's x86-64 build runs such NEON code
+/// through NEON_2_SSE, so its results depend on which elements a kernel's vector loop covers.
+#[inline(always)]
+pub fn mul_neon_rshl(x: i32, m: Multiplier) -> i32 {
+    let left = m.shift.max(0);
+    let right = (-m.shift).max(0);
+    let h = srdhm(x.wrapping_mul(1 << left), m.multiplier);
+    if right == 0 {
+        h
+    } else {
+        ((h as i64 + (1i64 << (right - 1))) >> right) as i32
+    }
+}
+
+/// ruy's `MultiplyByQuantizedMultiplier` (single rounding).
+#[inline(always)]
+pub fn mul_single_round(x: i32, m: Multiplier) -> i32 {
+    let total_shift = 31 - m.shift;
+    let round = 1i64 << (total_shift - 1);
+    ((x as i64 * m.multiplier as i64 + round) >> total_shift) as i32
+}
+
+/// TFLite `MultiplyByQuantizedMultiplierSmallerThanOneExp` (the shift is ≤ 0).
+#[inline(always)]
+pub fn mul_smaller_than_one(x: i32, m: Multiplier) -> i32 {
+    rounding_divide_by_pot(srdhm(x, m.multiplier), -m.shift)
+}
+
+/// i16 versions of the gemmlowp primitives, for HARD_SWISH.
+pub mod i16x {
+    /// gemmlowp `SaturatingRoundingDoublingHighMul` for i16.
+    #[inline(always)]
+    pub fn srdhm(a: i16, b: i16) -> i16 {
+        if a == b && a == i16::MIN {
+            return i16::MAX;
+        }
+        let ab = a as i32 * b as i32;
+        let nudge = if ab >= 0 { 1 << 14 } else { 1 - (1 << 14) };
+        ((ab + nudge) / (1 << 15)) as i16
+    }
+    /// TFLite `SaturatingDoublingHighMul` for i16 (truncating).
+    #[inline(always)]
+    pub fn sdhm(a: i16, b: i16) -> i16 {
+        if a == b && a == i16::MIN {
+            return i16::MAX;
+        }
+        ((a as i32 * b as i32) / (1 << 15)) as i16
+    }
+    /// gemmlowp `RoundingDivideByPOT` for i16.
+    #[inline(always)]
+    pub fn rounding_divide_by_pot(x: i16, exponent: i32) -> i16 {
+        let mask = ((1i32 << exponent) - 1) as i16;
+        let remainder = x & mask;
+        let threshold = (mask >> 1) + i16::from(x < 0);
+        (x >> exponent) + i16::from(remainder > threshold)
+    }
+    /// TFLite `SaturatingLeftShift` for i16.
+    #[inline(always)]
+    pub fn saturating_left_shift(x: i16, amount: i32) -> i16 {
+        (x as i64 * (1i64 << amount)).clamp(i16::MIN as i64, i16::MAX as i64) as i16
+    }
+    /// TFLite `DownScaleInt32ToInt16Multiplier`.
+    pub fn downscale_multiplier(m: i32) -> i16 {
+        const ROUND: i32 = 1 << 15;
+        if m >= i32::MAX - ROUND {
+            return i16::MAX;
+        }
+        ((m + ROUND) >> 16) as i16
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn quantize_multiplier_normalises_and_flushes() {
+        assert_eq!(quantize_multiplier(0.5), Multiplier { multiplier: 1 << 30, shift: 0 });
+        assert_eq!(quantize_multiplier(1.0), Multiplier { multiplier: 1 << 30, shift: 1 });
+        assert_eq!(quantize_multiplier(0.0), Multiplier::default());
+        assert_eq!(quantize_multiplier(1e-12).multiplier, 0);
+        // a significand that rounds to 2^31 renormalises
+        let m = quantize_multiplier(1.0 - 1e-12);
+        assert_eq!((m.multiplier, m.shift), (1 << 30, 1));
+    }
+
+    #[test]
+    fn roundings_agree_with_their_definitions() {
+        // 0.5 · x with both roundings, on exact halves: double rounding is symmetric (away from zero),
+        // single rounding rounds half up
+        let half = quantize_multiplier(0.25);
+        assert_eq!(mul_double_round(6, half), 2); // 1.5 -> 2
+        assert_eq!(mul_double_round(-6, half), -2); // -1.5 -> -2
+        assert_eq!(mul_single_round(6, half), 2);
+        assert_eq!(mul_single_round(-6, half), -1); // -1.5 -> -1
+        assert_eq!(rounding_divide_by_pot(-5, 1), -3);
+        assert_eq!(rounding_divide_by_pot(5, 1), 3);
+        assert_eq!(srdhm(i32::MIN, i32::MIN), i32::MAX);
+        assert_eq!(i16x::srdhm(i16::MIN, i16::MIN), i16::MAX);
+        assert_eq!(i16x::saturating_left_shift(20000, 1), i16::MAX);
+    }
+}

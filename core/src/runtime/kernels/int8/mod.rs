@@ -1,0 +1,294 @@
+//! Integer kernels for quantized graphs, bit-exact with LiteRT's builtin optimized kernels (its x86-64 build,
+//! no XNNPACK, one thread), checked value by value against LiteRT in `core/tests/tflite_int8.rs`. Where those
+//! kernels round differently in their vector and scalar paths (see [`fixedpoint`]), the same split is made.
+//!
+//! # The quantized-graph representation
+//!
+//! Quantized ops are the ordinary [`Op`] variants applied to values of dtype `I8` (or `U8`) whose
+//! [`Value::quant`](crate::ir::Value) is `Some(QuantParams)`, as in TFLite; layout is NCHW as everywhere
+//! in the IR.
+//!
+//! * Conv weights: constant `I8 [O, I/g, kh, kw]`, symmetric (zero point 0), per channel along axis 0 (also
+//!   depthwise, `[C·mult, 1, kh, kw]`) or per tensor. Gemm (`trans_b`) / MatMul weights: constant `I8`,
+//!   symmetric, per tensor. Bias: constant `I32` of scale `input_scale × weight_scale[c]`, zero point 0.
+//! * Fused activations stay in the op attributes (`ConvAttrs::activation`, `Gemm::activation`,
+//!   `Binary(_, act)`) and clamp to the output's quantized range (`CalculateActivationRangeQuantized`).
+//!   A `Unary(Relu)` / `Unary(Clip{..})` on a quantized value is TFLite's RELU / RELU6 / RELU_N1_TO_1:
+//!   rescale from the input's to the output's parameters, then clamp to the activation range.
+//! * Float ↔ int8 at the edges: `QuantizeLinear` / `DequantizeLinear` with constant scale and zero point;
+//!   `QuantizeLinear { rounding: QuantRounding::TfLite, .. }` is TFLite's QUANTIZE (`x / scale` in f64,
+//!   rounded half away from zero), the default `HalfToEven` is ONNX's.
+//! * Requantization (TFLite QUANTIZE int8 → int8): a `QuantizeLinear` whose input is a quantized integer
+//!   value; its scale/zero-point inputs are the *output* parameters (the input's come from its `quant`).
+//!   It runs TFLite's `Requantize`: `MultiplyByQuantizedMultiplier(x - zp_in, in_scale / out_scale) + zp_out`.
+//! * Everything else on quantized values (Transpose, Reshape, Slice, Pad with the zero point as the fill
+//!   value, Gather, Tile, ...) moves data only and keeps the input's parameters; such ops run the ordinary
+//!   kernels, which work on any dtype.
+//!
+//! # Execution
+//!
+//! [`prepare`] builds, once per node at `Session::new`, a [`Int8Kernel`] holding everything that does not
+//! depend on the input data: multipliers and shifts per channel ([`fixedpoint`]), weights re-laid for the
+//! GEMM with their row sums (so the input zero point folds into the bias), lookup tables (LOGISTIC, TANH,
+//! SOFTMAX's exp table). Shape inference ([`infer`]) uses the float rules with the quantized dtypes.
+
+pub mod fixedpoint;
+
+mod binary;
+mod conv;
+mod gemm;
+mod pool;
+mod softmax;
+mod unary;
+
+use super::{InferError, Inferred, Scratch, TypeInfo};
+use crate::ir::{Activation, DType, Graph, Op, QuantParams, Tensor, UnaryOp};
+
+/// A prepared integer kernel for one node.
+pub trait Int8Kernel: Send + Sync + std::fmt::Debug {
+    /// Runs the node: `inputs` as in [`super::eval`], one tensor per node output.
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String>;
+}
+
+/// Per-tensor quantization of an activation: `real = scale · (q - zero_point)`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub(crate) struct Qp {
+    pub scale: f32,
+    pub zp: i32,
+}
+
+/// Whether `dtype` with `quant` is a quantized integer activation/weight.
+fn is_q(dtype: DType, quant: Option<&QuantParams>) -> bool {
+    quant.is_some() && matches!(dtype, DType::I8 | DType::U8)
+}
+
+/// Ops that only move data: on quantized values they run the ordinary kernels and keep the parameters.
+pub fn moves_data(op: &Op) -> bool {
+    matches!(
+        op,
+        Op::Reshape { .. }
+            | Op::Flatten { .. }
+            | Op::Squeeze { .. }
+            | Op::Unsqueeze { .. }
+            | Op::Transpose { .. }
+            | Op::Split { .. }
+            | Op::Slice
+            | Op::Gather { .. }
+            | Op::Pad { .. }
+            | Op::Expand
+            | Op::Tile
+            | Op::Identity
+            | Op::DepthToSpace { .. }
+            | Op::SpaceToDepth { .. }
+            | Op::Shape { .. }
+            | Op::Size
+            | Op::DequantizeLinear { .. }
+    )
+}
+
+/// True when node `n` of `g` computes on quantized values and so runs an integer kernel.
+pub fn is_quantized_node(g: &Graph, n: usize) -> bool {
+    let node = &g.nodes[n];
+    if moves_data(&node.op) {
+        return false;
+    }
+    node.inputs.iter().flatten().any(|v| {
+        let val = &g.values[v.0];
+        is_q(val.dtype, val.quant.as_ref())
+    })
+}
+
+/// Shape inference of a quantized node: the float rule on the shapes, output dtype the quantized input's
+/// (the zero point's for a requantizing `QuantizeLinear`).
+pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
+    let qdt = inputs.iter().flatten().map(|i| i.dtype).find(|d| matches!(d, DType::I8 | DType::U8)).unwrap_or(DType::I8);
+    if let Op::QuantizeLinear { to, .. } = op {
+        let x = super::info(inputs, 0)?;
+        let out = inputs.get(2).copied().flatten().map(|z| z.dtype).unwrap_or(*to);
+        if !matches!(out, DType::I8 | DType::U8) {
+            return Err(InferError::Invalid(format!("requantization to {out} is not supported (i8, u8 are)")));
+        }
+        return Ok(vec![(out, x.shape.to_vec())]);
+    }
+    let f: Vec<Option<TypeInfo>> = inputs
+        .iter()
+        .map(|i| {
+            i.map(|i| {
+                if matches!(i.dtype, DType::I8 | DType::U8 | DType::I32) {
+                    TypeInfo { dtype: DType::F32, shape: i.shape, value: None }
+                } else {
+                    i
+                }
+            })
+        })
+        .collect();
+    let mut out = super::infer(op, &f)?;
+    for (k, o) in out.iter_mut().enumerate() {
+        if o.0 == DType::F32 && !(matches!(op, Op::MaxPool(_)) && k == 1) {
+            o.0 = qdt;
+        }
+    }
+    Ok(out)
+}
+
+/// The prepared integer kernel of node `n`, or `None` when the node does not compute on quantized values.
+/// Errors say what is not supported (the caller adds the node name).
+pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, String> {
+    if !is_quantized_node(g, n) {
+        return Ok(None);
+    }
+    let node = &g.nodes[n];
+    let cx = Ctx { g, n };
+    let k: Box<dyn Int8Kernel> = match &node.op {
+        Op::Conv(_) => conv::prepare_conv(&cx)?,
+        Op::Gemm { .. } | Op::MatMul => conv::prepare_fc(&cx)?,
+        Op::Binary(..) => binary::prepare(&cx)?,
+        Op::Unary(_) | Op::QuantizeLinear { .. } => unary::prepare(&cx)?,
+        Op::AveragePool(_) | Op::MaxPool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Reduce { .. } => pool::prepare(&cx)?,
+        Op::Concat { .. } => unary::prepare_concat(&cx)?,
+        Op::Softmax { .. } => softmax::prepare(&cx)?,
+        Op::Resize(_) => pool::prepare_resize(&cx)?,
+        other => return Err(format!("{} on quantized (int8) values is not supported by the CPU runtime", other.name())),
+    };
+    Ok(Some(k))
+}
+
+/// What a kernel's `prepare` reads: the graph and the node index.
+pub(crate) struct Ctx<'a> {
+    pub g: &'a Graph,
+    pub n: usize,
+}
+
+impl<'a> Ctx<'a> {
+    pub fn op(&self) -> &'a Op {
+        &self.g.nodes[self.n].op
+    }
+    fn value(&self, k: usize, output: bool) -> Result<&'a crate::ir::Value, String> {
+        let node = &self.g.nodes[self.n];
+        let id = if output { node.outputs.get(k).copied() } else { node.input(k) };
+        let id = id.ok_or_else(|| format!("{} {k} is missing", if output { "output" } else { "input" }))?;
+        Ok(&self.g.values[id.0])
+    }
+    pub fn input(&self, k: usize) -> Result<&'a crate::ir::Value, String> {
+        self.value(k, false)
+    }
+    pub fn has_input(&self, k: usize) -> bool {
+        self.g.nodes[self.n].input(k).is_some()
+    }
+    pub fn output(&self, k: usize) -> Result<&'a crate::ir::Value, String> {
+        self.value(k, true)
+    }
+    /// Per-tensor parameters of input `k` (or output `k`).
+    pub fn qp(&self, k: usize, output: bool) -> Result<Qp, String> {
+        let v = self.value(k, output)?;
+        let what = if output { "output" } else { "input" };
+        let q = v.quant.as_ref().ok_or_else(|| format!("{what} {k} ('{}') has no quantization parameters", v.name))?;
+        if q.scale.len() != 1 || q.zero_point.len() != 1 {
+            return Err(format!("{what} {k} ('{}') is quantized per axis; only per-tensor parameters are supported here", v.name));
+        }
+        if !matches!(v.dtype, DType::I8 | DType::U8) {
+            return Err(format!("{what} {k} ('{}') is {}, expected i8 or u8", v.name, v.dtype));
+        }
+        Ok(Qp { scale: q.scale[0], zp: q.zero_point[0] as i32 })
+    }
+    /// Constant data of input `k`.
+    pub fn constant(&self, k: usize) -> Result<&'a Tensor, String> {
+        let v = self.input(k)?;
+        v.constant.as_ref().ok_or_else(|| format!("input {k} ('{}') must be a constant", v.name))
+    }
+}
+
+/// [min, max] of an 8-bit dtype.
+pub(crate) fn dtype_range(d: DType) -> (i32, i32) {
+    if d == DType::U8 {
+        (0, 255)
+    } else {
+        (-128, 127)
+    }
+}
+
+/// TFLite `CalculateActivationRangeQuantized`: the fused activation's bounds on the output's grid.
+pub(crate) fn activation_range(act: Option<Activation>, out: Qp, range: (i32, i32)) -> (i32, i32) {
+    let q = |f: f32| out.zp + round_away(f / out.scale) as i32;
+    match act {
+        None => range,
+        Some(Activation::Relu) => (range.0.max(q(0.0)), range.1),
+        Some(Activation::Relu6) => (range.0.max(q(0.0)), range.1.min(q(6.0))),
+        Some(Activation::Clip { min, max }) => {
+            let lo = if min.is_finite() { range.0.max(q(min)) } else { range.0 };
+            let hi = if max.is_finite() { range.1.min(q(max)) } else { range.1 };
+            (lo, hi)
+        }
+    }
+}
+
+/// The activation a quantized `Unary` applies as TFLite's RELU family, if it is one.
+pub(crate) fn relu_like(u: &UnaryOp) -> Option<Activation> {
+    match *u {
+        UnaryOp::Relu => Some(Activation::Relu),
+        UnaryOp::Clip { min, max } => Some(Activation::Clip { min, max }),
+        _ => None,
+    }
+}
+
+/// `std::round` on f32: half away from zero.
+#[inline]
+pub(crate) fn round_away(x: f32) -> f32 {
+    x.round()
+}
+
+/// Reads an 8-bit tensor as i8 or u8 data, widened on the fly by the callers.
+pub(crate) enum Bytes<'a> {
+    I8(&'a [i8]),
+    U8(&'a [u8]),
+}
+
+impl<'a> Bytes<'a> {
+    pub fn of(t: &'a Tensor, what: &str) -> Result<Bytes<'a>, String> {
+        if let Some(v) = t.view::<i8>() {
+            Ok(Bytes::I8(v))
+        } else if let Some(v) = t.view::<u8>() {
+            Ok(Bytes::U8(v))
+        } else {
+            Err(format!("{what} is {}, expected i8 or u8", t.dtype()))
+        }
+    }
+    #[inline(always)]
+    pub fn get(&self, i: usize) -> i32 {
+        match self {
+            Bytes::I8(v) => v[i] as i32,
+            Bytes::U8(v) => v[i] as i32,
+        }
+    }
+}
+
+/// Writes `f(i)` (already clamped to the dtype's range) into the output, reset to `shape` and `dtype`.
+pub(crate) fn write_out(out: &mut Tensor, dtype: DType, shape: &[usize], f: impl Fn(usize) -> i32 + Sync) {
+    use rayon::prelude::*;
+    let n: usize = shape.iter().product();
+    const CH: usize = 1 << 14;
+    match dtype {
+        DType::U8 => {
+            let o = out.reset::<u8>(shape);
+            o.par_chunks_mut(CH).enumerate().for_each(|(c, oc)| oc.iter_mut().enumerate().for_each(|(j, v)| *v = f(c * CH + j) as u8));
+        }
+        _ => {
+            let o = out.reset::<i8>(shape);
+            if n <= CH {
+                o.iter_mut().enumerate().for_each(|(j, v)| *v = f(j) as i8);
+            } else {
+                o.par_chunks_mut(CH).enumerate().for_each(|(c, oc)| oc.iter_mut().enumerate().for_each(|(j, v)| *v = f(c * CH + j) as i8));
+            }
+        }
+    }
+}
+
+/// Fetches input `k` at run time.
+pub(crate) fn arg<'a>(inputs: &[Option<&'a Tensor>], k: usize) -> Result<&'a Tensor, String> {
+    super::input(inputs, k)
+}
+
+/// The output tensor slot.
+pub(crate) fn out0(outputs: &mut [Tensor]) -> Result<&mut Tensor, String> {
+    outputs.first_mut().ok_or_else(|| "the node has no output".to_string())
+}

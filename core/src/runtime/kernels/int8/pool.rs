@@ -1,0 +1,257 @@
+//! AVERAGE_POOL_2D, MAX_POOL_2D and MEAN on int8 (inputs and outputs share parameters for the pools, as
+//! TFLite requires), and RESIZE_NEAREST_NEIGHBOR (a pure copy, run by the float kernel on widened values).
+//!
+//! AVERAGE_POOL_2D divides the sum of the valid taps by their count rounding half away from zero
+//! (`(acc ± count/2) / count`), then clamps to the fused activation's range. MEAN over H and W of a 4-D
+//! tensor with the same parameters in and out is `MultiplyByQuantizedMultiplier(Σx, s_in/(n·s_out))` plus a
+//! bias (`reference_ops::Mean`, used by `optimized_integer_ops::Mean`); other MEANs run TFLite's
+//! `QuantizedMeanOrSum` in f32.
+
+use rayon::prelude::*;
+
+use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
+use super::{arg, out0, Ctx, Int8Kernel, Qp};
+use crate::ir::{DType, Op, ReduceOp, Tensor};
+use crate::runtime::kernels::conv::{window_geom, Geom, Window};
+use crate::runtime::kernels::Scratch;
+
+#[derive(Debug)]
+struct Pool {
+    max: bool,
+    geom: Geom,
+    act: (i32, i32),
+}
+
+pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let xv = cx.input(0)?;
+    if xv.dtype != DType::I8 || cx.output(0)?.dtype != DType::I8 {
+        return Err("int8 pooling supports i8 only".into());
+    }
+    let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
+    match cx.op() {
+        Op::AveragePool(a) | Op::MaxPool(a) => {
+            if xv.shape.len() != 4 || (matches!(cx.op(), Op::AveragePool(_)) && a.count_include_pad) || a.ceil_mode {
+                return Err("int8 pooling supports 2-D windows without ceil_mode or count_include_pad".into());
+            }
+            if x != y {
+                return Err("int8 pooling needs the same quantization parameters on input and output".into());
+            }
+            let w = Window { kernel: &a.kernel_shape, strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
+            let geom = window_geom(&xv.shape[2..], &w, "pool")?;
+            Ok(Box::new(Pool { max: matches!(cx.op(), Op::MaxPool(_)), geom, act: (-128, 127) }))
+        }
+        Op::GlobalAveragePool => {
+            if xv.shape.len() != 4 {
+                return Err("int8 GlobalAveragePool supports 4-D inputs".into());
+            }
+            let n = xv.shape[2] * xv.shape[3];
+            Ok(Box::new(Mean::new(x, y, n, MeanKind::Optimized { channel_axis: 1 }, vec![2, 3], &xv.shape, cx.output(0)?.shape.clone())))
+        }
+        Op::Reduce { op: ReduceOp::Mean, axes: Some(axes), keepdims, .. } => {
+            if axes.iter().any(|&a| a >= xv.shape.len()) {
+                return Err(format!("int8 Mean over axes {axes:?} of a rank-{} input", xv.shape.len()));
+            }
+            let n: usize = axes.iter().map(|&a| xv.shape[a]).product();
+            // TFLite's optimized kernel: a 4-D input reduced over two spatial axes with keep_dims
+            let spatial = xv.shape.len() == 4 && *keepdims && axes.len() == 2 && !axes.contains(&0);
+            let kind = if spatial {
+                MeanKind::Optimized { channel_axis: (1..4).find(|a| !axes.contains(a)).unwrap_or(3) }
+            } else if x == y {
+                MeanKind::SameParams
+            } else {
+                MeanKind::IntegerDivided
+            };
+            Ok(Box::new(Mean::new(x, y, n, kind, axes.clone(), &xv.shape, cx.output(0)?.shape.clone())))
+        }
+        other => Err(format!("{} on quantized values is not supported", other.name())),
+    }
+}
+
+impl Int8Kernel for Pool {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let g = &self.geom;
+        let (ih, iw, oh, ow) = (g.inp[1], g.inp[2], g.out[1], g.out[2]);
+        let (n, c) = (xt.shape[0], xt.shape[1]);
+        let out = out0(outputs)?.reset::<i8>(&[n, c, oh, ow]);
+        let (lo, hi) = self.act;
+        out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
+            let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
+            for oy in 0..oh {
+                let y0 = (oy * g.s[1]) as isize - g.pb[1] as isize;
+                let (ky0, ky1) = ((-y0).max(0) as usize, (ih as isize - y0).min(g.k[1] as isize).max(0) as usize);
+                for ox in 0..ow {
+                    let x0 = (ox * g.s[2]) as isize - g.pb[2] as isize;
+                    let (kx0, kx1) = ((-x0).max(0) as usize, (iw as isize - x0).min(g.k[2] as isize).max(0) as usize);
+                    let mut acc: i32 = if self.max { -128 } else { 0 };
+                    for ky in ky0..ky1 {
+                        let row = &xp[(y0 + ky as isize) as usize * iw..][..iw];
+                        for kx in kx0..kx1 {
+                            let v = row[(x0 + kx as isize) as usize] as i32;
+                            if self.max {
+                                acc = acc.max(v);
+                            } else {
+                                acc += v;
+                            }
+                        }
+                    }
+                    let r = if self.max {
+                        acc
+                    } else {
+                        let cnt = ((ky1 - ky0.min(ky1)) * (kx1 - kx0.min(kx1))).max(1) as i32;
+                        if acc > 0 {
+                            (acc + cnt / 2) / cnt
+                        } else {
+                            (acc - cnt / 2) / cnt
+                        }
+                    };
+                    o[oy * ow + ox] = r.clamp(lo, hi) as i8;
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq)]
+enum MeanKind {
+    /// `optimized_integer_ops::Mean` (4-D input, two spatial axes, keep_dims; also GlobalAveragePool, which
+    /// the exporter writes as such a MEAN): integer sum, multiplier `s_in/(n·s_out)` and bias
+    /// `zp_out - trunc(zp_in·s_in/s_out)`. LiteRT's x86-64 build compiles this kernel's NEON path through
+    /// NEON_2_SSE: channels in whole blocks of 16 are scaled with `vqrdmulh` then `vrshl` (the final shift
+    /// rounds half up), the remaining channels with `MultiplyByQuantizedMultiplier` (half away from zero).
+    /// LiteRT splits channels across threads for wide tensors; this is its one-thread split.
+    Optimized { channel_axis: usize },
+    /// `reference_ops::Mean` when input and output share parameters: the sum divided by the count,
+    /// truncating toward zero.
+    SameParams,
+    /// `reference_ops::QuantizedMeanOrSum` with a multiplier: `s_in/s_out` divided into the multiplier by
+    /// the element count, applied to `Σx - n·zp_in`.
+    IntegerDivided,
+}
+
+#[derive(Debug)]
+struct Mean {
+    kind: MeanKind,
+    axes: Vec<usize>,
+    n: usize,
+    m: Multiplier,
+    bias: i32,
+    x: Qp,
+    y: Qp,
+    out_shape: Vec<usize>,
+    final_shape: Vec<usize>,
+}
+
+impl Mean {
+    fn new(x: Qp, y: Qp, n: usize, kind: MeanKind, axes: Vec<usize>, in_shape: &[usize], final_shape: Vec<usize>) -> Mean {
+        let mut temp = x.zp as f32 * x.scale / y.scale;
+        temp = if temp > 0.0 { temp + 0.5 } else { temp - 0.5 };
+        let bias = y.zp - temp as i32;
+        if let MeanKind::Optimized { .. } = kind {
+            let bias = y.zp - (x.zp as f32 * x.scale / y.scale) as i32;
+            let m = quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64);
+            let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+            return Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape };
+        }
+        let m = if kind == MeanKind::IntegerDivided {
+            let base = quantize_multiplier(x.scale as f64 / y.scale as f64);
+            let mut shift = 63 - (n as u64).leading_zeros() as i32;
+            shift = shift.min(32).min(31 + base.shift);
+            let mult = ((base.multiplier as i64) << shift) / n as i64;
+            Multiplier { multiplier: mult as i32, shift: base.shift - shift }
+        } else {
+            quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64)
+        };
+        let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
+        Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape }
+    }
+}
+
+impl Int8Kernel for Mean {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let shape = &xt.shape;
+        let rank = shape.len();
+        // sums over the reduced axes, in the kept-dims output order
+        let nout: usize = self.out_shape.iter().product();
+        let mut sums = vec![0i32; nout];
+        let mut ost = vec![0usize; rank];
+        let mut s = 1;
+        for d in (0..rank).rev() {
+            ost[d] = if self.axes.contains(&d) { 0 } else { s };
+            s *= self.out_shape[d];
+        }
+        let mut idx = vec![0usize; rank];
+        for &v in x {
+            let o: usize = idx.iter().zip(&ost).map(|(i, s)| i * s).sum();
+            sums[o] += v as i32;
+            for d in (0..rank).rev() {
+                idx[d] += 1;
+                if idx[d] < shape[d] {
+                    break;
+                }
+                idx[d] = 0;
+            }
+        }
+        // the node's output shape (keepdims or not) has the same element order
+        let o = out0(outputs)?.reset::<i8>(&self.final_shape);
+        // channel index and count of each output for the optimized kernel's NEON/scalar split
+        let (ch_stride, chans) = match self.kind {
+            MeanKind::Optimized { channel_axis } => (self.out_shape[channel_axis + 1..].iter().product::<usize>(), self.out_shape[channel_axis]),
+            _ => (1, 1),
+        };
+        let neon_end = chans / 16 * 16;
+        for (i, (o, &s)) in o.iter_mut().zip(&sums).enumerate() {
+            *o = match self.kind {
+                MeanKind::Optimized { .. } => {
+                    let d = (i / ch_stride.max(1)) % chans.max(1);
+                    let scaled = if d < neon_end { mul_neon_rshl(s, self.m) } else { mul_double_round(s, self.m) };
+                    (scaled + self.bias).clamp(-128, 127)
+                }
+                MeanKind::SameParams => (s / self.n.max(1) as i32).clamp(-128, 127),
+                MeanKind::IntegerDivided => {
+                    (mul_double_round(s - self.x.zp * self.n as i32, self.m) + self.y.zp).clamp(-128, 127)
+                }
+            } as i8;
+        }
+        Ok(())
+    }
+}
+
+/// RESIZE_NEAREST_NEIGHBOR on int8: the float kernel on widened values (a copy, so exact).
+#[derive(Debug)]
+struct Nearest {
+    op: Op,
+}
+
+pub(crate) fn prepare_resize(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Resize(a) = cx.op() else { return Err("not a Resize".into()) };
+    if a.mode != crate::ir::ResizeMode::Nearest {
+        return Err("int8 Resize supports nearest-neighbour mode only (RESIZE_BILINEAR on int8 is not implemented yet)".into());
+    }
+    if cx.qp(0, false)? != cx.qp(0, true)? {
+        return Err("int8 nearest Resize needs the same quantization parameters on input and output".into());
+    }
+    Ok(Box::new(Nearest { op: cx.op().clone() }))
+}
+
+impl Int8Kernel for Nearest {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let xf = Tensor::from_f32(xt.shape.clone(), x.iter().map(|&v| v as f32).collect());
+        let mut ins: Vec<Option<&Tensor>> = inputs.to_vec();
+        ins[0] = Some(&xf);
+        let mut tmp = [Tensor::default()];
+        crate::runtime::kernels::eval(&self.op, &ins, &mut tmp, scratch)?;
+        let y = tmp[0].as_f32().ok_or("resize produced no f32")?;
+        let o = out0(outputs)?.reset::<i8>(&tmp[0].shape);
+        for (o, &v) in o.iter_mut().zip(y) {
+            *o = v as i8;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,50 @@
+//! SOFTMAX on int8 as LiteRT's optimized kernel computes it on x86-64 (`optimized_ops::Softmax` with the
+//! f32 table of `PopulateSoftmaxLookupTable`; the reference kernel's fixed-point exp differs):
+//! `table[255 - d] = expf(-s_in·β·d)`, per row `sum = Σ table[max - x]` in f32 in order,
+//! `p = table · (1 / (sum · s_out))`, rounded half away from zero, plus the output zero point.
+
+use super::{arg, out0, Ctx, Int8Kernel, Qp};
+use crate::ir::{DType, Op, Tensor};
+use crate::runtime::kernels::Scratch;
+
+#[derive(Debug)]
+struct Softmax {
+    /// `exp(-s_in·β·d)` for `d = max - x` in 0..=255.
+    table: Vec<f32>,
+    y: Qp,
+}
+
+pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Softmax { axis } = cx.op() else { return Err("not a Softmax".into()) };
+    let xv = cx.input(0)?;
+    if *axis + 1 != xv.shape.len() || xv.dtype != DType::I8 || cx.output(0)?.dtype != DType::I8 {
+        return Err("int8 Softmax supports i8 over the last axis only".into());
+    }
+    let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
+    // TFLite: scale = -input_scale * beta (beta is folded into the scale by the importer: β = 1 here)
+    let scale = -x.scale;
+    let table = (0..=255).map(|d: i32| (scale * d as f32).exp()).collect();
+    Ok(Box::new(Softmax { table, y }))
+}
+
+impl Int8Kernel for Softmax {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let last = *xt.shape.last().unwrap_or(&1);
+        let o = out0(outputs)?.reset::<i8>(&xt.shape);
+        for (xr, or) in x.chunks(last.max(1)).zip(o.chunks_mut(last.max(1))) {
+            let max = xr.iter().map(|&v| v as i32).max().unwrap_or(0);
+            let mut sum = 0.0f32;
+            for &v in xr {
+                sum += self.table[(max - v as i32) as usize];
+            }
+            let inv = 1.0f32 / (sum * self.y.scale);
+            for (o, &v) in or.iter_mut().zip(xr) {
+                let p = self.table[(max - v as i32) as usize] * inv;
+                *o = (p.round() as i32 + self.y.zp).clamp(-128, 127) as i8;
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,200 @@
+//! Element-wise int8 ops with one input: requantization (QUANTIZE int8 → int8), RELU / RELU6 /
+//! RELU_N1_TO_1, LEAKY_RELU, HARD_SWISH, and LOGISTIC / TANH through a 256-entry lookup table; and
+//! CONCATENATION, which requantizes inputs whose parameters differ from the output's.
+//!
+//! The arithmetic is TFLite's: `Requantize` and `ReluX` rescale `x - zp_in` with
+//! `MultiplyByQuantizedMultiplier`; LEAKY_RELU picks the identity or the alpha multiplier by the sign of
+//! `x - zp_in`; HARD_SWISH is `reference_ops::HardSwish`'s 16-bit fixed-point computation; LOGISTIC and TANH
+//! are LiteRT's optimized lookup table (`LUTPopulate`: dequantize, apply `1/(1+expf(-x))` or `tanhf` in f32,
+//! round half away from zero), not the reference kernel's fixed-point polynomial.
+
+use super::fixedpoint::{i16x, mul_double_round, quantize_multiplier, Multiplier};
+use super::{activation_range, arg, out0, relu_like, write_out, Bytes, Ctx, Int8Kernel, Qp};
+use crate::ir::{DType, Op, Tensor, UnaryOp};
+use crate::runtime::kernels::Scratch;
+
+#[derive(Debug)]
+enum Kind {
+    /// `clamp(zp_out + mul(x - zp_in), lo, hi)`: requantize and the RELU family.
+    Rescale { m: Multiplier, lo: i32, hi: i32 },
+    /// LEAKY_RELU.
+    Leaky { identity: Multiplier, alpha: Multiplier },
+    /// HARD_SWISH parameters.
+    HardSwish { out_m: i16, out_e: i32, relu_m: i16, relu_e: i32 },
+    /// A lookup table indexed by `x - min` of the dtype.
+    Lut(Box<[u8; 256]>),
+}
+
+#[derive(Debug)]
+struct Unary {
+    kind: Kind,
+    x: Qp,
+    y: Qp,
+    dtype: DType,
+}
+
+pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let x = cx.qp(0, false)?;
+    let dtype = cx.output(0)?.dtype;
+    let range = super::dtype_range(dtype);
+    let y = match cx.op() {
+        Op::QuantizeLinear { .. } => requant_params(cx)?,
+        _ => cx.qp(0, true)?,
+    };
+    let kind = match cx.op() {
+        Op::QuantizeLinear { .. } => {
+            Kind::Rescale { m: quantize_multiplier(x.scale as f64 / y.scale as f64), lo: range.0, hi: range.1 }
+        }
+        Op::Unary(u) => match u {
+            _ if relu_like(u).is_some() => {
+                let (lo, hi) = activation_range(relu_like(u), y, range);
+                Kind::Rescale { m: quantize_multiplier((x.scale / y.scale) as f64), lo, hi }
+            }
+            UnaryOp::LeakyRelu { alpha } => Kind::Leaky {
+                identity: quantize_multiplier((x.scale / y.scale) as f64),
+                alpha: quantize_multiplier((x.scale * alpha / y.scale) as f64),
+            },
+            UnaryOp::HardSwish => {
+                let hires = (1.0f32 / 128.0) * x.scale;
+                let om = quantize_multiplier((hires / y.scale) as f64);
+                let rm = quantize_multiplier((hires / (3.0f32 / 32768.0)) as f64);
+                if om.shift > 0 {
+                    return Err("HardSwish with an output scale below input scale / 128 is not supported".into());
+                }
+                Kind::HardSwish { out_m: i16x::downscale_multiplier(om.multiplier), out_e: om.shift, relu_m: i16x::downscale_multiplier(rm.multiplier), relu_e: rm.shift }
+            }
+            UnaryOp::Sigmoid => lut(x, y, range, |v| 1.0 / (1.0 + (-v).exp())),
+            UnaryOp::Tanh => lut(x, y, range, f32::tanh),
+            other => return Err(format!("{other:?} on quantized values is not supported")),
+        },
+        other => return Err(format!("{} is not an element-wise op", other.name())),
+    };
+    Ok(Box::new(Unary { kind, x, y, dtype }))
+}
+
+/// Output parameters of a requantizing QuantizeLinear: its (constant, per-tensor) scale and zero point.
+fn requant_params(cx: &Ctx) -> Result<Qp, String> {
+    let s = cx.constant(1)?.to_f64_vec();
+    let z = if cx.has_input(2) { cx.constant(2)?.to_i64_vec() } else { vec![0] };
+    if s.len() != 1 || z.len() != 1 {
+        return Err("requantization supports per-tensor parameters only".into());
+    }
+    Ok(Qp { scale: s[0] as f32, zp: z[0] as i32 })
+}
+
+/// TFLite `LUTPopulate` for 8-bit types.
+fn lut(x: Qp, y: Qp, range: (i32, i32), f: impl Fn(f32) -> f32) -> Kind {
+    let inv = 1.0f32 / y.scale;
+    let mut t = Box::new([0u8; 256]);
+    for v in range.0..=range.1 {
+        let deq = x.scale * (v - x.zp) as f32;
+        let q = ((f(deq) * inv).round() + y.zp as f32) as i32;
+        t[(v - range.0) as usize] = q.clamp(range.0, range.1) as u8;
+    }
+    Kind::Lut(t)
+}
+
+impl Unary {
+    #[inline(always)]
+    fn f(&self, v: i32, range: (i32, i32)) -> i32 {
+        match &self.kind {
+            Kind::Rescale { m, lo, hi } => (self.y.zp + mul_double_round(v - self.x.zp, *m)).clamp(*lo, *hi),
+            Kind::Leaky { identity, alpha } => {
+                let d = v - self.x.zp;
+                (self.y.zp + mul_double_round(d, if d >= 0 { *identity } else { *alpha })).clamp(range.0, range.1)
+            }
+            Kind::HardSwish { out_m, out_e, relu_m, relu_e } => {
+                let input = (v - self.x.zp) as i16;
+                let hires = input.wrapping_mul(1 << 7);
+                let preshift_out = i16x::srdhm(hires, *out_m);
+                let mut reluish = hires;
+                if *relu_e > 0 {
+                    reluish = i16x::saturating_left_shift(reluish, relu_e - 1);
+                }
+                reluish = i16x::srdhm(reluish, *relu_m);
+                if *relu_e > 0 {
+                    reluish = i16x::saturating_left_shift(reluish, 1);
+                }
+                if *relu_e < 0 {
+                    reluish = i16x::rounding_divide_by_pot(reluish, -relu_e);
+                }
+                let reluish = ((reluish as i32 + (1 << 15)) >> 1) as i16;
+                let pre = i16x::sdhm(reluish, preshift_out);
+                let out = i16x::rounding_divide_by_pot(pre, -out_e) as i32 + self.y.zp;
+                out.clamp(range.0, range.1)
+            }
+            Kind::Lut(t) => t[(v - range.0) as usize] as i8 as i32,
+        }
+    }
+}
+
+impl Int8Kernel for Unary {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = Bytes::of(xt, "the input")?;
+        let range = super::dtype_range(self.dtype);
+        let shape = xt.shape.clone();
+        if let (Kind::Lut(t), DType::U8) = (&self.kind, self.dtype) {
+            let t = t.clone();
+            write_out(out0(outputs)?, self.dtype, &shape, move |i| t[x.get(i) as usize] as i32);
+            return Ok(());
+        }
+        write_out(out0(outputs)?, self.dtype, &shape, |i| self.f(x.get(i), range));
+        Ok(())
+    }
+}
+
+/// CONCATENATION: a copy per input, requantized (TFLite `Requantize`) when its parameters are not the output's.
+#[derive(Debug)]
+struct Concat {
+    axis: usize,
+    /// Per input: `None` to copy, or (input zero point, multiplier).
+    rescale: Vec<Option<(i32, Multiplier)>>,
+    y: Qp,
+}
+
+pub(crate) fn prepare_concat(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Concat { axis } = cx.op() else { return Err("not a Concat".into()) };
+    let y = cx.qp(0, true)?;
+    if cx.output(0)?.dtype != DType::I8 {
+        return Err("int8 Concat supports i8 only".into());
+    }
+    let n = cx.g.nodes[cx.n].inputs.len();
+    let mut rescale = Vec::with_capacity(n);
+    for k in 0..n {
+        let x = cx.qp(k, false)?;
+        rescale.push((x != y).then(|| (x.zp, quantize_multiplier(x.scale as f64 / y.scale as f64))));
+    }
+    Ok(Box::new(Concat { axis: *axis, rescale, y }))
+}
+
+impl Int8Kernel for Concat {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let ins: Vec<&Tensor> = (0..self.rescale.len()).map(|k| arg(inputs, k)).collect::<Result<_, _>>()?;
+        let first = &ins[0].shape;
+        let mut shape = first.clone();
+        shape[self.axis] = ins.iter().map(|t| t.shape[self.axis]).sum();
+        let outer: usize = first[..self.axis].iter().product();
+        let out = out0(outputs)?.reset::<i8>(&shape);
+        let row: usize = shape[self.axis..].iter().product();
+        let mut off = 0;
+        for (t, r) in ins.iter().zip(&self.rescale) {
+            let x = t.view::<i8>().ok_or("Concat input is not i8")?;
+            let inner: usize = t.shape[self.axis..].iter().product();
+            for o in 0..outer {
+                let src = &x[o * inner..(o + 1) * inner];
+                let dst = &mut out[o * row + off..o * row + off + inner];
+                match r {
+                    None => dst.copy_from_slice(src),
+                    Some((zp, m)) => {
+                        for (d, &s) in dst.iter_mut().zip(src) {
+                            *d = (self.y.zp + mul_double_round(s as i32 - zp, *m)).clamp(-128, 127) as i8;
+                        }
+                    }
+                }
+            }
+            off += inner;
+        }
+        Ok(())
+    }
+}
