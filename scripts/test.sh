@@ -23,6 +23,8 @@ fi
 export TPU_SDK_PYTHON="$PWD/.venv/bin/python"
 export TPU_SDK_TF_PYTHON="$PWD/.venv-tf/bin/python"
 export TPU_SDK_REQUIRE_TF=1
+TPU_SDK_LIBTPU="$(.venv/bin/python -c 'import os, libtpu; print(os.path.join(os.path.dirname(libtpu.__file__), "libtpu.so"))')"
+export TPU_SDK_LIBTPU
 export TPU_SDK_REQUIRE_CONFORMANCE=1
 export TPU_SDK_REQUIRE_ORACLES=1
 export TPU_SDK_REQUIRE_SSHD=1

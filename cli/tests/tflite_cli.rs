@@ -31,6 +31,7 @@ fn runs_and_inspects_tflite_models() {
         let (out, _) = expect(tpu_sdk(&["inspect", model]), 0);
         // TFLite inputs are NHWC; the graph says so and shows the transpose into the IR's NCHW
         assert!(out.contains("Transpose"), "{model}: {out}");
+        assert!(out.contains("layout NHWC"), "{model}: {out}");
         let out_dir = tmp.path().join(Path::new(model).file_stem().unwrap());
         let (stdout, stderr) = expect(tpu_sdk(&["run", model, "--random-input", "--output-dir", out_dir.to_str().unwrap()]), 0);
         assert!(std::fs::read_dir(&out_dir).map(|d| d.count() > 0).unwrap_or(false), "{model}: no outputs\n{stdout}\n{stderr}");

@@ -20,8 +20,19 @@ pub struct Args {
 pub fn main(a: Args) -> Result<()> {
     let model = a.model.load()?;
     let g = model.graph();
+    // Image-like (rank-4) inputs keep the file's layout: NHWC in TFLite files (the importer transposes to the IR's
+    // NCHW inside the graph), NCHW in ONNX files.
+    let tflite = a.model.model.extension().is_some_and(|e| e.eq_ignore_ascii_case("tflite"));
+    let layout = |v: &tpu_sdk::core::ir::Value| (v.shape.len() == 4).then_some(if tflite { "NHWC" } else { "NCHW" });
     if !a.json {
         println!("{g}");
+        for &i in &g.inputs {
+            let v = g.value(i);
+            if let Some(l) = layout(v) {
+                let q = v.quant.as_ref().map(|q| format!(", int8 scale {} zero point {}", q.scale[0], q.zero_point[0])).unwrap_or_default();
+                println!("input '{}': layout {l}{q}", v.name);
+            }
+        }
         return Ok(());
     }
     let s = summary(g);
@@ -29,7 +40,8 @@ pub fn main(a: Args) -> Result<()> {
         ids.iter()
             .map(|&i| {
                 let v = g.value(i);
-                json!({"name": v.name, "dtype": v.dtype.name(), "shape": v.shape, "dynamic": v.dynamic})
+                json!({"name": v.name, "dtype": v.dtype.name(), "shape": v.shape, "dynamic": v.dynamic, "layout": layout(v),
+                       "scale": v.quant.as_ref().map(|q| q.scale.clone()), "zero_point": v.quant.as_ref().map(|q| q.zero_point.clone())})
             })
             .collect()
     };
