@@ -73,7 +73,12 @@ pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
                 cx.unary("sqrt", &s)
             };
             let nb = unreduce(cx, &n, &[axis], &x.shape);
-            Ok(cx.div(&x, &nb))
+            // A zero norm gives 0, not NaN (ONNX's reference and the CPU runtime).
+            let zero = cx.splat_like(0.0, &nb);
+            let is_zero = cx.compare("EQ", &nb, &zero);
+            let q = cx.div(&x, &nb);
+            let zeros = cx.splat_like(0.0, &q);
+            Ok(cx.select(&is_zero, &zeros, &q))
         }
         ref other => Err(cx.unsupported(node, format!("{} is not a normalization", other.name()))),
     }
