@@ -387,13 +387,7 @@ fn op_mix() -> Graph {
 /// to part from LiteRT's optimized kernels, with the first op that differs (as of 2026-12-03). The test prints their
 /// differing-value counts and the op, and fails on every other model; an entry that became exact is
 /// reported so that it can be removed.
-const KNOWN_KERNEL_GAPS: &[(&str, &str)] = &[
-    ("op_mix float_io=false", "MEAN (global average pooling, int8, different in/out parameters): off by one in 7 of 8 values"),
-    ("op_mix float_io=true", "MEAN as above; and DEQUANTIZE to float differs in the last bit from LiteRT's"),
-    ("text_direction_cls float_io=false", "ADD (int8; hard-sigmoid's αx + β, fused clip folded into the output range): off by one in 579 of 18432 values (earlier: CONV_2D per-channel, 22 values)"),
-    ("text_direction_cls float_io=true", "QUANTIZE (f32 -> int8): off by one in 1 of 27648 values"),
-    ("mobilenet_v2 float_io=true", "QUANTIZE (f32 -> int8): off by one in 1 of 27648 values"),
-];
+const KNOWN_KERNEL_GAPS: &[(&str, &str)] = &[];
 
 /// The heart of the int8 contract: our runtime, reading back the file we export, computes exactly what
 /// LiteRT computes on it (zero differing values), for int8 and float I/O.

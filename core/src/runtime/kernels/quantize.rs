@@ -2,7 +2,9 @@
 //!
 //! Quantize: `y = saturate(round_half_even(x / scale) + zero_point)`, the output type being the zero
 //! point's, else the op's `to` (u8, i8 or i16). Dequantize: `y = (x - zero_point) * scale` in the scale's
-//! type. With `rounding: TfLite`, Quantize is TFLite's QUANTIZE: `round_half_away(x / scale)` in f64.
+//! type. With `rounding: TfLite`, Quantize is TFLite's QUANTIZE: per tensor LiteRT's optimized
+//! `AffineQuantize` (`x * (1/scale)` in f32 rounded half to even in blocks of 8, then
+//! `round_half_away(x / scale)` in f64 for the tail), per axis the reference's f64 division.
 //! Blocked quantization (a scale of rank > 1) is not supported.
 
 use super::elementwise::{data, par_chunks, with_float, Float, Real, CHUNK, PAR_MIN};
@@ -175,6 +177,18 @@ fn quantize<X: Float, Q: Element>(a: &[X], o: &mut [Q], lay: &Layout, params: &[
 /// TFLite QUANTIZE (`AffineQuantize`): `TfLiteRound(x / (double)scale) + zero_point`, saturated; `x` is
 /// the f32 input widened to f64 (exact).
 fn quantize_tflite<Q: Element>(a: &[f64], o: &mut [Q], lay: &Layout, params: &[(f64, f64)], lo: f64, hi: f64) {
+    if lay.channels == 1 {
+        // per tensor: LiteRT's optimized_ops::AffineQuantize (NEON path through NEON_2_SSE): whole blocks of
+        // 8 are `x * (float)(1.0 / (double)scale)` in f32, rounded by RoundToNearest; the tail as below
+        let (s, z) = (params[0].0 as f32 as f64, params[0].1);
+        let recip = (1.0 / s) as f32;
+        let vec_end = a.len() / 8 * 8;
+        for (i, (o, &v)) in o.iter_mut().zip(a).enumerate() {
+            let r = if i < vec_end { round_to_nearest_neon(v as f32 * recip) } else { (v / s).round() as i32 };
+            *o = Q::from_f64((r as f64 + z).clamp(lo, hi));
+        }
+        return;
+    }
     for_rows(a, o, lay, |ch, ar, or| {
         let (s, z) = (params[ch].0 as f32 as f64, params[ch].1);
         for (o, &v) in or.iter_mut().zip(ar) {
@@ -183,6 +197,12 @@ fn quantize_tflite<Q: Element>(a: &[f64], o: &mut [Q], lay: &Layout, params: &[(
             *o = Q::from_f64(q.clamp(lo, hi));
         }
     });
+}
+
+/// optimized_ops::RoundToNearest with __SSSE3__: `vcvtnq_s32_f32` (NEON_2_SSE `_mm_cvtps_epi32`), ties to even.
+#[inline]
+fn round_to_nearest_neon(x: f32) -> i32 {
+    x.round_ties_even() as i32
 }
 
 fn dequantize<X: Element, T: Float>(a: &[X], o: &mut [T], lay: &Layout, params: &[(f64, f64)]) {

@@ -5,7 +5,7 @@
 //! to the output. MUL: `MultiplyByQuantizedMultiplier((a - zp_a)·(b - zp_b), s_a·s_b/s_out)`. Both add the
 //! output zero point and clamp to the fused activation's range.
 
-use super::fixedpoint::{mul_double_round, mul_smaller_than_one, quantize_multiplier, Multiplier};
+use super::fixedpoint::{mul_double_round, mul_smaller_than_one, quantize_multiplier, srdhm, Multiplier};
 use super::{activation_range, arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp};
 use crate::ir::{BinaryOp, DType, Op, Tensor};
 use crate::runtime::kernels::util::{broadcast_shape, broadcast_strides};
@@ -62,6 +62,16 @@ impl Binary {
         };
         (raw + self.y.zp).clamp(self.act.0, self.act.1)
     }
+
+    /// ADD's NEON loop in optimized_integer_ops::AddScalarBroadcast (through NEON_2_SSE): each input is
+    /// `vqrdmulh(x << 20, m)` then `vshlq` by its (negative) shift, an arithmetic shift that floors; the sum
+    /// is rescaled as in the scalar code.
+    #[inline(always)]
+    fn add_neon_scalar_broadcast(&self, x1: i32, x2: i32, m1: Multiplier, m2: Multiplier, mo: Multiplier) -> i32 {
+        let s1 = srdhm((x1 - self.a.zp) << LEFT_SHIFT, m1.multiplier) >> -m1.shift;
+        let s2 = srdhm((x2 - self.b.zp) << LEFT_SHIFT, m2.multiplier) >> -m2.shift;
+        (mul_smaller_than_one(s1 + s2, mo) + self.y.zp).clamp(self.act.0, self.act.1)
+    }
 }
 
 impl Int8Kernel for Binary {
@@ -73,6 +83,20 @@ impl Int8Kernel for Binary {
         if at.shape == bt.shape {
             write_out(out, self.dtype, &shape, |i| self.f(a.get(i), b.get(i)));
             return Ok(());
+        }
+        let n: usize = shape.iter().product();
+        if let Kind::AddSub { sub: false, m1, m2, mo } = self.kind {
+            if (a.count() == 1 || b.count() == 1) && m1.shift <= 0 && m2.shift <= 0 {
+                // optimized_integer_ops::BroadcastAddDispatch, scalar broadcast -> AddScalarBroadcast: the NEON
+                // loop covers whole blocks of 8, the tail runs the reference arithmetic
+                let vec_end = n / 8 * 8;
+                let (ia, ib) = (a.count() != 1, b.count() != 1);
+                write_out(out, self.dtype, &shape, |i| {
+                    let (x1, x2) = (a.get(if ia { i } else { 0 }), b.get(if ib { i } else { 0 }));
+                    if i < vec_end { self.add_neon_scalar_broadcast(x1, x2, m1, m2, mo) } else { self.f(x1, x2) }
+                });
+                return Ok(());
+            }
         }
         let (sa, sb) = (broadcast_strides(&at.shape, &shape), broadcast_strides(&bt.shape, &shape));
         let dims = shape.clone();

@@ -6,7 +6,8 @@
 //! with padding filled by the zero point, so the GEMM is a plain i8 dot product ([`super::gemm`]).
 //! CONV_2D and FULLY_CONNECTED scale the accumulator as LiteRT's x86-64 GEMM output stage does: the rounding
 //! doubling high multiply, then a right shift rounding half up ([`super::fixedpoint::mul_neon_rshl`]);
-//! DEPTHWISE_CONV_2D, which has its own loops, with TFLite's `MultiplyByQuantizedMultiplier` (half away from
+//! DEPTHWISE_CONV_2D, which has its own loops, with `optimized_ops::Quantize`'s split: channels in whole
+//! blocks of 8 the same NEON way, the rest with TFLite's `MultiplyByQuantizedMultiplier` (half away from
 //! zero). Both established against LiteRT on random inputs (`tests/tflite_int8.rs`).
 
 use rayon::prelude::*;
@@ -120,8 +121,7 @@ pub(crate) fn prepare_conv(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
         b.iter().enumerate().map(|(r, &b)| b - x.zp * w[r * kk..(r + 1) * kk].iter().map(|&v| v as i32).sum::<i32>()).collect()
     };
     let act = activation_range(a.activation, y, super::dtype_range(DType::I8));
-    // CONV_2D's GEMM runs through ruy (single rounding); DEPTHWISE_CONV_2D's own loops use TFLite's
-    // `MultiplyByQuantizedMultiplier`
+    // CONV_2D's GEMM output stage rounds the NEON way; DEPTHWISE_CONV_2D picks per channel in `run`
     let rounding = if depthwise { Rounding::Double } else { Rounding::Neon };
     Ok(Box::new(Conv { w, bias, m: multipliers(x, &ws, y), x, y, act, group, geom, depthwise, rounding }))
 }
@@ -141,6 +141,13 @@ impl Int8Kernel for Conv {
         let (lo, hi) = self.act;
         let zp_out = self.y.zp;
         let fin = |acc: i32, oc: usize| (scale(acc, self.m[oc], self.rounding) + zp_out).clamp(lo, hi) as i8;
+        // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
+        // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
+        let neon_end = o / 8 * 8;
+        let fin_dw = |acc: i32, oc: usize| {
+            let r = if oc < neon_end { Rounding::Neon } else { Rounding::Double };
+            (scale(acc, self.m[oc], r) + zp_out).clamp(lo, hi) as i8
+        };
         if self.depthwise {
             let mult = o / c;
             let kk = g.kh * g.kw;
@@ -164,7 +171,7 @@ impl Int8Kernel for Conv {
                                 }
                             }
                         }
-                        orow[oy * g.ow + ox] = fin(acc, oc);
+                        orow[oy * g.ow + ox] = fin_dw(acc, oc);
                     }
                 }
             });

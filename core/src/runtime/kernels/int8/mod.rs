@@ -134,6 +134,9 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
 /// The prepared integer kernel of node `n`, or `None` when the node does not compute on quantized values.
 /// Errors say what is not supported (the caller adds the node name).
 pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, String> {
+    if let Some(k) = unary::prepare_dequantize(&Ctx { g, n }) {
+        return Ok(Some(k));
+    }
     if !is_quantized_node(g, n) {
         return Ok(None);
     }
@@ -251,6 +254,13 @@ impl<'a> Bytes<'a> {
             Ok(Bytes::U8(v))
         } else {
             Err(format!("{what} is {}, expected i8 or u8", t.dtype()))
+        }
+    }
+    /// Number of elements.
+    pub fn count(&self) -> usize {
+        match self {
+            Bytes::I8(v) => v.len(),
+            Bytes::U8(v) => v.len(),
         }
     }
     #[inline(always)]

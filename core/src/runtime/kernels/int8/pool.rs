@@ -118,7 +118,7 @@ impl Int8Kernel for Pool {
 enum MeanKind {
     /// `optimized_integer_ops::Mean` (4-D input, two spatial axes, keep_dims; also GlobalAveragePool, which
     /// the exporter writes as such a MEAN): integer sum, multiplier `s_in/(n·s_out)` and bias
-    /// `zp_out - trunc(zp_in·s_in/s_out)`. LiteRT's x86-64 build compiles this kernel's NEON path through
+    /// `zp_out - round_away(zp_in·s_in/s_out)`. LiteRT's x86-64 build compiles this kernel's NEON path through
     /// NEON_2_SSE: channels in whole blocks of 16 are scaled with `vqrdmulh` then `vrshl` (the final shift
     /// rounds half up), the remaining channels with `MultiplyByQuantizedMultiplier` (half away from zero).
     /// LiteRT splits channels across threads for wide tensors; this is its one-thread split.
@@ -150,7 +150,7 @@ impl Mean {
         temp = if temp > 0.0 { temp + 0.5 } else { temp - 0.5 };
         let bias = y.zp - temp as i32;
         if let MeanKind::Optimized { .. } = kind {
-            let bias = y.zp - (x.zp as f32 * x.scale / y.scale) as i32;
+            // optimized_integer_ops::Mean: bias = zp_out - (int)(zp_in·s_in/s_out ± 0.5f), rounded half away
             let m = quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64);
             let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
             return Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape };

@@ -198,3 +198,45 @@ impl Int8Kernel for Concat {
         Ok(())
     }
 }
+
+/// DEQUANTIZE of a quantized (per-tensor) i8 / u8 value to f32, as LiteRT's `optimized_ops::Dequantize`
+/// computes it through NEON_2_SSE: whole blocks of 8 are `(float)q * scale + (float)(-zp * (double)scale)`
+/// in f32 (no FMA), the tail `(float)((double)scale * (q - zp))`.
+#[derive(Debug)]
+struct Dequantize {
+    scale: f32,
+    zp: i32,
+}
+
+/// The DEQUANTIZE kernel for a `DequantizeLinear` node whose input is a quantized per-tensor i8 / u8 value
+/// with constant parameters and whose output is f32; `None` for every other node (the ordinary kernel).
+pub(crate) fn prepare_dequantize(cx: &Ctx) -> Option<Box<dyn Int8Kernel>> {
+    if !matches!(cx.op(), Op::DequantizeLinear { .. }) || cx.output(0).ok()?.dtype != DType::F32 {
+        return None;
+    }
+    let x = cx.qp(0, false).ok()?;
+    let s = cx.constant(1).ok()?.to_f64_vec();
+    let z = if cx.has_input(2) { cx.constant(2).ok()?.to_i64_vec() } else { vec![0] };
+    if s.len() != 1 || z.len() != 1 || s[0] as f32 != x.scale || z[0] as i32 != x.zp {
+        return None;
+    }
+    Some(Box::new(Dequantize { scale: x.scale, zp: x.zp }))
+}
+
+impl Int8Kernel for Dequantize {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = Bytes::of(xt, "input")?;
+        let n: usize = xt.shape.iter().product();
+        let o = out0(outputs)?.reset::<f32>(&xt.shape);
+        let scale = self.scale as f64;
+        // optimized_ops::Dequantize (int8/uint8): ScaleWithNewZeroPoint without __ARM_FEATURE_FMA
+        let zero_times_scale = (-(self.zp as f64) * scale) as f32;
+        let vec_end = n / 8 * 8;
+        for (i, o) in o.iter_mut().enumerate() {
+            let q = x.get(i);
+            *o = if i < vec_end { q as f32 * self.scale + zero_times_scale } else { (scale * (q - self.zp) as f64) as f32 };
+        }
+        Ok(())
+    }
+}
