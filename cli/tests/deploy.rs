@@ -395,3 +395,28 @@ fn with_runtime_and_run_on_localhost() {
         assert!(err.contains("--with-runtime"), "{err}");
     }
 }
+
+#[test]
+fn deploying_an_onnx_model_compiles_it_deterministically() {
+    let Some(s) = sshd() else { return };
+    let local = tempfile::tempdir().unwrap();
+    // Eight pseudo-random calibration samples for the shipped model's [1, 3, 48, 192] input.
+    let mut x = 99u64;
+    let data: Vec<f32> = (0..8 * 3 * 48 * 192)
+        .map(|_| {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            (x >> 40) as f32 / (1u64 << 23) as f32 - 1.0
+        })
+        .collect();
+    let cal = local.path().join("cal.npy");
+    tpu_sdk::core::npy::write(&cal, &tpu_sdk::Tensor::from_f32(vec![8, 1, 3, 48, 192], data)).unwrap();
+    let model = repo().join("examples/models/text_direction_cls.onnx");
+    let args = ["--calibration", cal.to_str().unwrap(), "--input-shape", "x=1,3,48,192", "--json"];
+    let first = json(s.deploy(&model, "edgetpu", &args));
+    assert!(first["model"]["uploaded_bytes"].as_u64().unwrap() > 0, "{first}");
+    // The same compile gives byte-identical files: the second deploy finds the remote checksum equal.
+    let second = json(s.deploy(&model, "edgetpu", &args));
+    assert_eq!(second["model"]["uploaded_bytes"], 0, "the recompiled model must be identical: {second}");
+    let remote: Vec<String> = std::fs::read_dir(s.path("remote/models")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    assert!(remote.iter().any(|n| n.ends_with(".tflite")), "{remote:?}");
+}
