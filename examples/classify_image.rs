@@ -20,7 +20,6 @@ use tpu_sdk::preprocess::{image_file_to_tensor, ImagePreprocess};
 #[path = "common.rs"]
 mod common;
 use common::{three, top_k};
-use tpu_sdk::{LoadOptions, Model};
 
 struct Args {
     model: PathBuf,
@@ -88,15 +87,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             std::process::exit(2);
         }
     };
-    let mut opts = LoadOptions::default();
-    if let Some((name, shape)) = &a.input_shape {
-        opts.input_shapes.insert(name.clone(), shape.clone());
-    }
-    let model = Model::load_with(&a.model, &opts)?;
+    let model = common::load_image_model(&a.model, a.input_shape.as_ref(), "example")?;
     let g = model.graph();
-    if g.inputs.len() != 1 {
-        return Err(format!("{} has {} inputs; this example needs a single image input", a.model.display(), g.inputs.len()).into());
-    }
     let input = image_file_to_tensor(&a.image, g.value(g.inputs[0]), &a.pre)?;
     let mut exe = model.prepare(&a.target)?;
     let t0 = Instant::now();

@@ -28,3 +28,18 @@ pub fn labels(path: Option<&Path>) -> std::io::Result<Vec<String>> {
         None => Ok(Vec::new()),
     }
 }
+
+/// Loads `model` (with `input_shape` fixing one input's shape, if given) and checks it has the single image
+/// input the examples feed (`what`: the example's word for itself in the error).
+pub fn load_image_model(model: &Path, input_shape: Option<&(String, Vec<usize>)>, what: &str) -> Result<tpu_sdk::Model, Box<dyn std::error::Error>> {
+    let mut opts = tpu_sdk::LoadOptions::default();
+    if let Some((name, shape)) = input_shape {
+        opts.input_shapes.insert(name.clone(), shape.clone());
+    }
+    let m = tpu_sdk::Model::load_with(model, &opts)?;
+    let n = m.graph().inputs.len();
+    if n != 1 {
+        return Err(format!("{} has {n} inputs; this {what} needs a single image input", model.display()).into());
+    }
+    Ok(m)
+}

@@ -16,7 +16,6 @@ use std::process::Command;
 use std::time::Instant;
 
 use tpu_sdk::preprocess::{image_file_to_tensor, ImagePreprocess};
-use tpu_sdk::{LoadOptions, Model};
 
 #[path = "../common.rs"]
 mod common;
@@ -121,15 +120,8 @@ fn run() -> Result<(), Box<dyn std::error::Error>> {
             std::process::exit(2);
         }
     };
-    let mut opts = LoadOptions::default();
-    if let Some((name, shape)) = &a.input_shape {
-        opts.input_shapes.insert(name.clone(), shape.clone());
-    }
-    let model = Model::load_with(&a.model, &opts)?;
+    let model = common::load_image_model(&a.model, a.input_shape.as_ref(), "demo")?;
     let g = model.graph();
-    if g.inputs.len() != 1 {
-        return Err(format!("{} has {} inputs; this demo needs a single image input", a.model.display(), g.inputs.len()).into());
-    }
     let input = g.value(g.inputs[0]).clone();
     let labels = common::labels(a.labels.as_deref())?;
     let mut exe = model.prepare(&a.target)?;

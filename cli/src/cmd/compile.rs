@@ -5,11 +5,9 @@
 //! (and an Edge TPU model when `edgetpu_compiler` is present) for `edgetpu`.
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use indicatif::{ProgressBar, ProgressStyle};
-use tpu_sdk::core::target::{CompileOptions, Progress};
+use tpu_sdk::core::target::CompileOptions;
 
 use super::image_input::ImageArgs;
 use super::{ModelArgs, UsageError};
@@ -108,7 +106,7 @@ pub fn main(a: Args) -> Result<()> {
         eval,
         float_io: a.io_dtype == "float",
         edgetpu_compiler: a.edgetpu_compiler.clone(),
-        progress: progress_bar(a.json),
+        progress: super::progress_bar(a.json, "{prefix} [{bar:30}] {pos}/{len} {elapsed}"),
     };
     let out = target.compile(g.clone(), &opts)?;
     if let Some(path) = &a.report {
@@ -128,23 +126,6 @@ pub fn main(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// An indicatif bar driven by the target's progress callback (hidden with `--json`).
-fn progress_bar(hidden: bool) -> Progress {
-    if hidden {
-        return Progress::default();
-    }
-    let bar = ProgressBar::new(0);
-    bar.set_style(ProgressStyle::with_template("{prefix} [{bar:30}] {pos}/{len} {elapsed}").expect("valid template").progress_chars("=> "));
-    let bar = Arc::new(bar);
-    Progress(Some(Arc::new(move |what: &str, done: u64, total: u64| {
-        bar.set_prefix(what.to_string());
-        bar.set_length(total);
-        bar.set_position(done);
-        if done >= total {
-            bar.finish_and_clear();
-        }
-    })))
-}
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so that `path` is either
 /// the old file or the complete new one.

@@ -86,10 +86,8 @@ pub fn main(a: Args) -> Result<()> {
 #[cfg(feature = "edgetpu")]
 mod imp {
     use std::path::{Path, PathBuf};
-    use std::sync::Arc;
 
     use anyhow::{Context, Result};
-    use indicatif::{ProgressBar, ProgressStyle};
     use serde_json::json;
     use tpu_sdk::core::target::{CompileOptions, Progress};
     use tpu_sdk_edgetpu::deploy::{self, ssh, Session, SshConfig};
@@ -252,22 +250,7 @@ mod imp {
 
     /// An indicatif byte bar driven by the upload's progress (hidden with `--json`).
     fn bytes_bar(hidden: bool) -> Progress {
-        if hidden {
-            return Progress::default();
-        }
-        let bar = ProgressBar::new(0);
-        bar.set_style(
-            ProgressStyle::with_template("{prefix} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}").expect("valid template").progress_chars("=> "),
-        );
-        let bar = Arc::new(bar);
-        Progress(Some(Arc::new(move |what: &str, done: u64, total: u64| {
-            bar.set_prefix(what.to_string());
-            bar.set_length(total);
-            bar.set_position(done);
-            if done >= total {
-                bar.finish_and_clear();
-            }
-        })))
+        super::super::progress_bar(hidden, "{prefix} [{bar:30}] {bytes}/{total_bytes} {bytes_per_sec} {eta}")
     }
 
     /// A private scratch folder for the compiled artifact, removed when dropped.

@@ -256,3 +256,23 @@ pub fn random_tensor(dtype: tpu_sdk::DType, shape: &[usize], seed: u64) -> Tenso
     }
     t
 }
+
+/// A [`Progress`](tpu_sdk::core::target::Progress) that drives an indicatif bar drawn with `template` (one bar,
+/// re-labelled for each stage it is told about; nothing when `hidden`, e.g. with `--json`).
+pub fn progress_bar(hidden: bool, template: &str) -> tpu_sdk::core::target::Progress {
+    use tpu_sdk::core::target::Progress;
+    if hidden {
+        return Progress::default();
+    }
+    let bar = indicatif::ProgressBar::new(0);
+    bar.set_style(indicatif::ProgressStyle::with_template(template).expect("valid template").progress_chars("=> "));
+    let bar = std::sync::Arc::new(bar);
+    Progress(Some(std::sync::Arc::new(move |what: &str, done: u64, total: u64| {
+        bar.set_prefix(what.to_string());
+        bar.set_length(total);
+        bar.set_position(done);
+        if done >= total {
+            bar.finish_and_clear();
+        }
+    })))
+}
