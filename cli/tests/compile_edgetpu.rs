@@ -1,5 +1,6 @@
 //! `tpu-sdk compile --target edgetpu`: the int8 model, the report, exit codes for bad calibration data, and
 //! the edgetpu_compiler hand-off (with a fake compiler that behaves like the real one's file contract).
+#![cfg(feature = "edgetpu")]
 
 #![cfg(unix)]
 

@@ -3,6 +3,7 @@
 //!
 //! Needs `sshd` and `ssh-keygen` (Debian: openssh-server, openssh-client). Without them the tests say so and
 //! pass, unless TPU_SDK_REQUIRE_SSHD=1 (CI), where they fail.
+#![cfg(feature = "edgetpu")]
 
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};

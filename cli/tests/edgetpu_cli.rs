@@ -1,5 +1,6 @@
 //! The edgetpu target through the command line on a machine without Coral hardware: `devices` answers
 //! (no device is exit 0), `run --target edgetpu` explains what it runs, bad delegate options are refused.
+#![cfg(feature = "edgetpu")]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
