@@ -28,5 +28,6 @@ export TPU_SDK_LIBTPU
 export TPU_SDK_REQUIRE_CONFORMANCE=1
 export TPU_SDK_REQUIRE_ORACLES=1
 export TPU_SDK_REQUIRE_SSHD=1
+export TPU_SDK_REQUIRE_VALGRIND=1
 cargo test --workspace -- --nocapture 2>&1 | grep -v '^$' | grep -vE '^test .* \.\.\. ok$'
 exit "${PIPESTATUS[0]}"
