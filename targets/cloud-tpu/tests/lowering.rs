@@ -122,6 +122,13 @@ fn c(shape: &[usize], seed: u64) -> In {
 fn ci(v: &[i64]) -> In {
     In::C(Tensor::from_i64(vec![v.len()], v.to_vec()))
 }
+fn roi_clone(i: &In) -> In {
+    match i {
+        In::X(t) => In::X(t.clone()),
+        In::C(t) => In::C(t.clone()),
+        In::Absent => In::Absent,
+    }
+}
 fn positive(shape: &[usize], seed: u64) -> In {
     let t = rand_f32(shape, seed);
     In::X(Tensor::from_f32(t.shape.clone(), t.as_f32().unwrap().iter().map(|v| v.abs() + 0.1).collect()))
@@ -220,15 +227,41 @@ fn conv_transpose_strides_pads_output_padding_groups() {
         vec![x(&[2, 3, 5, 4], 21), c(&[3, 4, 3, 3], 22), c(&[4], 23)],
         1,
     );
-    let a = ConvTransposeAttrs {
+    let grouped = ConvTransposeAttrs {
         conv: ConvAttrs { strides: vec![2, 2], group: 2, dilations: vec![1, 2], ..conv_attrs() },
         output_padding: vec![],
         output_shape: vec![],
     };
+    // output_shape larger than the full output (the given pads hold at the start), and SAME_UPPER/SAME_LOWER with
+    // an output_shape whose total padding is negative (the window starts before the first tap).
+    let a = ConvTransposeAttrs {
+        conv: ConvAttrs { strides: vec![3, 2], ..conv_attrs() },
+        output_padding: vec![],
+        output_shape: vec![10, 8],
+    };
+    cs.check(
+        r#"helper.make_node("ConvTranspose", ["i0", "i1"], ["o0"], strides=[3, 2], output_shape=[10, 8])"#,
+        Op::ConvTranspose(a),
+        vec![x(&[1, 1, 3, 3], 26), c(&[1, 2, 3, 3], 27)],
+        1,
+    );
+    for (mode, auto_pad) in [("SAME_UPPER", AutoPad::SameUpper), ("SAME_LOWER", AutoPad::SameLower)] {
+        let a = ConvTransposeAttrs {
+            conv: ConvAttrs { strides: vec![2, 2], auto_pad, ..conv_attrs() },
+            output_padding: vec![],
+            output_shape: vec![9, 6],
+        };
+        cs.check(
+            &format!(r#"helper.make_node("ConvTranspose", ["i0", "i1", "i2"], ["o0"], strides=[2, 2], auto_pad="{mode}", output_shape=[9, 6])"#),
+            Op::ConvTranspose(a),
+            vec![x(&[2, 2, 3, 3], 28), c(&[2, 3, 3, 3], 29), c(&[3], 30)],
+            1,
+        );
+    }
     // onnx.reference does not implement grouped ConvTranspose; onnxruntime does.
     cs.check_ort(
         r#"helper.make_node("ConvTranspose", ["i0", "i1"], ["o0"], strides=[2, 2], group=2, dilations=[1, 2])"#,
-        Op::ConvTranspose(a),
+        Op::ConvTranspose(grouped),
         vec![x(&[1, 4, 3, 3], 24), c(&[4, 3, 2, 2], 25)],
         1,
     );
@@ -441,6 +474,22 @@ fn pooling() {
         Op::MaxPool(m),
         vec![x(&[1, 2, 10, 11], 201)],
         1,
+    );
+    // The second output: flat indices of the maxima (padding and ceil_mode cells never win).
+    cs.check(
+        r#"helper.make_node("MaxPool", ["i0"], ["o0", "o1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])"#,
+        Op::MaxPool(a.clone()),
+        vec![x(&[2, 3, 9, 10], 209)],
+        2,
+    );
+    let mut mc = pool_attrs(&[2, 3]);
+    mc.strides = vec![2, 2];
+    mc.ceil_mode = true;
+    cs.check(
+        r#"helper.make_node("MaxPool", ["i0"], ["o0", "o1"], kernel_shape=[2, 3], strides=[2, 2], ceil_mode=1)"#,
+        Op::MaxPool(mc),
+        vec![x(&[1, 2, 7, 8], 210)],
+        2,
     );
     cs.check(
         r#"helper.make_node("AveragePool", ["i0"], ["o0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])"#,
@@ -770,6 +819,18 @@ fn resize_nearest_linear_cubic_with_coordinate_modes() {
         vec![x(&[1, 2, 6, 4], 704), In::Absent, scales(&[1.0, 1.0, 0.5, 2.0])],
         1,
     );
+    // tf_crop_and_resize: a region of interest partly outside the input; outside samples take extrapolation_value.
+    let roi = In::C(Tensor::from_f32(vec![8], vec![0.0, 0.0, 0.25, -0.2, 1.0, 1.0, 1.35, 0.95]));
+    for (mode, m) in [("linear", ResizeMode::Linear), ("nearest", ResizeMode::Nearest), ("cubic", ResizeMode::Cubic)] {
+        let mut t = attrs(m, CoordTransform::TfCropAndResize, NearestMode::RoundPreferFloor);
+        t.extrapolation_value = 7.5;
+        cs.check(
+            &format!(r#"helper.make_node("Resize", ["i0", "i1", "", "i3"], ["o0"], mode="{mode}", coordinate_transformation_mode="tf_crop_and_resize", extrapolation_value=7.5)"#),
+            Op::Resize(t),
+            vec![x(&[1, 2, 5, 6], 706), roi_clone(&roi), In::Absent, ci(&[1, 2, 7, 4])],
+            1,
+        );
+    }
     let mut cubic = attrs(ResizeMode::Cubic, CoordTransform::HalfPixel, NearestMode::RoundPreferFloor);
     cubic.exclude_outside = true;
     cubic.cubic_coeff_a = -0.5;
@@ -777,6 +838,25 @@ fn resize_nearest_linear_cubic_with_coordinate_modes() {
         r#"helper.make_node("Resize", ["i0", "", "i2"], ["o0"], mode="cubic", exclude_outside=1, cubic_coeff_a=-0.5)"#,
         Op::Resize(cubic),
         vec![x(&[1, 1, 5, 6], 705), In::Absent, scales(&[1.0, 1.0, 1.6, 0.5])],
+        1,
+    );
+    cs.run();
+}
+
+#[test]
+fn reverse_sequence_with_run_time_lengths() {
+    let mut cs = Cases::default();
+    let lens = |v: &[i64]| In::X(Tensor::from_i64(vec![v.len()], v.to_vec()));
+    cs.check(
+        r#"helper.make_node("ReverseSequence", ["i0", "i1"], ["o0"], batch_axis=0, time_axis=1)"#,
+        Op::ReverseSequence { batch_axis: 0, time_axis: 1 },
+        vec![x(&[4, 5, 3], 760), lens(&[1, 5, 3, 0])],
+        1,
+    );
+    cs.check(
+        r#"helper.make_node("ReverseSequence", ["i0", "i1"], ["o0"], batch_axis=1, time_axis=0)"#,
+        Op::ReverseSequence { batch_axis: 1, time_axis: 0 },
+        vec![x(&[6, 3, 2, 2], 761), lens(&[6, 2, 4])],
         1,
     );
     cs.run();

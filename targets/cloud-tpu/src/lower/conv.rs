@@ -163,25 +163,28 @@ pub(super) fn conv_transpose(cx: &mut Cx, node: &Node, a: &ConvTransposeAttrs) -
     if cin % g != 0 || x.shape[1] != cin {
         return Err(cx.unsupported(node, format!("weight {:?} does not fit input {:?} with {g} groups", w.shape, x.shape)));
     }
-    // Padding of the forward convolution this op is the transpose of.
-    let fwd: Vec<(i64, i64)> = if c.auto_pad == AutoPad::NotSet && a.output_shape.is_empty() {
-        window_padding(AutoPad::NotSet, &c.pads, &x.shape[2..], &kernel, &strides, &dilations)
-    } else {
-        (0..nsp)
-            .map(|i| {
-                let full = (x.shape[i + 2] as i64 - 1) * strides[i] as i64
-                    + out_pad[i] as i64
-                    + (kernel[i] as i64 - 1) * dilations[i] as i64
-                    + 1;
-                let total = full - out_shape.get(i + 2).copied().unwrap_or(0) as i64;
-                if c.auto_pad == AutoPad::SameUpper {
-                    (total / 2, total - total / 2)
-                } else {
-                    (total - total / 2, total / 2)
-                }
-            })
-            .collect()
-    };
+    // Padding of the forward convolution this op is the transpose of, as the CPU runtime (and the ONNX reference)
+    // place the output window: SAME_UPPER/SAME_LOWER without pads split the total padding (the extra unit at the
+    // end for SAME_UPPER), otherwise the given pads hold at the start and an `output_shape` sets where it ends.
+    let same = matches!(c.auto_pad, AutoPad::SameUpper | AutoPad::SameLower) && c.pads.is_empty();
+    if !same && !c.pads.is_empty() && c.pads.len() != 2 * nsp {
+        return Err(cx.unsupported(node, format!("{} pads for {nsp} spatial dims", c.pads.len())));
+    }
+    let fwd: Vec<(i64, i64)> = (0..nsp)
+        .map(|i| {
+            let full =
+                (x.shape[i + 2] as i64 - 1) * strides[i] as i64 + out_pad[i] as i64 + (kernel[i] as i64 - 1) * dilations[i] as i64 + 1;
+            let out = out_shape.get(i + 2).copied().unwrap_or(0) as i64;
+            if same {
+                let total = full - out;
+                let begin = if c.auto_pad == AutoPad::SameUpper { total.div_euclid(2) } else { total - total.div_euclid(2) };
+                (begin, total - begin)
+            } else {
+                let begin = if c.pads.is_empty() || c.auto_pad == AutoPad::Valid { 0 } else { c.pads[i] as i64 };
+                (begin, full - begin - out)
+            }
+        })
+        .collect();
     let padding: Vec<(i64, i64)> = (0..nsp)
         .map(|i| {
             let e = (kernel[i] as i64 - 1) * dilations[i] as i64;

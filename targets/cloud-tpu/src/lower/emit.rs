@@ -705,6 +705,66 @@ impl<'g> Cx<'g> {
         V { name, dtype: a.dtype, shape: out_shape.to_vec() }
     }
 
+    /// Max `reduce_window` that also gives, per window, the flat (row-major) input index of its maximum; ties go to
+    /// the smallest index, padding cells never win. A two-operand `reduce_window` over (value, iota).
+    #[allow(clippy::too_many_arguments)]
+    pub fn reduce_window_argmax(
+        &mut self,
+        a: &V,
+        window: &[usize],
+        strides: &[usize],
+        dilations: &[usize],
+        padding: &[(usize, usize)],
+        out_shape: &[usize],
+    ) -> (V, V) {
+        let total: usize = a.shape.iter().product();
+        let flat = self.iota(0, DType::I64, &[total]);
+        let idx = self.reshape(&flat, &a.shape.clone());
+        let init_v = self.scalar(lowest(a.dtype), a.dtype);
+        let init_i = self.scalar(i64::MAX as f64, DType::I64);
+        let st = ty(a.dtype, &[]);
+        let it = ty(DType::I64, &[]);
+        let kind = match a.dtype {
+            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => "FLOAT",
+            DType::U8 | DType::Bool => "UNSIGNED",
+            _ => "SIGNED",
+        };
+        let name = format!("%v{}", self.next);
+        self.next += 1;
+        let w: Vec<i64> = window.iter().map(|&x| x as i64).collect();
+        let s: Vec<i64> = strides.iter().map(|&x| x as i64).collect();
+        let d: Vec<i64> = dilations.iter().map(|&x| x as i64).collect();
+        let pads: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
+        let loc = self.loc.clone();
+        self.line(format_args!("    {name}:2 = \"stablehlo.reduce_window\"({}, {}, {}, {}) ({{", a.name, idx.name, init_v.name, init_i.name));
+        self.line(format_args!("    ^bb0(%ra: {st}, %ri: {it}, %rb: {st}, %rj: {it}):"));
+        self.line(format_args!("      %b1 = stablehlo.compare GT, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
+        self.line(format_args!("      %b2 = stablehlo.compare EQ, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
+        self.line(format_args!("      %b3 = stablehlo.compare LT, %ri, %rj, SIGNED : ({it}, {it}) -> tensor<i1>"));
+        self.line(format_args!("      %b4 = stablehlo.and %b2, %b3 : tensor<i1>"));
+        self.line(format_args!("      %b5 = stablehlo.or %b1, %b4 : tensor<i1>"));
+        self.line(format_args!("      %b6 = stablehlo.select %b5, %ra, %rb : tensor<i1>, {st}"));
+        self.line(format_args!("      %b7 = stablehlo.select %b5, %ri, %rj : tensor<i1>, {it}"));
+        self.line(format_args!("      stablehlo.return %b6, %b7 : {st}, {it}"));
+        self.line(format_args!(
+            "    }}) {{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : ({}, {}, {st}, {it}) -> ({}, {}){}",
+            i64_array(&w),
+            i64_array(&s),
+            i64_array(&d),
+            pads.join(", "),
+            padding.len(),
+            a.ty(),
+            idx.ty(),
+            ty(a.dtype, out_shape),
+            ty(DType::I64, out_shape),
+            loc
+        ));
+        (
+            V { name: format!("{name}#0"), dtype: a.dtype, shape: out_shape.to_vec() },
+            V { name: format!("{name}#1"), dtype: DType::I64, shape: out_shape.to_vec() },
+        )
+    }
+
     /// `dot_general` with batch and contracting dims; the result is [batch..., lhs free..., rhs free...].
     pub fn dot_general(&mut self, a: &V, b: &V, batch: (&[usize], &[usize]), contract: (&[usize], &[usize])) -> V {
         let p = self.opts.precision;

@@ -174,3 +174,54 @@ pub(super) fn scatter_elements(cx: &mut Cx, node: &Node, axis: usize, reduction:
     let all: Vec<usize> = (0..r).collect();
     Ok(cx.scatter(&data, &coords, &upd, &[], &all, r, combine))
 }
+
+/// ReverseSequence: `out[b, t] = x[b, len[b] - 1 - t]` for `t < len[b]`, else `x[b, t]`, as one `gather` whose
+/// (batch, source time) index pairs are computed from iotas and the run-time lengths (clamped to [0, T], as the
+/// CPU runtime rejects lengths outside it).
+pub(super) fn reverse_sequence(cx: &mut Cx, node: &Node, batch_axis: usize, time_axis: usize) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    let lens = cx.input(node, 1)?;
+    let r = x.rank();
+    if r < 2 || batch_axis >= 2 || time_axis >= 2 || batch_axis == time_axis {
+        return Err(cx.unsupported(node, format!("batch_axis {batch_axis} and time_axis {time_axis} of a rank-{r} input")));
+    }
+    let (b, t) = (x.shape[batch_axis], x.shape[time_axis]);
+    if lens.shape != [b] || !matches!(lens.dtype, DType::I32 | DType::I64) {
+        return Err(cx.unsupported(node, format!("sequence_lens {} {:?} for batch {b}", lens.dtype, lens.shape)));
+    }
+    let bt = [b, t];
+    let lens = cx.convert(&lens, DType::I64);
+    let lens = cx.clamp(&lens, 0.0, t as f64);
+    let l = cx.broadcast_in_dim(&lens, &[0], &bt);
+    let tt = cx.iota(1, DType::I64, &bt);
+    let bb = cx.iota(0, DType::I64, &bt);
+    let inside = cx.compare("LT", &tt, &l);
+    let last = cx.binary_scalar("subtract", &l, 1.0);
+    let rev = cx.sub(&last, &tt);
+    let src = cx.select(&inside, &rev, &tt);
+    let bb = cx.reshape(&bb, &[b, t, 1]);
+    let src = cx.reshape(&src, &[b, t, 1]);
+    let idx = cx.concat(&[bb, src], 2);
+    // Gathered as [b, t, rest...], then put back in the input's axis order.
+    let order: Vec<usize> = [batch_axis, time_axis].into_iter().chain(2..r).collect();
+    let mut shape = vec![b, t];
+    shape.extend_from_slice(&x.shape[2..]);
+    let slice_sizes: Vec<i64> = (0..r).map(|d| if d < 2 { 1 } else { x.shape[d] as i64 }).collect();
+    let offset_dims: Vec<usize> = (2..r).collect();
+    let out = ty(x.dtype, &shape);
+    let g = cx.emit(
+        format!(
+            "\"stablehlo.gather\"({}, {}) {{dimension_numbers = #stablehlo.gather<offset_dims = {}, collapsed_slice_dims = [0, 1], start_index_map = [{batch_axis}, {time_axis}], index_vector_dim = 2>, slice_sizes = {}, indices_are_sorted = false}} : ({}, {}) -> {out}",
+            x.name,
+            idx.name,
+            list(&offset_dims),
+            i64_array(&slice_sizes),
+            x.ty(),
+            idx.ty()
+        ),
+        x.dtype,
+        shape,
+    );
+    let perm: Vec<usize> = (0..r).map(|d| order.iter().position(|&o| o == d).unwrap_or(d)).collect();
+    Ok(cx.transpose(&g, &perm))
+}

@@ -261,7 +261,8 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         | Op::Where
         | Op::Cast { .. }
         | Op::Identity => elementwise::lower(cx, node).map(|v| vec![v]),
-        Op::MaxPool(_) | Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool | Op::GlobalMaxPool => {
+        Op::MaxPool(a) => pool::max_pool(cx, node, a),
+        Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool | Op::GlobalMaxPool => {
             pool::lower(cx, node).map(|v| vec![v])
         }
         Op::Reduce { .. } | Op::ArgReduce { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. } => {
@@ -289,6 +290,9 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         Op::GatherNd { batch_dims } => gather::gather_nd(cx, node, *batch_dims).map(|v| vec![v]),
         Op::ScatterNd { reduction } => gather::scatter_nd(cx, node, *reduction).map(|v| vec![v]),
         Op::ScatterElements { axis, reduction } => gather::scatter_elements(cx, node, *axis, *reduction).map(|v| vec![v]),
+        Op::ReverseSequence { batch_axis, time_axis } => {
+            gather::reverse_sequence(cx, node, *batch_axis, *time_axis).map(|v| vec![v])
+        }
         Op::Resize(a) => resize::resize(cx, node, a).map(|v| vec![v]),
         Op::Shape { .. }
         | Op::Size

@@ -6,6 +6,19 @@ use super::conv::{check_window, window_padding};
 use super::emit::{Combine, Cx, V};
 use crate::error::Result;
 
+/// MaxPool with its optional second output: the flat (row-major, storage_order 0) index of each window's maximum.
+pub(super) fn max_pool(cx: &mut Cx, node: &Node, a: &PoolAttrs) -> Result<Vec<V>> {
+    if node.outputs.len() < 2 {
+        return lower(cx, node).map(|v| vec![v]);
+    }
+    let x = cx.input(node, 0)?;
+    if x.rank() < 3 {
+        return Err(cx.unsupported(node, format!("pooling needs an N x C x spatial input, got {:?}", x.shape)));
+    }
+    let (v, i) = window_argmax(cx, node, &x, a)?;
+    Ok(vec![v, i])
+}
+
 pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
     let x = cx.input(node, 0)?;
     if x.rank() < 3 {
@@ -33,7 +46,18 @@ enum Kind {
     Lp(u32),
 }
 
-fn window(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs, kind: Kind) -> Result<V> {
+/// The window of a pooling node: kernel, strides, dilations (each with leading 1, 1 for N and C), the padding
+/// (ceil_mode's extra end cells included), the declared padding and the output shape.
+struct Window {
+    dims: Vec<usize>,
+    strides: Vec<usize>,
+    dilations: Vec<usize>,
+    padding: Vec<(usize, usize)>,
+    declared: Vec<(i64, i64)>,
+    out_shape: Vec<usize>,
+}
+
+fn plan(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs) -> Result<Window> {
     let (_, out_shape) = cx.out(node, 0);
     let nsp = x.rank() - 2;
     if a.kernel_shape.len() != nsp {
@@ -61,6 +85,19 @@ fn window(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs, kind: Kind) -> Result<
     wstr.extend_from_slice(&s);
     let mut wdil = vec![1, 1];
     wdil.extend_from_slice(&d);
+    Ok(Window { dims: wdims, strides: wstr, dilations: wdil, padding, declared, out_shape })
+}
+
+fn window_argmax(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs) -> Result<(V, V)> {
+    let w = plan(cx, node, x, a)?;
+    Ok(cx.reduce_window_argmax(x, &w.dims, &w.strides, &w.dilations, &w.padding, &w.out_shape))
+}
+
+fn window(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs, kind: Kind) -> Result<V> {
+    let Window { dims: wdims, strides: wstr, dilations: wdil, padding, declared, out_shape } = plan(cx, node, x, a)?;
+    let nsp = x.rank() - 2;
+    let (k, s, d) = (a.kernel_shape.clone(), wstr[2..].to_vec(), wdil[2..].to_vec());
+    let input = &x.shape[2..];
     match kind {
         Kind::Max => Ok(cx.reduce_window(x, Combine::Max, &wdims, &wstr, &wdil, &padding, &out_shape)),
         Kind::Lp(p) => {

@@ -19,9 +19,16 @@ pub(super) fn resize(cx: &mut Cx, node: &Node, a: &ResizeAttrs) -> Result<V> {
     if out_shape.len() != x.rank() {
         return Err(cx.unsupported(node, "output rank differs from input rank"));
     }
-    if a.coord == CoordTransform::TfCropAndResize {
-        return Err(cx.unsupported(node, "coordinate_transformation_mode tf_crop_and_resize"));
-    }
+    let rank = x.rank();
+    // tf_crop_and_resize: the region of interest (starts then ends, normalised), constant in a static program.
+    let roi: Option<Vec<f64>> = if a.coord == CoordTransform::TfCropAndResize {
+        match cx.const_input(node, 1) {
+            Some(t) if t.dtype().is_float() && t.len() == 2 * rank => Some(t.to_f64_vec()),
+            _ => return Err(cx.unsupported(node, format!("tf_crop_and_resize needs a roi of {} floats that must be a constant", 2 * rank))),
+        }
+    } else {
+        None
+    };
     if a.mode != ResizeMode::Nearest && !x.dtype.is_float() {
         return Err(cx.unsupported(node, format!("{:?} interpolation of {}", a.mode, x.dtype)));
     }
@@ -44,14 +51,19 @@ pub(super) fn resize(cx: &mut Cx, node: &Node, a: &ResizeAttrs) -> Result<V> {
             Some(s) => s[axis],
             None => n_out as f64 / n_in.max(1) as f64,
         };
-        if n_in == n_out && scale == 1.0 {
+        let roi_a = roi.as_ref().map_or((0.0, 1.0), |r| (r[axis], r[rank + axis]));
+        if n_in == n_out && scale == 1.0 && roi_a == (0.0, 1.0) {
             continue;
         }
         if n_in == 0 || n_out == 0 || scale <= 0.0 {
             return Err(cx.unsupported(node, format!("resizing axis {axis} from {n_in} to {n_out} (scale {scale})")));
         }
-        let taps = weights_1d(a, n_in, n_out, scale);
-        v = if a.mode == ResizeMode::Nearest {
+        let (taps, outside) = weights_1d(a, n_in, n_out, scale, roi_a);
+        let extrapolate = outside.iter().any(|&o| o);
+        if extrapolate && !v.dtype.is_float() {
+            return Err(cx.unsupported(node, format!("tf_crop_and_resize extrapolation of {}", v.dtype)));
+        }
+        v = if a.mode == ResizeMode::Nearest && !extrapolate {
             let idx: Vec<i64> = taps
                 .iter()
                 .map(|t| t.iter().find(|(_, w)| *w != 0.0).map_or(0, |(i, _)| *i as i64))
@@ -71,17 +83,30 @@ pub(super) fn resize(cx: &mut Cx, node: &Node, a: &ResizeAttrs) -> Result<V> {
             let r = cx.dot_general_with(&v, &wm, (&[], &[]), (&[axis], &[1]), Precision::Highest);
             let rank = v.rank();
             let perm: Vec<usize> = (0..rank).map(|d| if d < axis { d } else if d == axis { rank - 1 } else { d - 1 }).collect();
-            cx.transpose(&r, &perm)
+            let r = cx.transpose(&r, &perm);
+            if extrapolate {
+                // Positions outside the input take the extrapolation value (their weight rows are zero).
+                let e = a.extrapolation_value;
+                let fill = Tensor::from_f32(vec![n_out], outside.iter().map(|&o| if o { e } else { 0.0 }).collect());
+                let fill = cx.constant(&fill);
+                let fill = cx.convert(&fill, r.dtype);
+                let fill = cx.broadcast_in_dim(&fill, &[axis], &r.shape.clone());
+                cx.add(&r, &fill)
+            } else {
+                r
+            }
         };
     }
     Ok(v)
 }
 
-/// For each output index along one axis: (source index, weight) pairs.
-fn weights_1d(a: &ResizeAttrs, n_in: usize, n_out: usize, scale: f64) -> Vec<Vec<(usize, f64)>> {
+/// For each output index along one axis: (source index, weight) pairs, and whether the position lies outside the
+/// input (tf_crop_and_resize only: it takes the extrapolation value, its weights are zero).
+fn weights_1d(a: &ResizeAttrs, n_in: usize, n_out: usize, scale: f64, roi: (f64, f64)) -> (Vec<Vec<(usize, f64)>>, Vec<bool>) {
     let in_w = n_in as f64;
     let out_w = scale * in_w;
-    (0..n_out)
+    let mut outside = vec![false; n_out];
+    let taps = (0..n_out)
         .map(|o| {
             let x = o as f64;
             let x_ori = match a.coord {
@@ -106,8 +131,19 @@ fn weights_1d(a: &ResizeAttrs, n_in: usize, n_out: usize, scale: f64) -> Vec<Vec
                     let center = in_w / 2.0;
                     center * (1.0 - adjustment) + (x + 0.5) / scale - 0.5
                 }
-                CoordTransform::TfCropAndResize => 0.0, // rejected by the caller
+                CoordTransform::TfCropAndResize => {
+                    let v = if out_w == 1.0 {
+                        (roi.1 - roi.0) * (in_w - 1.0) / 2.0
+                    } else {
+                        x * (roi.1 - roi.0) * (in_w - 1.0) / (out_w - 1.0)
+                    };
+                    v + roi.0 * (in_w - 1.0)
+                }
             };
+            if a.coord == CoordTransform::TfCropAndResize && !(x_ori >= 0.0 && x_ori <= in_w - 1.0) {
+                outside[o] = true;
+                return Vec::new();
+            }
             let integer = x_ori.fract() == 0.0;
             let ratio = if integer { 1.0 } else { x_ori - x_ori.floor() };
             let coeffs: Vec<f64> = match a.mode {
@@ -162,5 +198,6 @@ fn weights_1d(a: &ResizeAttrs, n_in: usize, n_out: usize, scale: f64) -> Vec<Vec
             // Edge padding: positions outside the input read the border element.
             taps.into_iter().map(|(i, w)| (i.clamp(0, n_in as i64 - 1) as usize, w)).collect()
         })
-        .collect()
+        .collect();
+    (taps, outside)
 }
