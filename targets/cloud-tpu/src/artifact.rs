@@ -99,23 +99,23 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
     } else if let Some(p) = &o.plugin {
         target.plugin = Some(p.clone());
     }
-    // Partitions: `parts=N`, else (locally) the devices available; a topology needs parts=N.
+    // Partitions: `parts=N`, else (locally) the devices available per replica; a topology needs parts=N.
     let plan = if o.shard.is_empty() {
         None
     } else {
-        if replicas > 1 {
-            return Err(unsupported("--replicas together with --shard is not supported yet; use one"));
-        }
         let default_parts = match (&o.topology, crate::shard::requested_parts(&o.shard)?) {
             (_, Some(n)) => n,
             (Some(_), None) => return Err(unsupported("--shard with --topology needs the partition count: add --shard parts=N")),
             (None, None) if emit == "mlir" => 0,
-            (None, None) => available_devices(&target)?,
+            (None, None) => available_devices(&target)? / replicas,
         };
         if default_parts == 0 {
             return Err(unsupported("--shard with --emit mlir needs the partition count: add --shard parts=N"));
         }
-        crate::shard::plan(&graph, &o.shard, default_parts)?
+        crate::shard::plan(&graph, &o.shard, default_parts)?.map(|mut p| {
+            p.replicas = replicas;
+            p
+        })
     };
     // A deployable program is self-contained: every weight is embedded.
     let lower = LowerOptions { max_inline_constant: None, ..t.lower };

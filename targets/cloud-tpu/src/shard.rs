@@ -21,8 +21,11 @@ use crate::error::{Error, Result};
 /// Weights split across partitions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShardPlan {
-    /// Number of partitions (devices).
+    /// Number of partitions (devices per replica).
     pub parts: usize,
+    /// Number of data-parallel replicas of the partitioned program (1: tensor parallelism alone); the program runs
+    /// on `replicas × parts` devices.
+    pub replicas: usize,
     /// (weight, axis it is split along), in graph order.
     pub weights: Vec<(ValueId, usize)>,
 }
@@ -131,7 +134,7 @@ pub fn plan(graph: &Graph, specs: &[String], parts: usize) -> Result<Option<Shar
             "--shard: no MatMul/Gemm weight with a dim divisible by {parts} was found to split; name one with WEIGHT=AXIS"
         )));
     }
-    Ok(Some(ShardPlan { parts, weights }))
+    Ok(Some(ShardPlan { parts, replicas: 1, weights }))
 }
 
 /// Megatron-style choice: alternate column and row splits over the constant 2-D right-hand operands.

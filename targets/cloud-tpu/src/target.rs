@@ -72,38 +72,39 @@ impl CloudTpuTarget {
     /// all of them, and the outputs are joined along axis 0. The batch must be a multiple of `replicas`, and the
     /// graph must re-infer at the smaller batch (it fails when a reshape has the batch baked in).
     pub fn compile_data_parallel(&self, graph: Graph, replicas: usize) -> Result<DataParallelExecutable> {
+        self.data_parallel(graph, replicas, &[])
+    }
+
+    /// Data and tensor parallelism at once: the batch is split across `replicas` replicas as in
+    /// [`CloudTpuTarget::compile_data_parallel`], and each replica is one SPMD program over `parts` devices with
+    /// the weights split by the `--shard` values `specs` (as in [`CloudTpuTarget::compile_sharded`]): one
+    /// executable with `num_replicas × num_partitions` devices, replica r on devices `r·parts .. (r+1)·parts`
+    /// from [`CloudTpuTarget::device`] on. Without `parts=N`, the partitions are the available devices divided by
+    /// the replicas.
+    pub fn compile_data_and_tensor_parallel(&self, graph: Graph, replicas: usize, specs: &[String]) -> Result<DataParallelExecutable> {
+        if specs.is_empty() {
+            return Err(Error::Invalid("--shard: no annotation given".into()));
+        }
+        self.data_parallel(graph, replicas, specs)
+    }
+
+    fn data_parallel(&self, graph: Graph, replicas: usize, specs: &[String]) -> Result<DataParallelExecutable> {
         let n = replicas.max(1);
-        let mut g = graph.clone();
-        for &i in &graph.inputs {
-            let v = graph.value(i);
-            match v.shape.first() {
-                Some(&b) if b % n == 0 && b > 0 => g.value_mut(i).shape[0] = b / n,
-                _ => {
-                    return Err(Error::InputMismatch(format!(
-                        "--replicas {n}: input '{}' has shape {:?}, whose batch (axis 0) cannot be split evenly across {n} devices; \
-                         use a batch that is a multiple of {n} (--dim / --input-shape)",
-                        v.name, v.shape
-                    )))
-                }
-            }
-        }
-        rebatch_reshapes(&mut g, &graph, n);
-        tpu_sdk_core::ir::infer::infer_graph(&mut g).map_err(|e| {
-            Error::Invalid(format!("--replicas {n}: the model cannot be run at 1/{n} of its batch: {e}"))
-        })?;
-        for (&small, &full) in g.outputs.iter().zip(&graph.outputs) {
-            let (s, f) = (&g.value(small).shape, &graph.value(full).shape);
-            if s.is_empty() || s[0] * n != f[0] || s[1..] != f[1..] {
-                return Err(Error::Invalid(format!(
-                    "--replicas {n}: output '{}' (shape {f:?}) does not carry the batch on axis 0 (at 1/{n} of the batch it has shape {s:?}), \
-                     so the per-device outputs cannot be joined",
-                    graph.value(full).name
-                )));
-            }
-        }
+        let g = per_replica_graph(&graph, n)?;
         let full_sig = Signature::of(&graph);
-        let exe = self.compile_replicated(g, n)?;
-        Ok(DataParallelExecutable { exe, full_sig })
+        let plan = if specs.is_empty() {
+            None
+        } else {
+            let found = self.find_plugin()?;
+            let available = Plugin::load(&found.path)?.shared_client()?.addressable_devices()?.len().saturating_sub(self.device);
+            let mut plan =
+                crate::shard::plan(&g, specs, available / n)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
+            plan.replicas = n;
+            Some(plan)
+        };
+        let b = self.build(&g, n, plan.as_ref())?;
+        let exe = ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache };
+        Ok(DataParallelExecutable { exe, full_sig, plan })
     }
 
     /// Compiles `graph` for tensor parallelism with the `--shard` values `specs` (see [`crate::shard`]): one
@@ -194,6 +195,39 @@ impl CloudTpuTarget {
             None => Ok((client.compile(mlir, options)?, None)),
         }
     }
+}
+
+/// The graph one of `n` data-parallel replicas runs: every input's batch (axis 0) divided by `n`, shapes
+/// re-inferred, and every output checked to carry the batch on axis 0 (so the replicas' outputs can be joined).
+fn per_replica_graph(graph: &Graph, n: usize) -> Result<Graph> {
+    let mut g = graph.clone();
+    for &i in &graph.inputs {
+        let v = graph.value(i);
+        match v.shape.first() {
+            Some(&b) if b % n == 0 && b > 0 => g.value_mut(i).shape[0] = b / n,
+            _ => {
+                return Err(Error::InputMismatch(format!(
+                    "--replicas {n}: input '{}' has shape {:?}, whose batch (axis 0) cannot be split evenly across {n} devices; \
+                     use a batch that is a multiple of {n} (--dim / --input-shape)",
+                    v.name, v.shape
+                )))
+            }
+        }
+    }
+    rebatch_reshapes(&mut g, graph, n);
+    tpu_sdk_core::ir::infer::infer_graph(&mut g)
+        .map_err(|e| Error::Invalid(format!("--replicas {n}: the model cannot be run at 1/{n} of its batch: {e}")))?;
+    for (&small, &full) in g.outputs.iter().zip(&graph.outputs) {
+        let (s, f) = (&g.value(small).shape, &graph.value(full).shape);
+        if s.is_empty() || s[0] * n != f[0] || s[1..] != f[1..] {
+            return Err(Error::Invalid(format!(
+                "--replicas {n}: output '{}' (shape {f:?}) does not carry the batch on axis 0 (at 1/{n} of the batch it has shape {s:?}), \
+                 so the per-device outputs cannot be joined",
+                graph.value(full).name
+            )));
+        }
+    }
+    Ok(g)
 }
 
 /// Importers fold `Shape → ... → Reshape` chains into constant target shapes, which bakes the batch into them
@@ -323,9 +357,7 @@ impl Target for CloudTpuTarget {
         let n = self.replicas.max(1);
         if !self.shard.is_empty() {
             if n > 1 {
-                return Err(tpu_sdk_core::Error::Unsupported(
-                    "--replicas together with --shard (data and tensor parallelism at once) is not supported yet; use one".into(),
-                ));
+                return Ok(Box::new(self.compile_data_and_tensor_parallel(graph, n, &self.shard)?));
             }
             return Ok(Box::new(self.compile_sharded(graph, &self.shard)?));
         }
@@ -515,6 +547,8 @@ impl Executable for CloudTpuExecutable {
 pub struct DataParallelExecutable {
     exe: ReplicatedExecutable,
     full_sig: Signature,
+    /// With tensor parallelism inside each replica: the partition plan.
+    plan: Option<ShardPlan>,
 }
 
 impl std::fmt::Debug for DataParallelExecutable {
@@ -529,16 +563,33 @@ impl DataParallelExecutable {
         &self.exe
     }
 
-    /// Splits the batch across the devices, runs them in one launch and joins the outputs.
+    /// The partition plan inside each replica, when combined with tensor parallelism.
+    pub fn plan(&self) -> Option<&ShardPlan> {
+        self.plan.as_ref()
+    }
+
+    /// The number of replicas the batch is split across.
+    pub fn replicas(&self) -> usize {
+        self.exe.devices.len() / self.parts()
+    }
+
+    fn parts(&self) -> usize {
+        self.plan.as_ref().map_or(1, |p| p.parts.max(1))
+    }
+
+    /// Splits the batch across the replicas (every partition of a replica gets its replica's piece), runs all
+    /// devices in one launch and joins the replicas' outputs (each replica's first partition holds its whole
+    /// result).
     pub fn execute(&self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         self.full_sig.check(inputs)?;
-        let n = self.exe.devices.len();
+        let (n, parts) = (self.replicas(), self.parts());
         let pieces: Vec<Vec<Tensor>> = inputs.iter().map(|t| tensor_split::split(t, 0, n)).collect();
-        let per_device: Vec<Vec<Tensor>> = (0..n).map(|r| pieces.iter().map(|p| p[r].clone()).collect()).collect();
+        let per_device: Vec<Vec<Tensor>> =
+            (0..n * parts).map(|d| pieces.iter().map(|p| p[d / parts].clone()).collect()).collect();
         let outs = self.exe.execute(&per_device)?;
         (0..self.full_sig.outputs.len())
             .map(|k| {
-                let parts: Vec<Tensor> = outs.iter().map(|o| o[k].clone()).collect();
+                let parts: Vec<Tensor> = outs.iter().step_by(parts).map(|o| o[k].clone()).collect();
                 tensor_split::concat0(&parts).ok_or_else(|| Error::Invalid(format!("the replicas' output {k} cannot be joined")))
             })
             .collect()

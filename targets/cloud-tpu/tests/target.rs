@@ -210,6 +210,47 @@ fn tensor_parallel_shards_equal_the_single_device_run() {
 }
 
 #[test]
+fn data_and_tensor_parallel_together_equal_the_single_device_run() {
+    let Some(plugin) = common::cpu_plugin() else { return };
+    let (g, w1, b1, w2) = mlp(6);
+    let x = rand_f32(&[6, 48], 42);
+    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    // 2 replicas (3 rows each) × 2 partitions (w1 split on its columns) on the 4 CPU devices, through the trait.
+    let mut t = CloudTpuTarget::with_plugin(&plugin);
+    t.replicas = 2;
+    t.shard = vec!["w1=1".into()];
+    let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(&x)).unwrap();
+    assert_close(&y[0], &single[0], 1e-5, 1e-7, "2 replicas x 2 partitions vs 1 device");
+    assert_close(&y[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "2 x 2 vs reference");
+    let dp = t.compile_data_and_tensor_parallel(g.clone(), 2, &["auto".into()]).unwrap();
+    assert_eq!((dp.replicas(), dp.plan().unwrap().parts, dp.replicated().devices().len()), (2, 2, 4));
+    let y = dp.execute(std::slice::from_ref(&x)).unwrap();
+    assert_close(&y[0], &single[0], 1e-5, 1e-7, "2 x 2 auto");
+    // 3 replicas × 2 partitions need 6 devices: a clear error naming the count.
+    t.replicas = 3;
+    t.shard = vec!["w1=1".into(), "parts=2".into()];
+    let e = t.prepare(g.clone()).err().expect("6 devices are not there").to_string();
+    assert!(e.contains("4 addressable device"), "{e}");
+    // The artifact: one executable for 2 × 2 devices; replica r's partitions take its half of the batch.
+    let dir = temp_dir("compile-dp-tp");
+    let o = CompileOptions { replicas: Some(2), shard: vec!["w2=0".into()], ..opts(&dir.join("rs.pjrt")) };
+    let out = CloudTpuTarget::with_plugin(&plugin).compile(g.clone(), &o).unwrap();
+    assert!(out.summary.contains("2 replica(s), 2 partitions"), "{}", out.summary);
+    let p = tpu_sdk_cloud_tpu::pjrt::Plugin::load(&plugin).unwrap();
+    let client = p.shared_client().unwrap();
+    let exe = client.load_serialized(&std::fs::read(dir.join("rs.pjrt")).unwrap()).unwrap();
+    let devs = client.addressable_devices().unwrap();
+    let (x0, x1) = (rand_f32(&[6, 48], 43), rand_f32(&[6, 48], 44));
+    let bufs: Vec<_> = devs.iter().enumerate().map(|(k, d)| client.upload(if k < 2 { &x0 } else { &x1 }, d).unwrap()).collect();
+    let outs = exe.execute_replicated(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>()).unwrap();
+    for (k, o) in outs.iter().enumerate() {
+        let xin = if k < 2 { &x0 } else { &x1 };
+        assert_close(&o[0].to_tensor().unwrap(), &mlp_reference(xin, &w1, &b1, &w2), 1e-5, 1e-6, &format!("artifact device {k}"));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+#[test]
 fn lists_devices_through_the_target_trait() {
     let Some(plugin) = common::cpu_plugin() else { return };
     let d = CloudTpuTarget::with_plugin(&plugin).devices().unwrap();

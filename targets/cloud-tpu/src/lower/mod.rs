@@ -212,9 +212,10 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
         Some(p) => {
             let _ = writeln!(
                 s,
-                "module @{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = 1 : i32}} {{",
+                "module @{} attributes {{mhlo.num_partitions = {} : i32, mhlo.num_replicas = {} : i32}} {{",
                 module_name(&graph.name),
-                p.parts
+                p.parts,
+                p.replicas.max(1)
             );
         }
         None => {
