@@ -106,6 +106,14 @@ fn run_and_bench_with_tensor_parallelism() {
     for (u, v) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
         assert!((u - v).abs() <= 1e-5 * v.abs() + 1e-6, "{u} vs {v}");
     }
+    // Data and tensor parallelism at once: the batch of 2 over 2 replicas, each split over 2 partitions.
+    let rr = dir.join("rr");
+    ok(tpu_sdk(&[&run[..], &["--replicas", "2", "--output-dir", rr.to_str().unwrap()]].concat(), &cache));
+    let c = tpu_sdk::core::npy::read(&rr.join("output_0.npy")).unwrap();
+    assert_eq!(c.shape, b.shape);
+    for (u, v) in c.to_f64_vec().iter().zip(b.to_f64_vec()) {
+        assert!((u - v).abs() <= 1e-5 * v.abs() + 1e-6, "2x2: {u} vs {v}");
+    }
     let out = ok(tpu_sdk(&["bench", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--shard", "auto", "--shard", "parts=2", "--iterations", "3"], &cache));
     assert!(out.contains("latency ms"), "{out}");
     // The flag belongs to cloud-tpu.
