@@ -163,6 +163,7 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
             num_replicas: replicas,
             num_partitions: parts,
             use_spmd_partitioning: parts > 1,
+            use_shardy_partitioner: plan.as_ref().is_some_and(|p| p.partitioner == crate::shard::Partitioner::Shardy),
             ..CompileOptions::default()
         };
         o.progress.report("compiling", 0, 1);

@@ -6,11 +6,15 @@
 //! - `auto`: Megatron-style: the constant right-hand operands of consecutive MatMul/Gemm nodes are split
 //!   alternately by columns (output features) and by rows (input features), so that a column-split layer feeds
 //!   a row-split one; weights whose dim does not divide are left whole;
-//! - `parts=N`: the number of partitions (default: the addressable devices from `--device` on).
+//! - `parts=N`: the number of partitions (default: the addressable devices from `--device` on);
+//! - `partitioner=shardy` (the default, as in JAX) or `partitioner=gspmd`: which XLA partitioner, and so which
+//!   sharding dialect the program is written in (GSPMD is deprecated upstream; kept for older plugins).
 //!
-//! The plan is written into the program as `mhlo.sharding` annotations and the program is compiled with
-//! `num_partitions = N` and the SPMD partitioner, which inserts the collectives; results are replicated, so
-//! every device returns the whole output.
+//! With GSPMD the plan is written into the program as `mhlo.sharding` annotations; with Shardy as a
+//! `sdy.mesh @mesh = <["x"=N]>` and `#sdy.sharding<@mesh, [...]>` annotations (`sdy.sharding_constraint` for
+//! embedded weights), and the compile options ask for Shardy (`use_shardy_partitioner`). Either way the program
+//! is compiled with `num_partitions = N` and the SPMD partitioner, which inserts the collectives; results are
+//! replicated, so every device returns the whole output.
 
 use std::collections::HashMap;
 
@@ -18,9 +22,21 @@ use tpu_sdk_core::ir::{Graph, Op, ValueId};
 
 use crate::error::{Error, Result};
 
+/// XLA's partitioner, which fixes the dialect of the sharding annotations.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Partitioner {
+    /// GSPMD: `mhlo.sharding = "{devices=[...]...}"` strings.
+    Gspmd,
+    /// Shardy: the `sdy` dialect (a mesh with one axis "x" of `parts` devices).
+    #[default]
+    Shardy,
+}
+
 /// Weights split across partitions.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct ShardPlan {
+    /// The partitioner (and annotation dialect).
+    pub partitioner: Partitioner,
     /// Number of partitions (devices per replica).
     pub parts: usize,
     /// Number of data-parallel replicas of the partitioned program (1: tensor parallelism alone); the program runs
@@ -43,6 +59,29 @@ impl ShardPlan {
             None => "{replicated}".to_string(),
         }
     }
+
+    /// The argument/result attribute of a value of rank `rank` (`v`: `None` for results and unsplit values), in
+    /// the partitioner's dialect.
+    pub fn attribute(&self, v: Option<ValueId>, rank: usize) -> String {
+        match self.partitioner {
+            Partitioner::Gspmd => format!("mhlo.sharding = \"{}\"", self.annotation(v, rank)),
+            Partitioner::Shardy => format!("sdy.sharding = #sdy.sharding<@mesh, {}>", sdy_dims(v.and_then(|v| self.axis_of(v)), rank)),
+        }
+    }
+
+    /// Module-level declarations the annotations refer to (Shardy's mesh), if any.
+    pub fn module_decls(&self) -> Option<String> {
+        match self.partitioner {
+            Partitioner::Gspmd => None,
+            Partitioner::Shardy => Some(format!("sdy.mesh @mesh = <[\"x\"={}]>", self.parts)),
+        }
+    }
+}
+
+/// Shardy's per-dimension shardings of a rank-`rank` value split along `axis` over mesh axis "x": `[{}, {"x"}]`.
+pub fn sdy_dims(axis: Option<usize>, rank: usize) -> String {
+    let dims: Vec<&str> = (0..rank).map(|d| if Some(d) == axis { "{\"x\"}" } else { "{}" }).collect();
+    format!("[{}]", dims.join(", "))
 }
 
 /// `{devices=[1,N]0,1,...,N-1}`: split along `axis` of a rank-`rank` array into `parts` tiles, tile p on
@@ -65,8 +104,23 @@ pub fn requested_parts(specs: &[String]) -> Result<Option<usize>> {
     Ok(parts)
 }
 
+/// The `partitioner=...` value among `specs` (default Shardy).
+pub fn requested_partitioner(specs: &[String]) -> Result<Partitioner> {
+    let mut p = Partitioner::default();
+    for s in specs {
+        if let Some(v) = s.trim().strip_prefix("partitioner=") {
+            p = match v.trim() {
+                "gspmd" => Partitioner::Gspmd,
+                "shardy" | "sdy" => Partitioner::Shardy,
+                other => return Err(bad(s, format!("unknown partitioner '{other}' (gspmd or shardy)"))),
+            };
+        }
+    }
+    Ok(p)
+}
+
 fn bad(spec: &str, why: impl std::fmt::Display) -> Error {
-    Error::Invalid(format!("--shard '{spec}': {why} (syntax: WEIGHT=AXIS, auto, parts=N)"))
+    Error::Invalid(format!("--shard '{spec}': {why} (syntax: WEIGHT=AXIS, auto, parts=N, partitioner=gspmd|shardy)"))
 }
 
 /// Builds the plan of `specs` for `graph` with `parts` partitions (after `parts=N`, which wins). `Ok(None)`
@@ -76,6 +130,7 @@ pub fn plan(graph: &Graph, specs: &[String], parts: usize) -> Result<Option<Shar
         return Ok(None);
     }
     let parts = requested_parts(specs)?.unwrap_or(parts);
+    let partitioner = requested_partitioner(specs)?;
     if parts < 2 {
         return Err(Error::Invalid(format!(
             "--shard needs at least 2 partitions, but {parts} device(s) are available (set parts=N or pick a plugin with more devices)"
@@ -94,7 +149,7 @@ pub fn plan(graph: &Graph, specs: &[String], parts: usize) -> Result<Option<Shar
     }
     let mut weights: Vec<(ValueId, usize)> = Vec::new();
     for s in specs.iter().map(|s| s.trim()) {
-        if s.starts_with("parts=") {
+        if s.starts_with("parts=") || s.starts_with("partitioner=") {
             continue;
         }
         if s == "auto" {
@@ -134,7 +189,7 @@ pub fn plan(graph: &Graph, specs: &[String], parts: usize) -> Result<Option<Shar
             "--shard: no MatMul/Gemm weight with a dim divisible by {parts} was found to split; name one with WEIGHT=AXIS"
         )));
     }
-    Ok(Some(ShardPlan { parts, replicas: 1, weights }))
+    Ok(Some(ShardPlan { partitioner, parts, replicas: 1, weights }))
 }
 
 /// Megatron-style choice: alternate column and row splits over the constant 2-D right-hand operands.

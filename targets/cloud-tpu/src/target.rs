@@ -153,6 +153,7 @@ impl CloudTpuTarget {
             num_replicas: replicas,
             num_partitions: parts,
             use_spmd_partitioning: parts > 1,
+            use_shardy_partitioner: plan.is_some_and(|p| p.partitioner == crate::shard::Partitioner::Shardy),
             device_assignment: Some(devices.chunks(parts).map(|r| r.iter().map(|d| d.id() as i64).collect()).collect()),
             ..CompileOptions::default()
         };

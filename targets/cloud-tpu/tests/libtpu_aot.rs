@@ -98,6 +98,8 @@ fn compile_writes_tpu_executables_for_a_topology_with_bf16_replicas_shards_and_t
         ("bf16.pjrt", Opts { dtype: Some(DType::BF16), ..base.clone() }),
         ("replicas.pjrt", Opts { replicas: Some(4), ..base.clone() }),
         ("sharded.pjrt", Opts { shard: vec!["auto".into(), "parts=4".into()], ..base.clone() }),
+        ("gspmd.pjrt", Opts { shard: vec!["auto".into(), "parts=4".into(), "partitioner=gspmd".into()], ..base.clone() }),
+        ("replicas-x-shards.pjrt", Opts { replicas: Some(2), shard: vec!["auto".into(), "parts=2".into()], ..base.clone() }),
     ];
     for (name, o) in cases {
         let o = Opts { output: dir.join(name), ..o };

@@ -203,10 +203,29 @@ fn tensor_parallel_shards_equal_the_single_device_run() {
     t.shard = vec!["auto".into()];
     let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(&x)).unwrap();
     assert_close(&y[0], &single[0], 1e-5, 1e-7, "prepare with --shard auto");
-    let plan = tpu_sdk_cloud_tpu::shard::plan(&g, &["auto".into()], 4).unwrap().unwrap();
+    let plan = tpu_sdk_cloud_tpu::shard::plan(&g, &["auto".into(), "partitioner=gspmd".into()], 4).unwrap().unwrap();
     let mlir = tpu_sdk_cloud_tpu::lower::lower_program_sharded(&g, &Default::default(), &plan, true).unwrap().mlir;
     assert!(mlir.contains(r#"mhlo.sharding = "{devices=[1,4]0,1,2,3}""#) && mlir.contains(r#"{devices=[4,1]0,1,2,3}"#), "{mlir}");
     assert!(mlir.contains("mhlo.num_partitions = 4"));
+    // GSPMD (partitioner=gspmd; Shardy is the default) gives the same results.
+    for specs in [vec!["auto", "partitioner=gspmd"], vec!["w2=0", "parts=2", "partitioner=gspmd"]] {
+        let specs: Vec<String> = specs.into_iter().map(String::from).collect();
+        let exe = CloudTpuTarget::with_plugin(&plugin).compile_sharded(g.clone(), &specs).unwrap();
+        assert_eq!(exe.plan().partitioner, tpu_sdk_cloud_tpu::shard::Partitioner::Gspmd);
+        let y = exe.execute(std::slice::from_ref(&x)).unwrap();
+        assert_close(&y[0], &single[0], 1e-5, 1e-7, &format!("{specs:?} vs 1 device"));
+    }
+    // Shardy: the sdy dialect (a mesh, per-dimension shardings), compiled with use_shardy_partitioner.
+    let specs: Vec<String> = vec!["auto".into()];
+    let plan = tpu_sdk_cloud_tpu::shard::plan(&g, &specs, 4).unwrap().unwrap();
+    let mlir = tpu_sdk_cloud_tpu::lower::lower_program_sharded(&g, &Default::default(), &plan, true).unwrap().mlir;
+    assert!(mlir.contains(r#"sdy.mesh @mesh = <["x"=4]>"#), "{mlir}");
+    assert!(mlir.contains(r#"sdy.sharding = #sdy.sharding<@mesh, [{}, {"x"}]>"#) && !mlir.contains("mhlo.sharding"), "{mlir}");
+    // Embedded weights (self-contained artifacts) sit under sdy.sharding_constraint; the artifact runs.
+    let mlir = tpu_sdk_cloud_tpu::lower::lower_program_sharded(&g, &Default::default(), &plan, false).unwrap().mlir;
+    assert!(mlir.contains("sdy.sharding_constraint"), "{mlir}");
+    let e = tpu_sdk_cloud_tpu::shard::plan(&g, &["auto".into(), "partitioner=mpmd".into()], 4).unwrap_err().to_string();
+    assert!(e.contains("unknown partitioner 'mpmd'"), "{e}");
 }
 
 #[test]
@@ -294,17 +313,22 @@ fn compile_writes_stablehlo_and_executables_that_run() {
     assert_close(&y, &mlp_reference(&x, &w1, &b1, &w2), 0.05, 0.02, "bf16 executable");
     let mlir = t.compile(g.clone(), &CompileOptions { dtype: Some(DType::BF16), ..opts(&dir.join("b.mlir")) }).map(|_| std::fs::read_to_string(dir.join("b.mlir")).unwrap()).unwrap();
     assert!(mlir.contains("bf16"));
-    // A sharded executable (weights embedded under sharding constraints) on 4 devices equals one device.
-    let o = CompileOptions { shard: vec!["auto".into()], ..opts(&dir.join("s.pjrt")) };
-    let out = t.compile(g.clone(), &o).unwrap();
-    assert!(out.summary.contains("4 partitions"), "{}", out.summary);
-    let exe = client.load_serialized(&std::fs::read(dir.join("s.pjrt")).unwrap()).unwrap();
-    let devs = client.addressable_devices().unwrap();
-    let bufs: Vec<_> = devs.iter().map(|d| client.upload(&x, d).unwrap()).collect();
-    let outs = exe.execute_replicated(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>()).unwrap();
+    // A sharded executable (weights embedded under sharding constraints) on 4 devices equals one device, with
+    // either partitioner.
     let single = t.compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
-    for o in &outs {
-        assert_close(&o[0].to_tensor().unwrap(), &single[0], 1e-5, 1e-7, "sharded artifact");
+    for extra in [None, Some("partitioner=gspmd")] {
+        let mut shard = vec!["auto".to_string()];
+        shard.extend(extra.map(String::from));
+        let o = CompileOptions { shard, ..opts(&dir.join("s.pjrt")) };
+        let out = t.compile(g.clone(), &o).unwrap();
+        assert!(out.summary.contains("4 partitions"), "{}", out.summary);
+        let exe = client.load_serialized(&std::fs::read(dir.join("s.pjrt")).unwrap()).unwrap();
+        let devs = client.addressable_devices().unwrap();
+        let bufs: Vec<_> = devs.iter().map(|d| client.upload(&x, d).unwrap()).collect();
+        let outs = exe.execute_replicated(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>()).unwrap();
+        for o in &outs {
+            assert_close(&o[0].to_tensor().unwrap(), &single[0], 1e-5, 1e-7, &format!("sharded artifact {extra:?}"));
+        }
     }
     // Replicas compile for as many devices.
     let o = CompileOptions { replicas: Some(2), ..opts(&dir.join("r.pjrt")) };
@@ -336,8 +360,11 @@ fn compile_rejects_options_it_cannot_honour() {
     assert_eq!(std::fs::read_dir(&dir).unwrap().count(), 0, "nothing is written on errors");
     // With parts=N the sharded StableHLO needs no plugin at all.
     let o = CompileOptions { shard: vec!["w1=1".into(), "parts=2".into()], ..opts(&dir.join("s.mlir")) };
+    t.compile(g.clone(), &o).unwrap();
+    assert!(std::fs::read_to_string(dir.join("s.mlir")).unwrap().contains(r#"sdy.mesh @mesh = <["x"=2]>"#));
+    let o = CompileOptions { shard: vec!["w1=1".into(), "parts=2".into(), "partitioner=gspmd".into()], ..opts(&dir.join("g.mlir")) };
     t.compile(g, &o).unwrap();
-    assert!(std::fs::read_to_string(dir.join("s.mlir")).unwrap().contains("{devices=[1,2]0,1}"));
+    assert!(std::fs::read_to_string(dir.join("g.mlir")).unwrap().contains("{devices=[1,2]0,1}"));
     let _ = std::fs::remove_dir_all(&dir);
 }
 

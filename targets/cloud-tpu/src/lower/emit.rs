@@ -278,8 +278,8 @@ impl<'g> Cx<'g> {
                 let c = self.constant(t);
                 match (axis, &self.shard) {
                     (Some(a), Some(plan)) => {
-                        let ann = crate::shard::tiled(a, c.rank(), plan.parts);
-                        self.sharding_constraint(&c, &ann)
+                        let plan = plan.clone();
+                        self.sharding_constraint(&c, &plan, a)
                     }
                     _ => c,
                 }
@@ -360,14 +360,20 @@ impl<'g> Cx<'g> {
         let _ = writeln!(self.body, "{s}");
     }
 
-    /// `custom_call @Sharding`: tells the SPMD partitioner how `a` is laid out across partitions.
-    pub fn sharding_constraint(&mut self, a: &V, sharding: &str) -> V {
+    /// Tells the partitioner that `a` is split along `axis` across the plan's partitions: `custom_call @Sharding`
+    /// for GSPMD, `sdy.sharding_constraint` for Shardy.
+    pub fn sharding_constraint(&mut self, a: &V, plan: &crate::shard::ShardPlan, axis: usize) -> V {
         let t = a.ty();
-        self.emit(
-            format!("stablehlo.custom_call @Sharding({}) {{mhlo.sharding = \"{sharding}\"}} : ({t}) -> {t}", a.name),
-            a.dtype,
-            a.shape.clone(),
-        )
+        let rhs = match plan.partitioner {
+            crate::shard::Partitioner::Gspmd => {
+                let sharding = crate::shard::tiled(axis, a.rank(), plan.parts);
+                format!("stablehlo.custom_call @Sharding({}) {{mhlo.sharding = \"{sharding}\"}} : ({t}) -> {t}", a.name)
+            }
+            crate::shard::Partitioner::Shardy => {
+                format!("sdy.sharding_constraint {} <@mesh, {}> : {t}", a.name, crate::shard::sdy_dims(Some(axis), a.rank()))
+            }
+        };
+        self.emit(rhs, a.dtype, a.shape.clone())
     }
 
     /// A constant tensor.

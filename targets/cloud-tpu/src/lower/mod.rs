@@ -138,7 +138,7 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
     cx.shard = plan.cloned();
     cx.shard_args = weights_as_args;
     let ann = |v: Option<ValueId>, rank: usize| match plan {
-        Some(p) => format!(" {{mhlo.sharding = \"{}\"}}", p.annotation(v, rank)),
+        Some(p) => format!(" {{{}}}", p.attribute(v, rank)),
         None => String::new(),
     };
     let mut args = Vec::new();
@@ -217,6 +217,9 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
                 p.parts,
                 p.replicas.max(1)
             );
+            if let Some(decls) = p.module_decls() {
+                let _ = writeln!(s, "  {decls}");
+            }
         }
         None => {
             let _ = writeln!(s, "module @{} {{", module_name(&graph.name));

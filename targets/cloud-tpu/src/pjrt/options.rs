@@ -35,6 +35,9 @@ pub struct ExecutableBuildOptionsProto {
     /// Field 9.
     #[prost(message, optional, tag = "9")]
     pub device_assignment: Option<DeviceAssignmentProto>,
+    /// Field 19: partition with Shardy (the `sdy` dialect's shardings) instead of GSPMD.
+    #[prost(bool, tag = "19")]
+    pub use_shardy_partitioner: bool,
 }
 
 /// `xla.DeviceAssignmentProto`.
@@ -71,6 +74,8 @@ pub struct CompileOptions {
     pub device_assignment: Option<Vec<Vec<i64>>>,
     /// Partition with the SPMD partitioner (needed when `num_partitions > 1`).
     pub use_spmd_partitioning: bool,
+    /// Use Shardy (shardings written in the `sdy` dialect) rather than GSPMD (`mhlo.sharding`).
+    pub use_shardy_partitioner: bool,
     /// Compile for "any device": the executable then runs on the device passed to
     /// [`super::LoadedExecutable::execute`] (single-device programs only). Otherwise it runs on its assignment.
     pub portable: bool,
@@ -79,7 +84,14 @@ pub struct CompileOptions {
 impl Default for CompileOptions {
     /// One replica, one partition, default device.
     fn default() -> CompileOptions {
-        CompileOptions { num_replicas: 1, num_partitions: 1, device_assignment: None, use_spmd_partitioning: false, portable: false }
+        CompileOptions {
+            num_replicas: 1,
+            num_partitions: 1,
+            device_assignment: None,
+            use_spmd_partitioning: false,
+            use_shardy_partitioner: false,
+            portable: false,
+        }
     }
 }
 
@@ -111,6 +123,7 @@ impl CompileOptions {
                 num_partitions: self.num_partitions.max(1) as i64,
                 use_spmd_partitioning: self.use_spmd_partitioning,
                 device_assignment,
+                use_shardy_partitioner: self.use_shardy_partitioner,
             }),
             compile_portable_executable: self.portable,
         }
