@@ -20,6 +20,24 @@ if [ ! -f conformance/cases/.complete ]; then
     touch conformance/cases/.complete
 fi
 
+# MediaPipe's published TFLite models (from the mediapipe 0.10.14 wheel, the last one that ships them), for the
+# import test against LiteRT.
+if [ ! -f .cache/mediapipe/.complete ]; then
+    rm -rf .cache/mediapipe
+    .venv/bin/pip download --quiet --disable-pip-version-check --no-deps --only-binary=:all: \
+        --python-version 3.11 --platform manylinux2014_x86_64 mediapipe==0.10.14 -d .cache/mediapipe/wheel
+    .venv/bin/python - <<'PY'
+import glob, zipfile
+z = zipfile.ZipFile(glob.glob(".cache/mediapipe/wheel/*.whl")[0])
+for n in z.namelist():
+    if n.endswith(".tflite"):
+        z.extract(n, ".cache/mediapipe")
+PY
+    rm -rf .cache/mediapipe/wheel
+    touch .cache/mediapipe/.complete
+fi
+export TPU_SDK_MEDIAPIPE_MODELS="$PWD/.cache/mediapipe"
+
 export TPU_SDK_PYTHON="$PWD/.venv/bin/python"
 export TPU_SDK_TF_PYTHON="$PWD/.venv-tf/bin/python"
 export TPU_SDK_REQUIRE_TF=1

@@ -19,6 +19,7 @@
 
 pub mod builder;
 pub mod schema;
+mod sparsity;
 #[cfg(test)]
 mod tests;
 
@@ -294,11 +295,18 @@ impl<'a> Importer<'a> {
                 "tensor '{name}' is read before any operator produces it (and it has no data)"
             )));
         }
-        if tensor.sparsity().is_some() {
-            return Err(Error::Unsupported(format!("tensor '{name}' is sparse")));
-        }
         let (dtype, shape) = self.declared(t)?;
         let n = shape.iter().product();
+        let dense;
+        let data = match tensor.sparsity() {
+            // A sparse constant (read by DENSIFY): expanded to its dense data here.
+            Some(sp) => {
+                dense = sparsity::densify(&sp, &shape, dtype.size_bytes(), data)
+                    .map_err(|m| Error::InvalidModel(format!("sparse tensor '{name}': {m}")))?;
+                &dense[..]
+            }
+            None => data,
+        };
         let td = decode_data(dtype, data, n).map_err(|m| Error::InvalidModel(format!("tensor '{name}' {m}")))?;
         let v = self.g.add_constant(name, Tensor { shape, data: td });
         self.g.value_mut(v).quant = self.quant(t)?;
@@ -981,6 +989,14 @@ impl<'a> Importer<'a> {
                 let (s, z, axis) = self.qparams(&q, to, &base)?;
                 let rounding = crate::ir::QuantRounding::TfLite;
                 self.node(Op::QuantizeLinear { axis, to, rounding }, vec![Some(x), Some(s), Some(z)], base.clone())?
+            }
+            bo::DENSIFY => {
+                // Its input is a sparse constant, already expanded when read: the output is that constant.
+                let x = self.value(req(self, 0)?)?;
+                if self.g.constant(x).is_none() {
+                    return Err(self.unsupported("DENSIFY of a tensor computed at run time"));
+                }
+                x
             }
             bo::DEQUANTIZE => {
                 let xt = req(self, 0)?;

@@ -307,7 +307,8 @@ pub mod builtin_operator {
         REDUCE_MIN = 89, SQUARE = 92, RESIZE_NEAREST_NEIGHBOR = 97, LEAKY_RELU = 98, SQUARED_DIFFERENCE = 99,
         MIRROR_PAD = 100, ABS = 101, SPLIT_V = 102, CEIL = 104, GATHER_ND = 107, ELU = 111, QUANTIZE = 114,
         HARD_SWISH = 117, BATCH_MATMUL = 126, LESS = 58, LESS_EQUAL = 63, GREATER = 61, GREATER_EQUAL = 62, EQUAL = 71,
-        SIN = 66, COS = 108, ARG_MIN = 79, PLACEHOLDER_FOR_GREATER_OP_CODES = 127, CUMSUM = 128, GELU = 150,
+        SIN = 66, COS = 108, ARG_MIN = 79, DENSIFY = 124, PLACEHOLDER_FOR_GREATER_OP_CODES = 127, CUMSUM = 128,
+        GELU = 150,
     }
 }
 
@@ -422,11 +423,83 @@ fb_table! {
         3 name: string<str>;
         4 quantization: table<QuantizationParameters>;
         5 is_variable: scalar<bool>;
-        6 sparsity: table<AnyTable>;
+        6 sparsity: table<SparsityParameters>;
         /// The shape with -1 for unknown dimensions.
         7 shape_signature: vector<i32>;
         8 has_rank: scalar<bool>;
         9 variant_tensors: tables<AnyTable>;
+    }
+}
+
+fb_table! {
+    /// How a sparse constant is stored (see [`super::sparsity`]): the dims in traversal order (the original
+    /// dims, then the block dims), which original dim each block dim splits, and per traversed dim its format.
+    SparsityParameters {
+        0 traversal_order: vector<i32>;
+        1 block_map: vector<i32>;
+        2 dim_metadata: tables<DimensionMetadata>;
+    }
+}
+
+fb_table! {
+    /// One traversed dim of a sparse tensor: dense (`dense_size` entries) or CSR (`array_segments` and
+    /// `array_indices`, each a [`sparse_index_vector`] union member).
+    DimensionMetadata {
+        /// A [`dimension_type`] value.
+        0 format: scalar<i8>;
+        1 dense_size: scalar<i32>;
+        /// The [`sparse_index_vector`] type of `array_segments`.
+        2 array_segments_type: scalar<u8>;
+        3 array_segments: union<verify_sparse_index_vector>;
+        /// The [`sparse_index_vector`] type of `array_indices`.
+        4 array_indices_type: scalar<u8>;
+        5 array_indices: union<verify_sparse_index_vector>;
+    }
+}
+
+fb_table! {
+    /// `SparseIndexVector` member 1.
+    Int32Vector {
+        0 values: vector<i32>;
+    }
+}
+
+fb_table! {
+    /// `SparseIndexVector` member 2.
+    Uint16Vector {
+        0 values: vector<u16>;
+    }
+}
+
+fb_table! {
+    /// `SparseIndexVector` member 3.
+    Uint8Vector {
+        0 values: vector<u8>;
+    }
+}
+
+/// `DimensionType`.
+#[allow(missing_docs)]
+pub mod dimension_type {
+    pub const DENSE: i8 = 0;
+    pub const SPARSE_CSR: i8 = 1;
+}
+
+/// Discriminants of the `SparseIndexVector` union.
+#[allow(missing_docs)]
+pub mod sparse_index_vector {
+    pub const INT32: u8 = 1;
+    pub const UINT16: u8 = 2;
+    pub const UINT8: u8 = 3;
+}
+
+/// Verifies a `SparseIndexVector` union value as the vector table its type names.
+fn verify_sparse_index_vector(key: u8, v: &mut Verifier, pos: usize) -> Result<(), InvalidFlatbuffer> {
+    match key {
+        sparse_index_vector::INT32 => v.verify_union_variant::<ForwardsUOffset<Int32Vector>>("Int32Vector", pos),
+        sparse_index_vector::UINT16 => v.verify_union_variant::<ForwardsUOffset<Uint16Vector>>("Uint16Vector", pos),
+        sparse_index_vector::UINT8 => v.verify_union_variant::<ForwardsUOffset<Uint8Vector>>("Uint8Vector", pos),
+        _ => v.verify_union_variant::<ForwardsUOffset<AnyTable>>("SparseIndexVector", pos),
     }
 }
 
