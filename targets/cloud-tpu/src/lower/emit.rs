@@ -185,6 +185,15 @@ impl Combine {
 }
 
 /// The smallest value of a dtype (-inf for floats).
+/// The `compare_type` of `stablehlo.compare` for an element type.
+fn compare_type(d: DType) -> &'static str {
+    match d {
+        DType::F32 | DType::F64 | DType::F16 | DType::BF16 => "FLOAT",
+        DType::U8 | DType::Bool => "UNSIGNED",
+        _ => "SIGNED",
+    }
+}
+
 pub(crate) fn lowest(d: DType) -> f64 {
     match d {
         DType::F32 | DType::F64 | DType::F16 | DType::BF16 => f64::NEG_INFINITY,
@@ -461,11 +470,7 @@ impl<'g> Cx<'g> {
 
     /// `stablehlo.compare` (direction EQ, NE, LT, LE, GT, GE) of two equal-typed operands → i1.
     pub fn compare(&mut self, dir: &str, a: &V, b: &V) -> V {
-        let kind = match a.dtype {
-            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => "FLOAT",
-            DType::U8 | DType::Bool => "UNSIGNED",
-            _ => "SIGNED",
-        };
+        let kind = compare_type(a.dtype);
         let out = ty(DType::Bool, &a.shape);
         self.emit(
             format!("stablehlo.compare {dir}, {}, {}, {kind} : ({}, {}) -> {out}", a.name, b.name, a.ty(), b.ty()),
@@ -730,11 +735,6 @@ impl<'g> Cx<'g> {
         let init_i = self.scalar(i64::MAX as f64, DType::I64);
         let st = ty(a.dtype, &[]);
         let it = ty(DType::I64, &[]);
-        let kind = match a.dtype {
-            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => "FLOAT",
-            DType::U8 | DType::Bool => "UNSIGNED",
-            _ => "SIGNED",
-        };
         let name = format!("%v{}", self.next);
         self.next += 1;
         let w: Vec<i64> = window.iter().map(|&x| x as i64).collect();
@@ -743,15 +743,7 @@ impl<'g> Cx<'g> {
         let pads: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
         let loc = self.loc.clone();
         self.line(format_args!("    {name}:2 = \"stablehlo.reduce_window\"({}, {}, {}, {}) ({{", a.name, idx.name, init_v.name, init_i.name));
-        self.line(format_args!("    ^bb0(%ra: {st}, %ri: {it}, %rb: {st}, %rj: {it}):"));
-        self.line(format_args!("      %b1 = stablehlo.compare GT, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
-        self.line(format_args!("      %b2 = stablehlo.compare EQ, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
-        self.line(format_args!("      %b3 = stablehlo.compare LT, %ri, %rj, SIGNED : ({it}, {it}) -> tensor<i1>"));
-        self.line(format_args!("      %b4 = stablehlo.and %b2, %b3 : tensor<i1>"));
-        self.line(format_args!("      %b5 = stablehlo.or %b1, %b4 : tensor<i1>"));
-        self.line(format_args!("      %b6 = stablehlo.select %b5, %ra, %rb : tensor<i1>, {st}"));
-        self.line(format_args!("      %b7 = stablehlo.select %b5, %ri, %rj : tensor<i1>, {it}"));
-        self.line(format_args!("      stablehlo.return %b6, %b7 : {st}, {it}"));
+        self.arg_select_region(a.dtype, "GT", "LT");
         self.line(format_args!(
             "    }}) {{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : ({}, {}, {st}, {it}) -> ({}, {}){}",
             i64_array(&w),
@@ -813,26 +805,12 @@ impl<'g> Cx<'g> {
         self.emit(format!("stablehlo.is_finite {} : ({}) -> {out}", a.name, a.ty()), DType::Bool, a.shape.clone())
     }
 
-    /// Index (i64) of the largest (`max`) or smallest element along `axis`; ties go to the first index, or the
-    /// last with `last`. A two-operand `reduce` over (value, iota).
-    pub fn arg_reduce(&mut self, x: &V, axis: usize, max: bool, last: bool) -> V {
-        let idx = self.iota(axis, DType::I64, &x.shape.clone());
-        let init_v = self.scalar(if max { lowest(x.dtype) } else { highest(x.dtype) }, x.dtype);
-        let init_i = self.scalar(0.0, DType::I64);
-        let shape: Vec<usize> = (0..x.rank()).filter(|&d| d != axis).map(|d| x.shape[d]).collect();
-        let st = ty(x.dtype, &[]);
+    /// The region of a two-operand (value, i64 index) reduction that keeps the pair whose value compares `better`
+    /// (GT: maximum, LT: minimum), on equal values the one whose index compares `tie` (LT: first, GT: last).
+    fn arg_select_region(&mut self, dtype: DType, better: &str, tie: &str) {
+        let st = ty(dtype, &[]);
         let it = ty(DType::I64, &[]);
-        let kind = match x.dtype {
-            DType::F32 | DType::F64 | DType::F16 | DType::BF16 => "FLOAT",
-            DType::U8 | DType::Bool => "UNSIGNED",
-            _ => "SIGNED",
-        };
-        let name = format!("%v{}", self.next);
-        self.next += 1;
-        let better = if max { "GT" } else { "LT" };
-        let tie = if last { "GT" } else { "LT" };
-        let loc = self.loc.clone();
-        self.line(format_args!("    {name}:2 = \"stablehlo.reduce\"({}, {}, {}, {}) ({{", x.name, idx.name, init_v.name, init_i.name));
+        let kind = compare_type(dtype);
         self.line(format_args!("    ^bb0(%ra: {st}, %ri: {it}, %rb: {st}, %rj: {it}):"));
         self.line(format_args!("      %b1 = stablehlo.compare {better}, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
         self.line(format_args!("      %b2 = stablehlo.compare EQ, %ra, %rb, {kind} : ({st}, {st}) -> tensor<i1>"));
@@ -842,6 +820,24 @@ impl<'g> Cx<'g> {
         self.line(format_args!("      %b6 = stablehlo.select %b5, %ra, %rb : tensor<i1>, {st}"));
         self.line(format_args!("      %b7 = stablehlo.select %b5, %ri, %rj : tensor<i1>, {it}"));
         self.line(format_args!("      stablehlo.return %b6, %b7 : {st}, {it}"));
+    }
+
+    /// Index (i64) of the largest (`max`) or smallest element along `axis`; ties go to the first index, or the
+    /// last with `last`. A two-operand `reduce` over (value, iota).
+    pub fn arg_reduce(&mut self, x: &V, axis: usize, max: bool, last: bool) -> V {
+        let idx = self.iota(axis, DType::I64, &x.shape.clone());
+        let init_v = self.scalar(if max { lowest(x.dtype) } else { highest(x.dtype) }, x.dtype);
+        let init_i = self.scalar(0.0, DType::I64);
+        let shape: Vec<usize> = (0..x.rank()).filter(|&d| d != axis).map(|d| x.shape[d]).collect();
+        let st = ty(x.dtype, &[]);
+        let it = ty(DType::I64, &[]);
+        let name = format!("%v{}", self.next);
+        self.next += 1;
+        let better = if max { "GT" } else { "LT" };
+        let tie = if last { "GT" } else { "LT" };
+        let loc = self.loc.clone();
+        self.line(format_args!("    {name}:2 = \"stablehlo.reduce\"({}, {}, {}, {}) ({{", x.name, idx.name, init_v.name, init_i.name));
+        self.arg_select_region(x.dtype, better, tie);
         self.line(format_args!(
             "    }}) {{dimensions = {}}} : ({}, {}, {st}, {it}) -> ({}, {}){}",
             i64_array(&[axis as i64]),
