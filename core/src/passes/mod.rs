@@ -1,11 +1,12 @@
 //! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_batchnorm`],
-//! [`fuse_activation`], [`simplify_shapes`]. [`optimize`] runs them in a sensible order.
+//! [`fuse_activation`], [`simplify_shapes`], [`sink_transposes`]. [`optimize`] runs them in a sensible order.
 
 pub mod const_fold;
 pub mod dce;
 pub mod fold_batchnorm;
 pub mod fuse_activation;
 pub mod simplify_shapes;
+pub mod sink_transposes;
 
 use crate::ir::{verify, Graph};
 use crate::Result;
@@ -14,6 +15,9 @@ use crate::Result;
 pub fn optimize(g: &mut Graph) -> Result<()> {
     const_fold::run(g)?;
     simplify_shapes::run(g);
+    if sink_transposes::run(g) > 0 {
+        simplify_shapes::run(g);
+    }
     fold_batchnorm::run(g);
     fuse_activation::run(g);
     dce::run(g);
