@@ -10,7 +10,7 @@
 use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
-use super::{arg, out0, Ctx, Int8Kernel, Qp};
+use super::{arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{DType, Op, ReduceOp, Tensor};
 use crate::runtime::kernels::conv::{window_geom, Geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -20,12 +20,14 @@ struct Pool {
     max: bool,
     geom: Geom,
     act: (i32, i32),
+    dtype: DType,
 }
 
 pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     let xv = cx.input(0)?;
-    if xv.dtype != DType::I8 || cx.output(0)?.dtype != DType::I8 {
-        return Err("int8 pooling supports i8 only".into());
+    let dtype = xv.dtype;
+    if !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
+        return Err(format!("int8 pooling needs i8 or u8 input and output of the same dtype, got {} and {}", dtype, cx.output(0)?.dtype));
     }
     let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
     match cx.op() {
@@ -38,14 +40,14 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             }
             let w = Window { kernel: &a.kernel_shape, strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
             let geom = window_geom(&xv.shape[2..], &w, "pool")?;
-            Ok(Box::new(Pool { max: matches!(cx.op(), Op::MaxPool(_)), geom, act: (-128, 127) }))
+            Ok(Box::new(Pool { max: matches!(cx.op(), Op::MaxPool(_)), geom, act: super::dtype_range(dtype), dtype }))
         }
         Op::GlobalAveragePool => {
             if xv.shape.len() != 4 {
                 return Err("int8 GlobalAveragePool supports 4-D inputs".into());
             }
             let n = xv.shape[2] * xv.shape[3];
-            Ok(Box::new(Mean::new(x, y, n, MeanKind::Optimized { channel_axis: 1 }, vec![2, 3], &xv.shape, cx.output(0)?.shape.clone())))
+            Ok(Box::new(Mean::new(x, y, n, MeanKind::Optimized { channel_axis: 1 }, vec![2, 3], &xv.shape, cx.output(0)?.shape.clone(), dtype)))
         }
         Op::Reduce { op: ReduceOp::Mean, axes: Some(axes), keepdims, .. } => {
             if axes.iter().any(|&a| a >= xv.shape.len()) {
@@ -61,7 +63,7 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             } else {
                 MeanKind::IntegerDivided
             };
-            Ok(Box::new(Mean::new(x, y, n, kind, axes.clone(), &xv.shape, cx.output(0)?.shape.clone())))
+            Ok(Box::new(Mean::new(x, y, n, kind, axes.clone(), &xv.shape, cx.output(0)?.shape.clone(), dtype)))
         }
         other => Err(format!("{} on quantized values is not supported", other.name())),
     }
@@ -70,11 +72,21 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
 impl Int8Kernel for Pool {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let g = &self.geom;
+        let shape = [xt.shape[0], xt.shape[1], g.out[1], g.out[2]];
+        let out = out0(outputs)?;
+        match self.dtype {
+            DType::U8 => self.run_into(xt.view::<u8>().ok_or("the input is not u8")?, out.reset::<u8>(&shape)),
+            _ => self.run_into(xt.view::<i8>().ok_or("the input is not i8")?, out.reset::<i8>(&shape)),
+        }
+        Ok(())
+    }
+}
+
+impl Pool {
+    fn run_into<T: Q8 + Into<i32>>(&self, x: &[T], out: &mut [T]) {
         let g = &self.geom;
         let (ih, iw, oh, ow) = (g.inp[1], g.inp[2], g.out[1], g.out[2]);
-        let (n, c) = (xt.shape[0], xt.shape[1]);
-        let out = out0(outputs)?.reset::<i8>(&[n, c, oh, ow]);
         let (lo, hi) = self.act;
         out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
             let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
@@ -84,11 +96,11 @@ impl Int8Kernel for Pool {
                 for ox in 0..ow {
                     let x0 = (ox * g.s[2]) as isize - g.pb[2] as isize;
                     let (kx0, kx1) = ((-x0).max(0) as usize, (iw as isize - x0).min(g.k[2] as isize).max(0) as usize);
-                    let mut acc: i32 = if self.max { -128 } else { 0 };
+                    let mut acc: i32 = if self.max { lo } else { 0 };
                     for ky in ky0..ky1 {
                         let row = &xp[(y0 + ky as isize) as usize * iw..][..iw];
                         for kx in kx0..kx1 {
-                            let v = row[(x0 + kx as isize) as usize] as i32;
+                            let v: i32 = row[(x0 + kx as isize) as usize].into();
                             if self.max {
                                 acc = acc.max(v);
                             } else {
@@ -99,6 +111,7 @@ impl Int8Kernel for Pool {
                     let r = if self.max {
                         acc
                     } else {
+                        // half away from zero (u8 sums are never negative: half up)
                         let cnt = ((ky1 - ky0.min(ky1)) * (kx1 - kx0.min(kx1))).max(1) as i32;
                         if acc > 0 {
                             (acc + cnt / 2) / cnt
@@ -106,11 +119,10 @@ impl Int8Kernel for Pool {
                             (acc - cnt / 2) / cnt
                         }
                     };
-                    o[oy * ow + ox] = r.clamp(lo, hi) as i8;
+                    o[oy * ow + ox] = T::from_i32(r.clamp(lo, hi));
                 }
             }
         });
-        Ok(())
     }
 }
 
@@ -142,10 +154,12 @@ struct Mean {
     y: Qp,
     out_shape: Vec<usize>,
     final_shape: Vec<usize>,
+    dtype: DType,
 }
 
 impl Mean {
-    fn new(x: Qp, y: Qp, n: usize, kind: MeanKind, axes: Vec<usize>, in_shape: &[usize], final_shape: Vec<usize>) -> Mean {
+    #[allow(clippy::too_many_arguments)]
+    fn new(x: Qp, y: Qp, n: usize, kind: MeanKind, axes: Vec<usize>, in_shape: &[usize], final_shape: Vec<usize>, dtype: DType) -> Mean {
         let mut temp = x.zp as f32 * x.scale / y.scale;
         temp = if temp > 0.0 { temp + 0.5 } else { temp - 0.5 };
         let bias = y.zp - temp as i32;
@@ -153,7 +167,7 @@ impl Mean {
             // optimized_integer_ops::Mean: bias = zp_out - (int)(zp_in·s_in/s_out ± 0.5f), rounded half away
             let m = quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64);
             let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-            return Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape };
+            return Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape, dtype };
         }
         let m = if kind == MeanKind::IntegerDivided {
             let base = quantize_multiplier(x.scale as f64 / y.scale as f64);
@@ -165,14 +179,14 @@ impl Mean {
             quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64)
         };
         let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-        Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape }
+        Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape, dtype }
     }
 }
 
 impl Int8Kernel for Mean {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let x = Bytes::of(xt, "the input")?;
         let shape = &xt.shape;
         let rank = shape.len();
         // sums over the reduced axes, in the kept-dims output order
@@ -185,9 +199,9 @@ impl Int8Kernel for Mean {
             s *= self.out_shape[d];
         }
         let mut idx = vec![0usize; rank];
-        for &v in x {
+        for i in 0..x.count() {
             let o: usize = idx.iter().zip(&ost).map(|(i, s)| i * s).sum();
-            sums[o] += v as i32;
+            sums[o] += x.get(i);
             for d in (0..rank).rev() {
                 idx[d] += 1;
                 if idx[d] < shape[d] {
@@ -197,26 +211,26 @@ impl Int8Kernel for Mean {
             }
         }
         // the node's output shape (keepdims or not) has the same element order
-        let o = out0(outputs)?.reset::<i8>(&self.final_shape);
+        let (lo, hi) = super::dtype_range(self.dtype);
+        let mut res = vec![0i32; nout];
         // channel index and count of each output for the optimized kernel's NEON/scalar split
         let (ch_stride, chans) = match self.kind {
             MeanKind::Optimized { channel_axis } => (self.out_shape[channel_axis + 1..].iter().product::<usize>(), self.out_shape[channel_axis]),
             _ => (1, 1),
         };
         let neon_end = chans / 16 * 16;
-        for (i, (o, &s)) in o.iter_mut().zip(&sums).enumerate() {
+        for (i, (o, &s)) in res.iter_mut().zip(&sums).enumerate() {
             *o = match self.kind {
                 MeanKind::Optimized { .. } => {
                     let d = (i / ch_stride.max(1)) % chans.max(1);
                     let scaled = if d < neon_end { mul_neon_rshl(s, self.m) } else { mul_double_round(s, self.m) };
-                    (scaled + self.bias).clamp(-128, 127)
+                    (scaled + self.bias).clamp(lo, hi)
                 }
-                MeanKind::SameParams => (s / self.n.max(1) as i32).clamp(-128, 127),
-                MeanKind::IntegerDivided => {
-                    (mul_double_round(s - self.x.zp * self.n as i32, self.m) + self.y.zp).clamp(-128, 127)
-                }
-            } as i8;
+                MeanKind::SameParams => (s / self.n.max(1) as i32).clamp(lo, hi),
+                MeanKind::IntegerDivided => (mul_double_round(s - self.x.zp * self.n as i32, self.m) + self.y.zp).clamp(lo, hi),
+            };
         }
+        write_out(out0(outputs)?, self.dtype, &self.final_shape, |i| res[i]);
         Ok(())
     }
 }
