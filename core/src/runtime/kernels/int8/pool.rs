@@ -1,5 +1,6 @@
 //! AVERAGE_POOL_2D, MAX_POOL_2D and MEAN on int8 (inputs and outputs share parameters for the pools, as
-//! TFLite requires), and RESIZE_NEAREST_NEIGHBOR (a pure copy, run by the float kernel on widened values).
+//! TFLite requires), RESIZE_NEAREST_NEIGHBOR (a pure copy, run by the float kernel on widened values) and
+//! RESIZE_BILINEAR (TFLite's 10-bit fixed-point interpolation).
 //!
 //! AVERAGE_POOL_2D divides the sum of the valid taps by their count rounding half away from zero
 //! (`(acc ± count/2) / count`), then clamps to the fused activation's range. MEAN over H and W of a 4-D
@@ -11,7 +12,7 @@ use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
 use super::{arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
-use crate::ir::{DType, Op, ReduceOp, Tensor};
+use crate::ir::{CoordTransform, DType, Op, ReduceOp, Tensor};
 use crate::runtime::kernels::conv::{window_geom, Geom, Window};
 use crate::runtime::kernels::Scratch;
 
@@ -235,37 +236,107 @@ impl Int8Kernel for Mean {
     }
 }
 
+pub(crate) fn prepare_resize(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Resize(a) = cx.op() else { return Err("not a Resize".into()) };
+    if cx.qp(0, false)? != cx.qp(0, true)? {
+        return Err("int8 Resize needs the same quantization parameters on input and output".into());
+    }
+    if a.mode == crate::ir::ResizeMode::Nearest {
+        return Ok(Box::new(Nearest { op: cx.op().clone() }));
+    }
+    let (xv, yv) = (cx.input(0)?, cx.output(0)?);
+    let coord = a.coord;
+    if a.mode != crate::ir::ResizeMode::Linear || !matches!(coord, CoordTransform::AlignCorners | CoordTransform::HalfPixel | CoordTransform::Asymmetric) {
+        return Err(format!(
+            "int8 Resize supports nearest, and linear with align_corners, half_pixel or asymmetric coordinates (TFLite's RESIZE_BILINEAR), not {:?} with {coord:?}",
+            a.mode
+        ));
+    }
+    if xv.dtype != DType::I8 || yv.dtype != DType::I8 || xv.shape.len() != 4 || yv.shape.len() != 4 || xv.shape[..2] != yv.shape[..2] {
+        return Err(format!("int8 linear Resize needs i8 NCHW input and output resized over H and W, got {} {:?} to {:?}", xv.dtype, xv.shape, yv.shape));
+    }
+    let (ih, iw, oh, ow) = (xv.shape[2], xv.shape[3], yv.shape[2], yv.shape[3]);
+    let align = coord == CoordTransform::AlignCorners;
+    let half = coord == CoordTransform::HalfPixel;
+    Ok(Box::new(Bilinear { ys: taps(ih, oh, align, half), xs: taps(iw, ow, align, half), ih, iw, out_shape: yv.shape.clone() }))
+}
+
+/// Source rows (or columns) of one output row: `(lower, upper, 10-bit fraction)`, as TFLite's
+/// `ComputeInterpolationValuesInteger` computes them from the 10-bit scale (`((in << 10) + out/2) / out`, or
+/// `(((in-1) << 10) + (out-1)/2) / (out-1)` with align_corners). The fraction may be negative at a
+/// half-pixel border, where both indices are 0.
+fn taps(input: usize, output: usize, align: bool, half: bool) -> Vec<(usize, usize, i64)> {
+    let (i, o) = (input as i64, output as i64);
+    let scale = if align && o > 1 { ((i - 1) * 1024 + (o - 1) / 2) / (o - 1) } else { (i * 1024 + o / 2) / o };
+    (0..o)
+        .map(|v| {
+            let scaled = if half { v * scale + scale / 2 - 512 } else { v * scale };
+            let lo = (scaled / 1024).max(0);
+            let hi = ((scaled + 1023) / 1024).min(i - 1);
+            (lo as usize, hi as usize, scaled - 1024 * lo)
+        })
+        .collect()
+}
+
+/// RESIZE_BILINEAR on int8 (`reference_ops::ResizeBilinearInteger`, which LiteRT's optimized kernel calls for
+/// int8): the four neighbours weighted by products of 10-bit fractions in i64, divided by 2^20 rounding half
+/// away from zero. No requantization: input and output share parameters.
+#[derive(Debug)]
+struct Bilinear {
+    ys: Vec<(usize, usize, i64)>,
+    xs: Vec<(usize, usize, i64)>,
+    ih: usize,
+    iw: usize,
+    out_shape: Vec<usize>,
+}
+
+impl Int8Kernel for Bilinear {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let (ih, iw) = (self.ih, self.iw);
+        let planes = self.out_shape[0] * self.out_shape[1];
+        if xt.shape.len() != 4 || x.len() != planes * ih * iw {
+            return Err(format!("input shape {:?} does not match the planned resize", xt.shape));
+        }
+        let (oh, ow) = (self.ys.len(), self.xs.len());
+        let out = out0(outputs)?.reset::<i8>(&self.out_shape);
+        out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
+            let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
+            for (oy, &(y0, y1, dy)) in self.ys.iter().enumerate() {
+                for (ox, &(x0, x1, dx)) in self.xs.iter().enumerate() {
+                    let at = |y: usize, xx: usize| xp[y * iw + xx] as i64;
+                    let v = at(y0, x0) * (1024 - dy) * (1024 - dx)
+                        + at(y1, x0) * dy * (1024 - dx)
+                        + at(y0, x1) * (1024 - dy) * dx
+                        + at(y1, x1) * dy * dx;
+                    let round = if v > 0 { 1 << 19 } else { -(1 << 19) };
+                    o[oy * ow + ox] = ((v + round) / (1 << 20)) as i8;
+                }
+            }
+        });
+        Ok(())
+    }
+}
+
 /// RESIZE_NEAREST_NEIGHBOR on int8: the float kernel on widened values (a copy, so exact).
 #[derive(Debug)]
 struct Nearest {
     op: Op,
 }
 
-pub(crate) fn prepare_resize(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Resize(a) = cx.op() else { return Err("not a Resize".into()) };
-    if a.mode != crate::ir::ResizeMode::Nearest {
-        return Err("int8 Resize supports nearest-neighbour mode only (RESIZE_BILINEAR on int8 is not implemented yet)".into());
-    }
-    if cx.qp(0, false)? != cx.qp(0, true)? {
-        return Err("int8 nearest Resize needs the same quantization parameters on input and output".into());
-    }
-    Ok(Box::new(Nearest { op: cx.op().clone() }))
-}
-
 impl Int8Kernel for Nearest {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
-        let xf = Tensor::from_f32(xt.shape.clone(), x.iter().map(|&v| v as f32).collect());
+        let x = Bytes::of(xt, "the input")?;
+        let dtype = xt.dtype();
+        let xf = Tensor::from_f32(xt.shape.clone(), (0..x.count()).map(|i| x.get(i) as f32).collect());
         let mut ins: Vec<Option<&Tensor>> = inputs.to_vec();
         ins[0] = Some(&xf);
         let mut tmp = [Tensor::default()];
         crate::runtime::kernels::eval(&self.op, &ins, &mut tmp, scratch)?;
         let y = tmp[0].as_f32().ok_or("resize produced no f32")?;
-        let o = out0(outputs)?.reset::<i8>(&tmp[0].shape);
-        for (o, &v) in o.iter_mut().zip(y) {
-            *o = v as i8;
-        }
+        write_out(out0(outputs)?, dtype, &tmp[0].shape, |i| y[i] as i32);
         Ok(())
     }
 }
