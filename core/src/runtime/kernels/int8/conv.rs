@@ -243,18 +243,22 @@ impl Conv {
                     }
                 }
                 let colsum = &colsum;
+                // output channels in groups of 4 that share each load of the patches
+                const ROWS: usize = 4;
                 let ob = &mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p];
-                ob.par_chunks_mut(p).enumerate().for_each_init(
-                    || vec![0i32; p],
-                    |acc, (r, orow)| {
-                        let oc = gi * og + r;
-                        gemm_rows(&self.w[oc * kk..(oc + 1) * kk], cols, acc);
-                        if self.asym {
-                            let z = self.wzp[oc];
-                            acc.iter_mut().zip(colsum).for_each(|(a, &s)| *a -= z * s);
-                        }
-                        for (y, &a) in orow.iter_mut().zip(acc.iter()) {
-                            *y = fin(a + self.bias[oc], oc);
+                ob.par_chunks_mut(ROWS * p).enumerate().for_each_init(
+                    || vec![0i32; ROWS * p],
+                    |acc, (blk, oblock)| {
+                        let (oc0, rows) = (gi * og + blk * ROWS, oblock.len() / p);
+                        let acc = &mut acc[..rows * p];
+                        gemm_rows(&self.w[oc0 * kk..(oc0 + rows) * kk], rows, cols, acc);
+                        for (r, (orow, acc)) in oblock.chunks_mut(p).zip(acc.chunks(p)).enumerate() {
+                            let oc = oc0 + r;
+                            let z = if self.asym { self.wzp[oc] } else { 0 };
+                            for (j, (y, &a)) in orow.iter_mut().zip(acc.iter()).enumerate() {
+                                let a = if self.asym { a - z * colsum[j] } else { a };
+                                *y = fin(a + self.bias[oc], oc);
+                            }
                         }
                     },
                 );
