@@ -206,14 +206,10 @@ impl Conv {
         let (p, plane) = (g.oh * g.ow, g.ih * g.iw);
         let (lo, hi) = self.act;
         let zp_out = self.y.zp;
-        let fin = |acc: i32, oc: usize| T::from_i32((scale(acc, self.m[oc], self.rounding) + zp_out).clamp(lo, hi));
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
-        let fin_dw = |acc: i32, oc: usize| {
-            let r = if oc < neon_end { Rounding::Neon } else { Rounding::Double };
-            T::from_i32((scale(acc, self.m[oc], r) + zp_out).clamp(lo, hi))
-        };
+        let fin_dw = |acc: &[i32], oc: usize, orow: &mut [T]| requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), orow);
         if self.depthwise {
             self.depthwise_into(x, n, c, out, fin_dw);
             return;
@@ -252,18 +248,60 @@ impl Conv {
                         let (oc0, rows) = (gi * og + blk * ROWS, oblock.len() / p);
                         let acc = &mut acc[..rows * p];
                         gemm_rows(&self.w[oc0 * kk..(oc0 + rows) * kk], rows, cols, acc);
-                        for (r, (orow, acc)) in oblock.chunks_mut(p).zip(acc.chunks(p)).enumerate() {
+                        for (r, (orow, acc)) in oblock.chunks_mut(p).zip(acc.chunks_mut(p)).enumerate() {
                             let oc = oc0 + r;
-                            let z = if self.asym { self.wzp[oc] } else { 0 };
-                            for (j, (y, &a)) in orow.iter_mut().zip(acc.iter()).enumerate() {
-                                let a = if self.asym { a - z * colsum[j] } else { a };
-                                *y = fin(a + self.bias[oc], oc);
+                            if self.asym {
+                                let z = self.wzp[oc];
+                                acc.iter_mut().zip(colsum).for_each(|(a, &s)| *a -= z * s);
                             }
+                            requantize_row(acc, self.bias[oc], self.m[oc], self.rounding == Rounding::Neon, zp_out, (lo, hi), orow);
                         }
                     },
                 );
             }
         }
+    }
+}
+
+/// `clamp(zp + scale(acc[j] + bias), lo, hi)` over a row, with [`mul_neon_rshl`] (`neon`) or
+/// [`mul_double_round`]: the same arithmetic written without branches so that LLVM vectorises it (64-bit
+/// lanes for the high multiply), compiled a second time for AVX2 on x86-64 and picked at run time. Exact for
+/// TFLite's multipliers, which are never negative (the saturating case of the high multiply, both operands
+/// `i32::MIN`, cannot occur).
+#[inline]
+fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked above)
+        return unsafe { requantize_row_avx2(acc, bias, m, neon, zp, range, out) };
+    }
+    requantize_row_generic(acc, bias, m, neon, zp, range, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn requantize_row_avx2<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+    requantize_row_generic(acc, bias, m, neon, zp, range, out)
+}
+
+#[inline(always)]
+fn requantize_row_generic<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, (lo, hi): (i32, i32), out: &mut [T]) {
+    let (left, right) = (m.shift.max(0), (-m.shift).max(0));
+    let mult = m.multiplier as i64;
+    let mask = ((1i64 << right) - 1) as i32;
+    let half = (1i64 << right) >> 1;
+    for (y, &a) in out.iter_mut().zip(acc) {
+        let x = (a + bias).wrapping_mul(1 << left) as i64 * mult;
+        // the rounding doubling high multiply: (x + nudge) / 2^31, truncating toward zero
+        let s = x + if x >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+        let h = ((s + ((s >> 63) & ((1i64 << 31) - 1))) >> 31) as i32;
+        let r = if neon {
+            ((h as i64 + half) >> right) as i32
+        } else {
+            let threshold = (mask >> 1) + (h < 0) as i32;
+            (h >> right) + ((h & mask) > threshold) as i32
+        };
+        *y = T::from_i32((r + zp).clamp(lo, hi));
     }
 }
 
@@ -357,7 +395,7 @@ impl Conv {
     /// `x - zp` (i16) with its zero padding, each row split by column phase modulo the stride, so that every
     /// tap reads `ow` contiguous values; the i32 row accumulator then takes `kh·kw` multiply-adds of whole
     /// rows. Integer sums are exact, so the result is the scalar loop's.
-    fn depthwise_into<T: Copy + Send>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(i32, usize) -> T + Sync) {
+    fn depthwise_into<T: Copy + Send>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
         let g = &self.geom;
         let o = self.bias.len();
         let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
@@ -376,9 +414,7 @@ impl Conv {
                             *r = (oy * g.sh + ky * g.dh) * plan.pw;
                         }
                         dw_row(acc, pad, rows, &plan.tap_off, w, self.bias[oc]);
-                        for (y, &a) in orow.iter_mut().zip(acc.iter()) {
-                            *y = fin(a, oc);
-                        }
+                        fin(acc, oc, orow);
                     }
                 }
             },
@@ -486,6 +522,32 @@ impl Fc {
 mod tests {
     use super::*;
 
+    /// The branch-free row requantization against the scalar fixed-point functions, both roundings, over
+    /// multipliers with left and right shifts and accumulators at the extremes.
+    #[test]
+    fn requantize_row_matches_the_scalar_functions() {
+        let mut s = 11u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut acc: Vec<i32> = (0..997).map(|_| (rnd() as i32) >> (rnd() % 24)).collect();
+        acc.extend([i32::MAX - 5, i32::MIN + 5, 0, 1, -1, 6, -6, 1 << 20, -(1 << 20)]);
+        for real in [1e-6, 3.7e-4, 0.002, 0.0625, 0.25, 0.49, 0.75, 1.0, 1.5, 3.0] {
+            let m = quantize_multiplier(real);
+            for neon in [false, true] {
+                let mut got = vec![0i8; acc.len()];
+                requantize_row(&acc, 3, m, neon, -7, (-128, 127), &mut got);
+                for (&a, &g) in acc.iter().zip(&got) {
+                    let r = if neon { mul_neon_rshl(a + 3, m) } else { mul_double_round(a + 3, m) };
+                    assert_eq!(g as i32, (r - 7).clamp(-128, 127), "acc {a} multiplier {real} neon {neon}");
+                }
+            }
+        }
+    }
+
     /// The vectorised depthwise loop against a direct scalar loop, over strides, dilations, asymmetric
     /// paddings and depth multipliers the LiteRT corpus does not all reach.
     #[test]
@@ -533,7 +595,7 @@ mod tests {
                 dw_neon_blocks: false,
             };
             let mut got = vec![0i32; n * o * oh * ow];
-            conv.depthwise_into(&x, n, c, &mut got, |a, _| a);
+            conv.depthwise_into(&x, n, c, &mut got, |a, _, o| o.copy_from_slice(a));
             for b in 0..n {
                 for oc in 0..o {
                     for oy in 0..oh {
