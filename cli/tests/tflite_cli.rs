@@ -22,12 +22,14 @@ fn expect(o: Output, code: i32) -> (String, String) {
 }
 
 const INT8: &str = "core/tests/data/int8/cnn_int8.tflite";
+/// A legacy uint8 model (uint8 activations, uint8 weights with non-zero zero points).
+const UINT8: &str = "core/tests/data/int8/legacy_uint8.tflite";
 const F32: &str = "targets/edgetpu/tests/data/convnet_f32.tflite";
 
 #[test]
 fn runs_and_inspects_tflite_models() {
     let tmp = tempfile::tempdir().unwrap();
-    for model in [INT8, F32] {
+    for model in [INT8, UINT8, F32] {
         let (out, _) = expect(tpu_sdk(&["inspect", model]), 0);
         // TFLite inputs are NHWC; the graph says so and shows the transpose into the IR's NCHW
         assert!(out.contains("Transpose"), "{model}: {out}");
@@ -35,6 +37,12 @@ fn runs_and_inspects_tflite_models() {
         let out_dir = tmp.path().join(Path::new(model).file_stem().unwrap());
         let (stdout, stderr) = expect(tpu_sdk(&["run", model, "--random-input", "--output-dir", out_dir.to_str().unwrap()]), 0);
         assert!(std::fs::read_dir(&out_dir).map(|d| d.count() > 0).unwrap_or(false), "{model}: no outputs\n{stdout}\n{stderr}");
+        if model == UINT8 {
+            // uint8 in and out, run on the int8 CPU kernels
+            assert!(out.contains("input  %image: u8[1,12,12,3]"), "{out}");
+            let (json, _) = expect(tpu_sdk(&["run", model, "--random-input", "--output-dir", out_dir.to_str().unwrap(), "--json"]), 0);
+            assert_eq!(json.matches("\"dtype\": \"u8\"").count(), 2, "{json}");
+        }
     }
 }
 

@@ -1,5 +1,6 @@
 //! The int8 CPU runtime against LiteRT, bit for bit: every full-int8 TFLite model in `tests/data/int8`
-//! (made by TensorFlow's converter, `targets/edgetpu/scripts/make_int8_fixtures.py`) is imported, run on
+//! (made by TensorFlow's converter, `targets/edgetpu/scripts/make_int8_fixtures.py`; the legacy uint8 models
+//! `*_uint8*.tflite` by its v1 converter, `make_uint8_fixtures.py`) is imported, run on
 //! random inputs by our runtime and by LiteRT (`litert_oracle.py`, Python from `TPU_SDK_PYTHON`), and the
 //! number of differing output values must be 0 against LiteRT's builtin optimized kernels
 //! (`BUILTIN_WITHOUT_DEFAULT_DELEGATES`, what users run without XNNPACK; one thread). The counts against the
@@ -131,6 +132,10 @@ fn int8_models_match_litert_exactly() {
     let Some(py) = python() else { return };
     let mut models: Vec<PathBuf> = std::fs::read_dir(data_dir()).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "tflite")).collect();
     models.sort();
+    // TPU_SDK_INT8_ONLY=substring restricts the run to matching fixtures (while working on a kernel)
+    if let Ok(only) = std::env::var("TPU_SDK_INT8_ONLY") {
+        models.retain(|m| m.file_name().is_some_and(|n| n.to_string_lossy().contains(&only)));
+    }
     assert!(!models.is_empty(), "no fixtures in {}", data_dir().display());
     let mut failures = Vec::new();
     for m in &models {

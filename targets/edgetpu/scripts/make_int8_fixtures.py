@@ -97,6 +97,23 @@ def opszoo():
     return tf.keras.Model(x, [d, sc], name="opszoo")
 
 
+def resize():
+    """RESIZE_BILINEAR and RESIZE_NEAREST_NEIGHBOR in their three coordinate modes (half_pixel_centers from
+    tf.image.resize, align_corners, and neither), up and down, by non-integer factors."""
+    x = tf.keras.Input((5, 7, 4), batch_size=1, name="x")
+    c = L.Conv2D(6, 3, padding="same")(x)
+    v1 = tf.compat.v1.image
+    return tf.keras.Model(x, [
+        Fn(lambda v: tf.image.resize(v, (9, 13), method="bilinear"))(c),
+        Fn(lambda v: v1.resize_bilinear(v, (8, 11), align_corners=True))(c),
+        Fn(lambda v: v1.resize_bilinear(v, (11, 6), align_corners=False, half_pixel_centers=False))(c),
+        Fn(lambda v: tf.image.resize(v, (3, 4), method="bilinear"))(c),
+        Fn(lambda v: tf.image.resize(v, (9, 13), method="nearest"))(c),
+        Fn(lambda v: v1.resize_nearest_neighbor(v, (8, 11), align_corners=True))(c),
+        Fn(lambda v: v1.resize_nearest_neighbor(v, (11, 6), align_corners=False, half_pixel_centers=False))(c),
+    ], name="resize")
+
+
 def mobilenetv2():
     """Keras' MobileNetV2 (width 0.35, 96x96 input, 10 classes, random weights): the benchmark model of
     bench/vs_litert.py and the largest model of the corpus."""
@@ -141,7 +158,7 @@ def op_names(data):
 def main():
     os.makedirs(OUT, exist_ok=True)
     tf.keras.utils.set_random_seed(11)
-    nets = {"cnn": cnn(), "mbv2": mbv2(), "opszoo": opszoo(), "mlp": mlp(), "gap": gap(), "mobilenetv2": mobilenetv2()}
+    nets = {"cnn": cnn(), "mbv2": mbv2(), "opszoo": opszoo(), "mlp": mlp(), "gap": gap(), "mobilenetv2": mobilenetv2(), "resize": resize()}
     jobs = [(n, True) for n in nets] + [("cnn", False), ("mlp", False)]
     only = sys.argv[2:]
     for net, int8_io in jobs:

@@ -10,7 +10,9 @@ use std::process::Command;
 use tpu_sdk_core::import::tflite::schema;
 use tpu_sdk_core::import::{onnx, tflite};
 use tpu_sdk_core::ir::builder::GraphBuilder;
-use tpu_sdk_core::ir::{Activation, AutoPad, BinaryOp, ConvAttrs, DType, Graph, Op, PoolAttrs, Tensor, UnaryOp};
+use tpu_sdk_core::ir::{
+    Activation, AutoPad, BinaryOp, ConvAttrs, CoordTransform, DType, Graph, NearestMode, Op, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, UnaryOp,
+};
 use tpu_sdk_core::quant::compare::{dequantized, to_graph_input};
 use tpu_sdk_core::quant::params::sqnr_db;
 use tpu_sdk_core::quant::{calibrate, quantize, QuantizeOptions, RangeMethod};
@@ -383,6 +385,32 @@ fn op_mix() -> Graph {
     b.finish().unwrap()
 }
 
+/// A float CNN whose feature map is resized: bilinear with half-pixel centres (×2 up), bilinear with aligned
+/// corners and nearest (floor, asymmetric) to non-integer sizes; the three are outputs.
+fn resize_mix() -> Graph {
+    let mut b = GraphBuilder::new("resize_mix");
+    let x = b.input("x", DType::F32, &[1, 3, 6, 7]);
+    let w = b.constant("w", weights(&[5, 3, 3, 3], 31, 0.5));
+    let bias = b.constant("b", weights(&[5], 32, 0.2));
+    let c = b.op(conv(3, 1, 1, 1, None), &[x, w, bias]).unwrap();
+    let resize = |mode, coord, nearest| {
+        Op::Resize(ResizeAttrs { mode, coord, nearest, cubic_coeff_a: -0.75, exclude_outside: false, extrapolation_value: 0.0 })
+    };
+    for (i, (op, size)) in [
+        (resize(ResizeMode::Linear, CoordTransform::HalfPixel, NearestMode::Floor), [12, 14]),
+        (resize(ResizeMode::Linear, CoordTransform::AlignCorners, NearestMode::Floor), [9, 5]),
+        (resize(ResizeMode::Nearest, CoordTransform::Asymmetric, NearestMode::Floor), [11, 10]),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let sizes = b.constant(&format!("sizes{i}"), Tensor::from_i64(vec![4], vec![1, 5, size[0], size[1]]));
+        let y = b.node(op, &[Some(c), None, None, Some(sizes)], 1).unwrap()[0];
+        b.output(y);
+    }
+    b.finish().unwrap()
+}
+
 /// Models on which the int8 CPU runtime's kernels (core/src/runtime/kernels/int8, not this crate) are known
 /// to part from LiteRT's optimized kernels, with the first op that differs (as of 2026-12-03). The test prints their
 /// differing-value counts and the op, and fails on every other model; an entry that became exact is
@@ -393,7 +421,7 @@ const KNOWN_KERNEL_GAPS: &[(&str, &str)] = &[];
 /// LiteRT computes on it (zero differing values), for int8 and float I/O.
 #[test]
 fn our_int8_runtime_matches_litert_exactly_on_exported_models() {
-    let mut models: Vec<(String, Graph, f32, f32)> = vec![("op_mix".into(), op_mix(), -1.0, 1.0)];
+    let mut models: Vec<(String, Graph, f32, f32)> = vec![("op_mix".into(), op_mix(), -1.0, 1.0), ("resize_mix".into(), resize_mix(), -1.0, 1.0)];
     let mut g = tflite::load(manifest().join("tests/data/convnet_f32.tflite"), &tflite::ImportOptions::default()).unwrap();
     passes::optimize(&mut g).unwrap();
     models.push(("convnet_f32".into(), g, 0.0, 1.0));

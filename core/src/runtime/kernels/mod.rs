@@ -67,6 +67,8 @@ pub struct Scratch {
     pub f64: Vec<f64>,
     /// i8 workspace (int8 im2col); kernels resize it as needed.
     pub i8: Vec<i8>,
+    /// A second i8 workspace (uint8 inputs shifted to int8).
+    pub i8b: Vec<i8>,
 }
 
 /// Fetches input `i` or fails with a message.

@@ -9,12 +9,16 @@
 //! DEPTHWISE_CONV_2D, which has its own loops, with `optimized_ops::Quantize`'s split: channels in whole
 //! blocks of 8 the same NEON way, the rest with TFLite's `MultiplyByQuantizedMultiplier` (half away from
 //! zero). Both established against LiteRT on random inputs (`tests/tflite_int8.rs`).
+//!
+//! The depthwise loop is vectorised over output columns ([`Conv::depthwise_into`]): i16 inputs minus the
+//! zero point, i32 row accumulators, plain Rust that LLVM vectorises, compiled a second time for AVX2 on
+//! x86-64 and picked at run time.
 
 use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
-use super::{activation_range, arg, out0, Ctx, Int8Kernel, Qp};
+use super::{activation_range, arg, as_i8, out0, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{DType, Op, Tensor};
 use crate::runtime::kernels::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -41,23 +45,51 @@ fn scale(acc: i32, m: Multiplier, r: Rounding) -> i32 {
     }
 }
 
-/// Weights as i8 with per-output-channel scales (symmetric).
-fn weights(cx: &Ctx, k: usize, rows: usize) -> Result<(Vec<i8>, Vec<f32>), String> {
+/// Weights as i8 (u8 weights shifted by -128, see [`super::as_i8`]), with per-row zero points (shifted the
+/// same way) and scales: per tensor, or per output channel along axis 0.
+struct Weights {
+    w: Vec<i8>,
+    zp: Vec<i32>,
+    scales: Vec<f32>,
+}
+
+fn weights(cx: &Ctx, k: usize, rows: usize) -> Result<Weights, String> {
     let v = cx.input(k)?;
     let t = cx.constant(k)?;
-    let w = t.view::<i8>().ok_or_else(|| format!("weights '{}' are {}, expected i8", v.name, t.dtype()))?;
-    let q = v.quant.as_ref().ok_or_else(|| format!("weights '{}' have no quantization parameters", v.name))?;
-    if q.zero_point.iter().any(|&z| z != 0) {
-        return Err(format!("weights '{}' have a nonzero zero point; symmetric weights are required", v.name));
-    }
-    let scales = if q.scale.len() == 1 {
-        vec![q.scale[0]; rows]
-    } else if q.scale.len() == rows && q.axis == Some(0) {
-        q.scale.clone()
+    let (w, shift) = if let Some(w) = t.view::<i8>() {
+        (w.to_vec(), 0)
+    } else if let Some(w) = t.view::<u8>() {
+        (w.iter().map(|&b| (b ^ 0x80) as i8).collect(), 128)
     } else {
-        return Err(format!("weights '{}' have {} scales on axis {:?}, expected 1 or {rows} on axis 0", v.name, q.scale.len(), q.axis));
+        return Err(format!("weights '{}' are {}, expected i8 or u8", v.name, t.dtype()));
     };
-    Ok((w.to_vec(), scales))
+    let q = v.quant.as_ref().ok_or_else(|| format!("weights '{}' have no quantization parameters", v.name))?;
+    let n = q.scale.len();
+    if !(n == 1 || n == rows && q.axis == Some(0)) || q.zero_point.len() != n {
+        return Err(format!("weights '{}' have {n} scales on axis {:?}, expected 1 or {rows} on axis 0", v.name, q.axis));
+    }
+    let per_row = |i: usize| if n == 1 { 0 } else { i };
+    let mut zp = Vec::with_capacity(rows);
+    for i in 0..rows {
+        let z = q.zero_point[per_row(i)] - shift as i64;
+        if !(-128..=127).contains(&z) {
+            return Err(format!("weights '{}' have zero point {} outside the {} range", v.name, z + shift as i64, t.dtype()));
+        }
+        zp.push(z as i32);
+    }
+    Ok(Weights { w, zp, scales: (0..rows).map(|i| q.scale[per_row(i)]).collect() })
+}
+
+/// The (shifted, see [`super::as_i8`]) parameters of 8-bit input 0 and the parameters, dtype and fused
+/// activation range of output 0.
+fn io_params(cx: &Ctx, act: Option<crate::ir::Activation>, what: &str) -> Result<(Qp, Qp, DType, (i32, i32)), String> {
+    let (xv, yv) = (cx.input(0)?, cx.output(0)?);
+    if !matches!(xv.dtype, DType::I8 | DType::U8) || !matches!(yv.dtype, DType::I8 | DType::U8) {
+        return Err(format!("int8 {what} needs 8-bit input and output, got {} and {}", xv.dtype, yv.dtype));
+    }
+    let (mut x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
+    x.zp -= super::shift_of(xv.dtype);
+    Ok((x, y, yv.dtype, activation_range(act, y, super::dtype_range(yv.dtype))))
 }
 
 /// Bias as i32 (zeros when absent).
@@ -81,29 +113,41 @@ fn multipliers(x: Qp, w: &[f32], y: Qp) -> Vec<Multiplier> {
 /// A prepared convolution.
 #[derive(Debug)]
 struct Conv {
-    /// Weights `[O][I/g·kh·kw]`.
+    /// Weights `[O][I/g·kh·kw]` (im2col path).
     w: Vec<i8>,
-    /// `bias - zp_in · Σw` per output channel (im2col path) or the bias (depthwise path).
+    /// Weights minus their zero point, `[O][kh·kw]` (depthwise path).
+    w16: Vec<i16>,
+    /// Weight zero point per output channel (shifted as the weights; zero for TFLite's int8 models).
+    wzp: Vec<i32>,
+    /// Whether some weight zero point is not 0 (the legacy uint8 models): the im2col path then subtracts
+    /// `wzp · Σ patch` per pixel.
+    asym: bool,
+    /// `bias - zp_in·Σw + K·zp_in·wzp` per output channel (im2col path) or the bias (depthwise path).
     bias: Vec<i32>,
     m: Vec<Multiplier>,
+    /// Input parameters, the zero point shifted as the data (see [`super::as_i8`]).
     x: Qp,
     y: Qp,
+    /// Output dtype (i8, or u8 for the legacy uint8 models).
+    ydt: DType,
     act: (i32, i32),
     group: usize,
     geom: Geom2,
     depthwise: bool,
     rounding: Rounding,
+    /// int8 DEPTHWISE_CONV_2D: whole blocks of 8 channels round the NEON way (see `run_into`).
+    dw_neon_blocks: bool,
 }
 
 pub(crate) fn prepare_conv(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     let Op::Conv(a) = cx.op() else { return Err("not a Conv".into()) };
     let (xv, wv) = (cx.input(0)?, cx.input(1)?);
-    if xv.dtype != DType::I8 || xv.shape.len() != 4 || wv.shape.len() != 4 {
-        return Err(format!("int8 Conv needs an i8 NCHW input and 4-D weights, got {} {:?} and {:?}", xv.dtype, xv.shape, wv.shape));
+    if xv.shape.len() != 4 || wv.shape.len() != 4 {
+        return Err(format!("int8 Conv needs an NCHW input and 4-D weights, got {:?} and {:?}", xv.shape, wv.shape));
     }
-    let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
+    let (x, y, ydt, act) = io_params(cx, a.activation, "Conv")?;
     let o = wv.shape[0];
-    let (w, ws) = weights(cx, 1, o)?;
+    let Weights { w, zp: wzp, scales: ws } = weights(cx, 1, o)?;
     let b = bias(cx, 2, o)?;
     let win = Window { kernel: &wv.shape[2..], strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
     let g = window_geom(&xv.shape[2..], &win, "Conv")?;
@@ -115,75 +159,68 @@ pub(crate) fn prepare_conv(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     }
     let depthwise = wv.shape[1] == 1 && group == c && group > 1;
     let kk = wv.shape[1] * geom.kh * geom.kw;
-    let bias = if depthwise {
-        b
+    let (bias, w16) = if depthwise {
+        let w16 = w.iter().enumerate().map(|(i, &v)| (v as i32 - wzp[i / kk]) as i16).collect();
+        (b, w16)
     } else {
-        b.iter().enumerate().map(|(r, &b)| b - x.zp * w[r * kk..(r + 1) * kk].iter().map(|&v| v as i32).sum::<i32>()).collect()
+        let bias = b
+            .iter()
+            .enumerate()
+            .map(|(r, &b)| b - x.zp * w[r * kk..(r + 1) * kk].iter().map(|&v| v as i32).sum::<i32>() + kk as i32 * x.zp * wzp[r])
+            .collect();
+        (bias, Vec::new())
     };
-    let act = activation_range(a.activation, y, super::dtype_range(DType::I8));
-    // CONV_2D's GEMM output stage rounds the NEON way; DEPTHWISE_CONV_2D picks per channel in `run`
+    // CONV_2D's GEMM output stage rounds the NEON way; int8 DEPTHWISE_CONV_2D picks per channel in `run`;
+    // uint8 DEPTHWISE_CONV_2D (optimized_ops::DepthwiseConv, rounding kAwayFromZero) rounds half away from
+    // zero in its vector and scalar code alike
     let rounding = if depthwise { Rounding::Double } else { Rounding::Neon };
-    Ok(Box::new(Conv { w, bias, m: multipliers(x, &ws, y), x, y, act, group, geom, depthwise, rounding }))
+    let dw_neon_blocks = depthwise && xv.dtype == DType::I8;
+    let asym = wzp.iter().any(|&z| z != 0);
+    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m: multipliers(x, &ws, y), x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks }))
 }
 
 impl Int8Kernel for Conv {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let Scratch { i8: col, i8b: xbuf, .. } = scratch;
+        let x = as_i8(xt, xbuf, "the input")?;
         let (n, c) = (xt.shape[0], xt.shape[1]);
+        let g = &self.geom;
+        if x.len() != n * c * g.ih * g.iw {
+            return Err(format!("input shape {:?} does not match the planned convolution", xt.shape));
+        }
+        let shape = [n, self.bias.len(), g.oh, g.ow];
+        let out = out0(outputs)?;
+        match self.ydt {
+            DType::U8 => self.run_into(x, n, c, out.reset::<u8>(&shape), col),
+            _ => self.run_into(x, n, c, out.reset::<i8>(&shape), col),
+        }
+        Ok(())
+    }
+}
+
+impl Conv {
+    fn run_into<T: Q8>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], col: &mut Vec<i8>) {
         let g = &self.geom;
         let o = self.bias.len();
         let (p, plane) = (g.oh * g.ow, g.ih * g.iw);
-        if x.len() != n * c * plane {
-            return Err(format!("input shape {:?} does not match the planned convolution", xt.shape));
-        }
-        let out = out0(outputs)?.reset::<i8>(&[n, o, g.oh, g.ow]);
         let (lo, hi) = self.act;
         let zp_out = self.y.zp;
-        let fin = |acc: i32, oc: usize| (scale(acc, self.m[oc], self.rounding) + zp_out).clamp(lo, hi) as i8;
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
-        let neon_end = o / 8 * 8;
-        let fin_dw = |acc: i32, oc: usize| {
-            let r = if oc < neon_end { Rounding::Neon } else { Rounding::Double };
-            (scale(acc, self.m[oc], r) + zp_out).clamp(lo, hi) as i8
-        };
+        let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
+        let fin_dw = |acc: &[i32], oc: usize, orow: &mut [T]| requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), orow);
         if self.depthwise {
-            let mult = o / c;
-            let kk = g.kh * g.kw;
-            out.par_chunks_mut(p).enumerate().for_each(|(i, orow)| {
-                let (b, oc) = (i / o, i % o);
-                let xp = &x[(b * c + oc / mult) * plane..][..plane];
-                let w = &self.w[oc * kk..(oc + 1) * kk];
-                for oy in 0..g.oh {
-                    for ox in 0..g.ow {
-                        let mut acc = self.bias[oc];
-                        for ky in 0..g.kh {
-                            let iy = (oy * g.sh + ky * g.dh) as isize - g.pt as isize;
-                            if iy < 0 || iy as usize >= g.ih {
-                                continue;
-                            }
-                            let xr = &xp[iy as usize * g.iw..][..g.iw];
-                            for kx in 0..g.kw {
-                                let ix = (ox * g.sw + kx * g.dw) as isize - g.pl as isize;
-                                if ix >= 0 && (ix as usize) < g.iw {
-                                    acc += (xr[ix as usize] as i32 - self.x.zp) * w[ky * g.kw + kx] as i32;
-                                }
-                            }
-                        }
-                        orow[oy * g.ow + ox] = fin_dw(acc, oc);
-                    }
-                }
-            });
-            return Ok(());
+            self.depthwise_into(x, n, c, out, fin_dw);
+            return;
         }
         let (cg, og) = (c / self.group, o / self.group);
         let kk = cg * g.kh * g.kw;
         let pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.oh == g.ih && g.ow == g.iw;
-        let col = &mut scratch.i8;
         if !pointwise {
             col.resize(p * kk, 0);
         }
+        let mut colsum = vec![0i32; if self.asym { p } else { 0 }];
         for b in 0..n {
             for gi in 0..self.group {
                 let xs = &x[(b * c + gi * cg) * plane..(b * c + (gi + 1) * cg) * plane];
@@ -194,32 +231,211 @@ impl Int8Kernel for Conv {
                     im2col(xs, cg, g, self.x.zp as i8, col);
                     &col[..p * kk]
                 };
+                if self.asym {
+                    // Σ (x - zx)(w - zw) = Σ x·w - zw·Σx - zx·Σw + K·zx·zw: the last two are in the bias
+                    colsum.fill(0);
+                    for r in cols.chunks_exact(p) {
+                        colsum.iter_mut().zip(r).for_each(|(s, &v)| *s += v as i32);
+                    }
+                }
+                let colsum = &colsum;
+                // output channels in groups of 4 that share each load of the patches
+                const ROWS: usize = 4;
                 let ob = &mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p];
-                ob.par_chunks_mut(p).enumerate().for_each_init(
-                    || vec![0i32; p],
-                    |acc, (r, orow)| {
-                        let oc = gi * og + r;
-                        gemm_rows(&self.w[oc * kk..(oc + 1) * kk], cols, acc);
-                        for (y, &a) in orow.iter_mut().zip(acc.iter()) {
-                            *y = fin(a + self.bias[oc], oc);
+                ob.par_chunks_mut(ROWS * p).enumerate().for_each_init(
+                    || vec![0i32; ROWS * p],
+                    |acc, (blk, oblock)| {
+                        let (oc0, rows) = (gi * og + blk * ROWS, oblock.len() / p);
+                        let acc = &mut acc[..rows * p];
+                        gemm_rows(&self.w[oc0 * kk..(oc0 + rows) * kk], rows, cols, acc);
+                        for (r, (orow, acc)) in oblock.chunks_mut(p).zip(acc.chunks_mut(p)).enumerate() {
+                            let oc = oc0 + r;
+                            if self.asym {
+                                let z = self.wzp[oc];
+                                acc.iter_mut().zip(colsum).for_each(|(a, &s)| *a -= z * s);
+                            }
+                            requantize_row(acc, self.bias[oc], self.m[oc], self.rounding == Rounding::Neon, zp_out, (lo, hi), orow);
                         }
                     },
                 );
             }
         }
-        Ok(())
+    }
+}
+
+/// `clamp(zp + scale(acc[j] + bias), lo, hi)` over a row, with [`mul_neon_rshl`] (`neon`) or
+/// [`mul_double_round`]: the same arithmetic written without branches so that LLVM vectorises it (64-bit
+/// lanes for the high multiply), compiled a second time for AVX2 on x86-64 and picked at run time. Exact for
+/// TFLite's multipliers, which are never negative (the saturating case of the high multiply, both operands
+/// `i32::MIN`, cannot occur).
+#[inline]
+fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked above)
+        return unsafe { requantize_row_avx2(acc, bias, m, neon, zp, range, out) };
+    }
+    requantize_row_generic(acc, bias, m, neon, zp, range, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn requantize_row_avx2<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+    requantize_row_generic(acc, bias, m, neon, zp, range, out)
+}
+
+#[inline(always)]
+fn requantize_row_generic<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, (lo, hi): (i32, i32), out: &mut [T]) {
+    let (left, right) = (m.shift.max(0), (-m.shift).max(0));
+    let mult = m.multiplier as i64;
+    let mask = ((1i64 << right) - 1) as i32;
+    let half = (1i64 << right) >> 1;
+    for (y, &a) in out.iter_mut().zip(acc) {
+        let x = (a + bias).wrapping_mul(1 << left) as i64 * mult;
+        // the rounding doubling high multiply: (x + nudge) / 2^31, truncating toward zero
+        let s = x + if x >= 0 { 1 << 30 } else { 1 - (1 << 30) };
+        let h = ((s + ((s >> 63) & ((1i64 << 31) - 1))) >> 31) as i32;
+        let r = if neon {
+            ((h as i64 + half) >> right) as i32
+        } else {
+            let threshold = (mask >> 1) + (h < 0) as i32;
+            (h >> right) + ((h & mask) > threshold) as i32
+        };
+        *y = T::from_i32((r + zp).clamp(lo, hi));
+    }
+}
+
+/// Depthwise geometry over a zero-padded input plane whose rows are split by column phase (see
+/// [`Conv::depthwise_into`]).
+struct DwPlan {
+    /// Padded plane height and width (the rows and columns the output reads).
+    ph: usize,
+    pw: usize,
+    /// Start of column phase `r` (columns `r, r + sw, ...`) within a padded row.
+    phase_off: Vec<usize>,
+    /// Start of tap `kx`'s contiguous run of `ow` values within a padded row.
+    tap_off: Vec<usize>,
+}
+
+impl DwPlan {
+    fn new(g: &Geom2) -> DwPlan {
+        let ph = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+        let pw = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+        let mut phase_off = Vec::with_capacity(g.sw);
+        let mut off = 0;
+        for r in 0..g.sw {
+            phase_off.push(off);
+            off += if r < pw { (pw - r).div_ceil(g.sw) } else { 0 };
+        }
+        // column ox·sw + kx·dw is element ox + (kx·dw)/sw of phase (kx·dw) % sw
+        let tap_off = (0..g.kw).map(|kx| phase_off[kx * g.dw % g.sw] + kx * g.dw / g.sw).collect();
+        DwPlan { ph, pw, phase_off, tap_off }
+    }
+
+    /// Fills `pad` (`ph × pw`) with `x - zp` of one input plane, 0 in the padding, each row phase-split.
+    fn fill(&self, g: &Geom2, xp: &[i8], zp: i32, pad: &mut [i16]) {
+        for pr in 0..self.ph {
+            let row = &mut pad[pr * self.pw..(pr + 1) * self.pw];
+            let iy = pr as isize - g.pt as isize;
+            if iy < 0 || iy as usize >= g.ih {
+                row.fill(0);
+                continue;
+            }
+            let src = &xp[iy as usize * g.iw..][..g.iw];
+            for (r, &off) in self.phase_off.iter().enumerate() {
+                for (j, pc) in (r..self.pw).step_by(g.sw).enumerate() {
+                    let ix = pc as isize - g.pl as isize;
+                    row[off + j] = if ix >= 0 && (ix as usize) < g.iw { (src[ix as usize] as i32 - zp) as i16 } else { 0 };
+                }
+            }
+        }
+    }
+}
+
+/// `acc[j] += w · x[j]` over a row: i16 × i16 → i32, which LLVM vectorises.
+#[inline(always)]
+fn mac_row(acc: &mut [i32], x: &[i16], w: i16) {
+    let w = w as i32;
+    for (a, &v) in acc.iter_mut().zip(x) {
+        *a += w * v as i32;
+    }
+}
+
+/// One output row of a depthwise convolution: `acc = bias + Σ_taps w · row`, taps over `kh` padded rows.
+#[inline(always)]
+fn dw_row_generic(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+    acc.fill(bias);
+    let (kw, ow) = (taps.len(), acc.len());
+    for (ky, &r) in rows.iter().enumerate() {
+        for (kx, &t) in taps.iter().enumerate() {
+            mac_row(acc, &pad[r + t..][..ow], w[ky * kw + kx]);
+        }
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dw_row_avx2(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+    dw_row_generic(acc, pad, rows, taps, w, bias)
+}
+
+/// [`dw_row_generic`], compiled for AVX2 as well on x86-64 and picked at run time (the same integer sums).
+#[inline]
+fn dw_row(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx2") {
+        // SAFETY: the CPU supports AVX2 (checked above)
+        return unsafe { dw_row_avx2(acc, pad, rows, taps, w, bias) };
+    }
+    dw_row_generic(acc, pad, rows, taps, w, bias)
+}
+
+impl Conv {
+    /// DEPTHWISE_CONV_2D, vectorised over output columns: per input channel, the plane is copied once as
+    /// `x - zp` (i16) with its zero padding, each row split by column phase modulo the stride, so that every
+    /// tap reads `ow` contiguous values; the i32 row accumulator then takes `kh·kw` multiply-adds of whole
+    /// rows. Integer sums are exact, so the result is the scalar loop's.
+    fn depthwise_into<T: Copy + Send>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
+        let g = &self.geom;
+        let o = self.bias.len();
+        let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
+        let plan = DwPlan::new(g);
+        let zp = self.x.zp;
+        out[..n * o * p].par_chunks_mut(mult * p).enumerate().for_each_init(
+            || (vec![0i16; plan.ph * plan.pw], vec![0i32; g.ow], vec![0usize; g.kh]),
+            |(pad, acc, rows), (i, planes)| {
+                let ch = i % c;
+                plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
+                for (m, oplane) in planes.chunks_mut(p).enumerate() {
+                    let oc = ch * mult + m;
+                    let w = &self.w16[oc * kk..(oc + 1) * kk];
+                    for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
+                        for (ky, r) in rows.iter_mut().enumerate() {
+                            *r = (oy * g.sh + ky * g.dh) * plan.pw;
+                        }
+                        dw_row(acc, pad, rows, &plan.tap_off, w, self.bias[oc]);
+                        fin(acc, oc, orow);
+                    }
+                }
+            },
+        );
     }
 }
 
 /// A prepared FULLY_CONNECTED (Gemm with constant `[N, K]` weights, or MatMul with constant `[K, N]`).
 #[derive(Debug)]
 struct Fc {
-    /// Weights `[N][K]`.
+    /// Weights `[N][K]` (u8 weights shifted as in [`Conv`]).
     w: Vec<i8>,
+    /// Weight zero point per output unit, and whether one is not 0 (then `wzp · Σx` is subtracted per row).
+    wzp: Vec<i32>,
+    asym: bool,
+    /// `bias - zp_in·Σw + K·zp_in·wzp` per output unit.
     bias: Vec<i32>,
     /// Per output unit (per-channel weights) or the same for all.
     m: Vec<Multiplier>,
     y: Qp,
+    ydt: DType,
     act: (i32, i32),
     k: usize,
     rounding: Rounding,
@@ -234,48 +450,64 @@ pub(crate) fn prepare_fc(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
         return Err("int8 Gemm supports only alpha = beta = 1 without trans_a".into());
     }
     let (xv, wv) = (cx.input(0)?, cx.input(1)?);
-    if xv.dtype != DType::I8 || wv.shape.len() != 2 || xv.shape.is_empty() {
-        return Err(format!("int8 fully-connected needs an i8 input and 2-D constant weights, got {} and {:?}", xv.dtype, wv.shape));
+    if wv.shape.len() != 2 || xv.shape.is_empty() {
+        return Err(format!("int8 fully-connected needs a non-scalar input and 2-D constant weights, got {:?} and {:?}", xv.shape, wv.shape));
     }
     let (nn, k) = if trans_b { (wv.shape[0], wv.shape[1]) } else { (wv.shape[1], wv.shape[0]) };
     if *xv.shape.last().expect("rank checked") != k {
         return Err(format!("input {:?} does not match weights {:?}", xv.shape, wv.shape));
     }
-    let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
-    let (w0, ws) = weights(cx, 1, if trans_b { nn } else { 1 })?;
+    let (x, y, ydt, act) = io_params(cx, act, "fully-connected")?;
+    let Weights { w: w0, zp, scales: ws } = weights(cx, 1, if trans_b { nn } else { 1 })?;
     let w: Vec<i8> = if trans_b { w0 } else { (0..nn).flat_map(|j| (0..k).map(move |i| (i, j))).map(|(i, j)| w0[i * nn + j]).collect() };
+    let wzp = if zp.len() == nn { zp } else { vec![zp[0]; nn] };
     let b = bias(cx, 2, nn)?;
-    let bias = b.iter().enumerate().map(|(r, &b)| b - x.zp * w[r * k..(r + 1) * k].iter().map(|&v| v as i32).sum::<i32>()).collect();
+    let bias = b
+        .iter()
+        .enumerate()
+        .map(|(r, &b)| b - x.zp * w[r * k..(r + 1) * k].iter().map(|&v| v as i32).sum::<i32>() + k as i32 * x.zp * wzp[r])
+        .collect();
     let ws = if ws.len() == nn { ws } else { vec![ws[0]; nn] };
     let m = multipliers(x, &ws, y);
-    let act = activation_range(act, y, super::dtype_range(DType::I8));
-    Ok(Box::new(Fc { w, bias, m, y, act, k, rounding: Rounding::Neon }))
+    let asym = wzp.iter().any(|&z| z != 0);
+    Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon }))
 }
 
 impl Int8Kernel for Fc {
-    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let x = as_i8(xt, &mut scratch.i8b, "the input")?;
+        let mut shape = xt.shape.clone();
+        *shape.last_mut().expect("rank >= 1") = self.bias.len();
+        let out = out0(outputs)?;
+        match self.ydt {
+            DType::U8 => self.run_into(x, out.reset::<u8>(&shape)),
+            _ => self.run_into(x, out.reset::<i8>(&shape)),
+        }
+        Ok(())
+    }
+}
+
+impl Fc {
+    fn run_into<T: Q8>(&self, x: &[i8], out: &mut [T]) {
         let k = self.k;
         let nn = self.bias.len();
         let rows = x.len() / k;
-        let mut shape = xt.shape.clone();
-        *shape.last_mut().expect("rank >= 1") = nn;
-        let out = out0(outputs)?.reset::<i8>(&shape);
         let (lo, hi) = self.act;
-        let run_row = |r: usize, orow: &mut [i8]| {
+        let fin = |a: i32, j: usize| T::from_i32((scale(a + self.bias[j], self.m[j], self.rounding) + self.y.zp).clamp(lo, hi));
+        let run_row = |r: usize, orow: &mut [T]| {
             let xr = &x[r * k..(r + 1) * k];
+            let xsum: i32 = if self.asym { xr.iter().map(|&v| v as i32).sum() } else { 0 };
             let mut j = 0;
             while j + 4 <= nn {
                 let acc = dot4([&self.w[j * k..][..k], &self.w[(j + 1) * k..][..k], &self.w[(j + 2) * k..][..k], &self.w[(j + 3) * k..][..k]], xr);
                 for (t, a) in acc.iter().enumerate() {
-                    orow[j + t] = (scale(a + self.bias[j + t], self.m[j + t], self.rounding) + self.y.zp).clamp(lo, hi) as i8;
+                    orow[j + t] = fin(a - self.wzp[j + t] * xsum, j + t);
                 }
                 j += 4;
             }
             for j in j..nn {
-                let a = dot(&self.w[j * k..][..k], xr);
-                orow[j] = (scale(a + self.bias[j], self.m[j], self.rounding) + self.y.zp).clamp(lo, hi) as i8;
+                orow[j] = fin(dot(&self.w[j * k..][..k], xr) - self.wzp[j] * xsum, j);
             }
         };
         if rows * nn * k >= 1 << 16 && rows > 1 {
@@ -283,6 +515,107 @@ impl Int8Kernel for Fc {
         } else {
             out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o));
         }
-        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The branch-free row requantization against the scalar fixed-point functions, both roundings, over
+    /// multipliers with left and right shifts and accumulators at the extremes.
+    #[test]
+    fn requantize_row_matches_the_scalar_functions() {
+        let mut s = 11u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let mut acc: Vec<i32> = (0..997).map(|_| (rnd() as i32) >> (rnd() % 24)).collect();
+        acc.extend([i32::MAX - 5, i32::MIN + 5, 0, 1, -1, 6, -6, 1 << 20, -(1 << 20)]);
+        for real in [1e-6, 3.7e-4, 0.002, 0.0625, 0.25, 0.49, 0.75, 1.0, 1.5, 3.0] {
+            let m = quantize_multiplier(real);
+            for neon in [false, true] {
+                let mut got = vec![0i8; acc.len()];
+                requantize_row(&acc, 3, m, neon, -7, (-128, 127), &mut got);
+                for (&a, &g) in acc.iter().zip(&got) {
+                    let r = if neon { mul_neon_rshl(a + 3, m) } else { mul_double_round(a + 3, m) };
+                    assert_eq!(g as i32, (r - 7).clamp(-128, 127), "acc {a} multiplier {real} neon {neon}");
+                }
+            }
+        }
+    }
+
+    /// The vectorised depthwise loop against a direct scalar loop, over strides, dilations, asymmetric
+    /// paddings and depth multipliers the LiteRT corpus does not all reach.
+    #[test]
+    fn depthwise_matches_a_scalar_loop() {
+        let mut s = 7u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let cases = [
+            // ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, c, mult
+            [7, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 1],
+            [8, 8, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 2, 2],
+            [9, 11, 3, 5, 3, 2, 2, 1, 2, 1, 0, 3, 4, 1],
+            [5, 6, 1, 1, 1, 3, 1, 1, 0, 0, 0, 0, 2, 3],
+            [10, 7, 2, 3, 2, 1, 3, 2, 1, 0, 2, 2, 1, 1],
+            [4, 40, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 9, 1],
+        ];
+        for [ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, c, mult] in cases {
+            let oh = (ih + pt + pb - (kh - 1) * dh - 1) / sh + 1;
+            let ow = (iw + pl + pr - (kw - 1) * dw - 1) / sw + 1;
+            let geom = Geom2 { ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl };
+            let (n, o) = (2, c * mult);
+            let x: Vec<i8> = (0..n * c * ih * iw).map(|_| rnd() as i8).collect();
+            let w16: Vec<i16> = (0..o * kh * kw).map(|_| (rnd() % 511) as i16 - 255).collect();
+            let bias: Vec<i32> = (0..o).map(|_| (rnd() % 2001) as i32 - 1000).collect();
+            let zp = rnd() as i8 as i32;
+            let conv = Conv {
+                w: vec![],
+                w16: w16.clone(),
+                wzp: vec![0; o],
+                asym: false,
+                bias: bias.clone(),
+                m: vec![Multiplier::default(); o],
+                x: Qp { scale: 1.0, zp },
+                y: Qp { scale: 1.0, zp: 0 },
+                ydt: DType::I8,
+                act: (-128, 127),
+                group: c,
+                geom,
+                depthwise: true,
+                rounding: Rounding::Double,
+                dw_neon_blocks: false,
+            };
+            let mut got = vec![0i32; n * o * oh * ow];
+            conv.depthwise_into(&x, n, c, &mut got, |a, _, o| o.copy_from_slice(a));
+            for b in 0..n {
+                for oc in 0..o {
+                    for oy in 0..oh {
+                        for ox in 0..ow {
+                            let mut acc = bias[oc];
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let iy = (oy * sh + ky * dh) as isize - pt as isize;
+                                    let ix = (ox * sw + kx * dw) as isize - pl as isize;
+                                    if iy >= 0 && (iy as usize) < ih && ix >= 0 && (ix as usize) < iw {
+                                        let xv = x[((b * c + oc / mult) * ih + iy as usize) * iw + ix as usize] as i32;
+                                        acc += (xv - zp) * w16[(oc * kh + ky) * kw + kx] as i32;
+                                    }
+                                }
+                            }
+                            assert_eq!(got[((b * o + oc) * oh + oy) * ow + ox], acc, "case {:?} at b{b} c{oc} y{oy} x{ox}", [ih, iw, kh, kw, sh, sw, dh, dw]);
+                        }
+                    }
+                }
+            }
+        }
     }
 }

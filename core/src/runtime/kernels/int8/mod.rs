@@ -11,6 +11,13 @@
 //! * Conv weights: constant `I8 [O, I/g, kh, kw]`, symmetric (zero point 0), per channel along axis 0 (also
 //!   depthwise, `[C·mult, 1, kh, kw]`) or per tensor. Gemm (`trans_b`) / MatMul weights: constant `I8`,
 //!   symmetric, per tensor. Bias: constant `I32` of scale `input_scale × weight_scale[c]`, zero point 0.
+//! * Legacy uint8 models (TF1 quantization-aware training, Coral's old `*_quant` models): `U8` activations
+//!   with any zero point, and `U8` weights, per tensor, with a non-zero zero point. The convolution and
+//!   fully-connected kernels shift u8 data to i8 (`q - 128`, zero point `- 128`, exact since only `q - zp`
+//!   enters the arithmetic) and subtract the weight zero point's term (`zw · Σ patch`); the other kernels read
+//!   and write u8 directly. Where LiteRT's uint8 kernels compute differently from its int8 ones (uint8
+//!   DEPTHWISE_CONV_2D rounds half away from zero in every channel, uint8 CONCATENATION requantizes in f32),
+//!   the uint8 arithmetic is used.
 //! * Fused activations stay in the op attributes (`ConvAttrs::activation`, `Gemm::activation`,
 //!   `Binary(_, act)`) and clamp to the output's quantized range (`CalculateActivationRangeQuantized`).
 //!   A `Unary(Relu)` / `Unary(Clip{..})` on a quantized value is TFLite's RELU / RELU6 / RELU_N1_TO_1:
@@ -269,6 +276,47 @@ impl<'a> Bytes<'a> {
             Bytes::I8(v) => v[i] as i32,
             Bytes::U8(v) => v[i] as i32,
         }
+    }
+}
+
+/// An 8-bit quantized element type a kernel writes (i8, or u8 of the legacy uint8 models).
+pub(crate) trait Q8: Copy + Send + Sync + crate::ir::Element {
+    /// From a value already clamped to the type's range.
+    fn from_i32(v: i32) -> Self;
+}
+
+impl Q8 for i8 {
+    #[inline(always)]
+    fn from_i32(v: i32) -> i8 {
+        v as i8
+    }
+}
+
+impl Q8 for u8 {
+    #[inline(always)]
+    fn from_i32(v: i32) -> u8 {
+        v as u8
+    }
+}
+
+/// An 8-bit input as i8 data: i8 as it is; u8 shifted by -128 into `buf` (exact: `q - zp` is unchanged when
+/// the zero point is shifted too, see [`shift_of`]).
+pub(crate) fn as_i8<'a>(t: &'a Tensor, buf: &'a mut Vec<i8>, what: &str) -> Result<&'a [i8], String> {
+    if let Some(v) = t.view::<i8>() {
+        return Ok(v);
+    }
+    let v = t.view::<u8>().ok_or_else(|| format!("{what} is {}, expected i8 or u8", t.dtype()))?;
+    buf.clear();
+    buf.extend(v.iter().map(|&b| (b ^ 0x80) as i8));
+    Ok(buf)
+}
+
+/// What [`as_i8`] subtracts from values of `dtype`: 128 for u8, 0 for i8.
+pub(crate) fn shift_of(dtype: DType) -> i32 {
+    if dtype == DType::U8 {
+        128
+    } else {
+        0
     }
 }
 

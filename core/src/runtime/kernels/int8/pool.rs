@@ -1,5 +1,6 @@
 //! AVERAGE_POOL_2D, MAX_POOL_2D and MEAN on int8 (inputs and outputs share parameters for the pools, as
-//! TFLite requires), and RESIZE_NEAREST_NEIGHBOR (a pure copy, run by the float kernel on widened values).
+//! TFLite requires), RESIZE_NEAREST_NEIGHBOR (a pure copy, run by the float kernel on widened values) and
+//! RESIZE_BILINEAR (TFLite's 10-bit fixed-point interpolation).
 //!
 //! AVERAGE_POOL_2D divides the sum of the valid taps by their count rounding half away from zero
 //! (`(acc ± count/2) / count`), then clamps to the fused activation's range. MEAN over H and W of a 4-D
@@ -10,8 +11,8 @@
 use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
-use super::{arg, out0, Ctx, Int8Kernel, Qp};
-use crate::ir::{DType, Op, ReduceOp, Tensor};
+use super::{arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
+use crate::ir::{CoordTransform, DType, Op, ReduceOp, Tensor};
 use crate::runtime::kernels::conv::{window_geom, Geom, Window};
 use crate::runtime::kernels::Scratch;
 
@@ -20,12 +21,14 @@ struct Pool {
     max: bool,
     geom: Geom,
     act: (i32, i32),
+    dtype: DType,
 }
 
 pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     let xv = cx.input(0)?;
-    if xv.dtype != DType::I8 || cx.output(0)?.dtype != DType::I8 {
-        return Err("int8 pooling supports i8 only".into());
+    let dtype = xv.dtype;
+    if !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
+        return Err(format!("int8 pooling needs i8 or u8 input and output of the same dtype, got {} and {}", dtype, cx.output(0)?.dtype));
     }
     let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
     match cx.op() {
@@ -38,14 +41,14 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             }
             let w = Window { kernel: &a.kernel_shape, strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
             let geom = window_geom(&xv.shape[2..], &w, "pool")?;
-            Ok(Box::new(Pool { max: matches!(cx.op(), Op::MaxPool(_)), geom, act: (-128, 127) }))
+            Ok(Box::new(Pool { max: matches!(cx.op(), Op::MaxPool(_)), geom, act: super::dtype_range(dtype), dtype }))
         }
         Op::GlobalAveragePool => {
             if xv.shape.len() != 4 {
                 return Err("int8 GlobalAveragePool supports 4-D inputs".into());
             }
             let n = xv.shape[2] * xv.shape[3];
-            Ok(Box::new(Mean::new(x, y, n, MeanKind::Optimized { channel_axis: 1 }, vec![2, 3], &xv.shape, cx.output(0)?.shape.clone())))
+            Ok(Box::new(Mean::new(x, y, n, MeanKind::Optimized { channel_axis: 1 }, vec![2, 3], &xv.shape, cx.output(0)?.shape.clone(), dtype)))
         }
         Op::Reduce { op: ReduceOp::Mean, axes: Some(axes), keepdims, .. } => {
             if axes.iter().any(|&a| a >= xv.shape.len()) {
@@ -61,7 +64,7 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             } else {
                 MeanKind::IntegerDivided
             };
-            Ok(Box::new(Mean::new(x, y, n, kind, axes.clone(), &xv.shape, cx.output(0)?.shape.clone())))
+            Ok(Box::new(Mean::new(x, y, n, kind, axes.clone(), &xv.shape, cx.output(0)?.shape.clone(), dtype)))
         }
         other => Err(format!("{} on quantized values is not supported", other.name())),
     }
@@ -70,11 +73,21 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
 impl Int8Kernel for Pool {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let g = &self.geom;
+        let shape = [xt.shape[0], xt.shape[1], g.out[1], g.out[2]];
+        let out = out0(outputs)?;
+        match self.dtype {
+            DType::U8 => self.run_into(xt.view::<u8>().ok_or("the input is not u8")?, out.reset::<u8>(&shape)),
+            _ => self.run_into(xt.view::<i8>().ok_or("the input is not i8")?, out.reset::<i8>(&shape)),
+        }
+        Ok(())
+    }
+}
+
+impl Pool {
+    fn run_into<T: Q8 + Into<i32>>(&self, x: &[T], out: &mut [T]) {
         let g = &self.geom;
         let (ih, iw, oh, ow) = (g.inp[1], g.inp[2], g.out[1], g.out[2]);
-        let (n, c) = (xt.shape[0], xt.shape[1]);
-        let out = out0(outputs)?.reset::<i8>(&[n, c, oh, ow]);
         let (lo, hi) = self.act;
         out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
             let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
@@ -84,11 +97,11 @@ impl Int8Kernel for Pool {
                 for ox in 0..ow {
                     let x0 = (ox * g.s[2]) as isize - g.pb[2] as isize;
                     let (kx0, kx1) = ((-x0).max(0) as usize, (iw as isize - x0).min(g.k[2] as isize).max(0) as usize);
-                    let mut acc: i32 = if self.max { -128 } else { 0 };
+                    let mut acc: i32 = if self.max { lo } else { 0 };
                     for ky in ky0..ky1 {
                         let row = &xp[(y0 + ky as isize) as usize * iw..][..iw];
                         for kx in kx0..kx1 {
-                            let v = row[(x0 + kx as isize) as usize] as i32;
+                            let v: i32 = row[(x0 + kx as isize) as usize].into();
                             if self.max {
                                 acc = acc.max(v);
                             } else {
@@ -99,6 +112,7 @@ impl Int8Kernel for Pool {
                     let r = if self.max {
                         acc
                     } else {
+                        // half away from zero (u8 sums are never negative: half up)
                         let cnt = ((ky1 - ky0.min(ky1)) * (kx1 - kx0.min(kx1))).max(1) as i32;
                         if acc > 0 {
                             (acc + cnt / 2) / cnt
@@ -106,11 +120,10 @@ impl Int8Kernel for Pool {
                             (acc - cnt / 2) / cnt
                         }
                     };
-                    o[oy * ow + ox] = r.clamp(lo, hi) as i8;
+                    o[oy * ow + ox] = T::from_i32(r.clamp(lo, hi));
                 }
             }
         });
-        Ok(())
     }
 }
 
@@ -142,10 +155,12 @@ struct Mean {
     y: Qp,
     out_shape: Vec<usize>,
     final_shape: Vec<usize>,
+    dtype: DType,
 }
 
 impl Mean {
-    fn new(x: Qp, y: Qp, n: usize, kind: MeanKind, axes: Vec<usize>, in_shape: &[usize], final_shape: Vec<usize>) -> Mean {
+    #[allow(clippy::too_many_arguments)]
+    fn new(x: Qp, y: Qp, n: usize, kind: MeanKind, axes: Vec<usize>, in_shape: &[usize], final_shape: Vec<usize>, dtype: DType) -> Mean {
         let mut temp = x.zp as f32 * x.scale / y.scale;
         temp = if temp > 0.0 { temp + 0.5 } else { temp - 0.5 };
         let bias = y.zp - temp as i32;
@@ -153,7 +168,7 @@ impl Mean {
             // optimized_integer_ops::Mean: bias = zp_out - (int)(zp_in·s_in/s_out ± 0.5f), rounded half away
             let m = quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64);
             let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-            return Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape };
+            return Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape, dtype };
         }
         let m = if kind == MeanKind::IntegerDivided {
             let base = quantize_multiplier(x.scale as f64 / y.scale as f64);
@@ -165,14 +180,14 @@ impl Mean {
             quantize_multiplier((x.scale / (n as f32 * y.scale)) as f64)
         };
         let out_shape = in_shape.iter().enumerate().map(|(i, &d)| if axes.contains(&i) { 1 } else { d }).collect();
-        Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape }
+        Mean { kind, axes, n, m, bias, x, y, out_shape, final_shape, dtype }
     }
 }
 
 impl Int8Kernel for Mean {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let x = Bytes::of(xt, "the input")?;
         let shape = &xt.shape;
         let rank = shape.len();
         // sums over the reduced axes, in the kept-dims output order
@@ -185,9 +200,9 @@ impl Int8Kernel for Mean {
             s *= self.out_shape[d];
         }
         let mut idx = vec![0usize; rank];
-        for &v in x {
+        for i in 0..x.count() {
             let o: usize = idx.iter().zip(&ost).map(|(i, s)| i * s).sum();
-            sums[o] += v as i32;
+            sums[o] += x.get(i);
             for d in (0..rank).rev() {
                 idx[d] += 1;
                 if idx[d] < shape[d] {
@@ -197,26 +212,109 @@ impl Int8Kernel for Mean {
             }
         }
         // the node's output shape (keepdims or not) has the same element order
-        let o = out0(outputs)?.reset::<i8>(&self.final_shape);
+        let (lo, hi) = super::dtype_range(self.dtype);
+        let mut res = vec![0i32; nout];
         // channel index and count of each output for the optimized kernel's NEON/scalar split
         let (ch_stride, chans) = match self.kind {
             MeanKind::Optimized { channel_axis } => (self.out_shape[channel_axis + 1..].iter().product::<usize>(), self.out_shape[channel_axis]),
             _ => (1, 1),
         };
         let neon_end = chans / 16 * 16;
-        for (i, (o, &s)) in o.iter_mut().zip(&sums).enumerate() {
+        for (i, (o, &s)) in res.iter_mut().zip(&sums).enumerate() {
             *o = match self.kind {
                 MeanKind::Optimized { .. } => {
                     let d = (i / ch_stride.max(1)) % chans.max(1);
                     let scaled = if d < neon_end { mul_neon_rshl(s, self.m) } else { mul_double_round(s, self.m) };
-                    (scaled + self.bias).clamp(-128, 127)
+                    (scaled + self.bias).clamp(lo, hi)
                 }
-                MeanKind::SameParams => (s / self.n.max(1) as i32).clamp(-128, 127),
-                MeanKind::IntegerDivided => {
-                    (mul_double_round(s - self.x.zp * self.n as i32, self.m) + self.y.zp).clamp(-128, 127)
-                }
-            } as i8;
+                MeanKind::SameParams => (s / self.n.max(1) as i32).clamp(lo, hi),
+                MeanKind::IntegerDivided => (mul_double_round(s - self.x.zp * self.n as i32, self.m) + self.y.zp).clamp(lo, hi),
+            };
         }
+        write_out(out0(outputs)?, self.dtype, &self.final_shape, |i| res[i]);
+        Ok(())
+    }
+}
+
+pub(crate) fn prepare_resize(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+    let Op::Resize(a) = cx.op() else { return Err("not a Resize".into()) };
+    if cx.qp(0, false)? != cx.qp(0, true)? {
+        return Err("int8 Resize needs the same quantization parameters on input and output".into());
+    }
+    if a.mode == crate::ir::ResizeMode::Nearest {
+        return Ok(Box::new(Nearest { op: cx.op().clone() }));
+    }
+    let (xv, yv) = (cx.input(0)?, cx.output(0)?);
+    let coord = a.coord;
+    if a.mode != crate::ir::ResizeMode::Linear || !matches!(coord, CoordTransform::AlignCorners | CoordTransform::HalfPixel | CoordTransform::Asymmetric) {
+        return Err(format!(
+            "int8 Resize supports nearest, and linear with align_corners, half_pixel or asymmetric coordinates (TFLite's RESIZE_BILINEAR), not {:?} with {coord:?}",
+            a.mode
+        ));
+    }
+    if xv.dtype != DType::I8 || yv.dtype != DType::I8 || xv.shape.len() != 4 || yv.shape.len() != 4 || xv.shape[..2] != yv.shape[..2] {
+        return Err(format!("int8 linear Resize needs i8 NCHW input and output resized over H and W, got {} {:?} to {:?}", xv.dtype, xv.shape, yv.shape));
+    }
+    let (ih, iw, oh, ow) = (xv.shape[2], xv.shape[3], yv.shape[2], yv.shape[3]);
+    let align = coord == CoordTransform::AlignCorners;
+    let half = coord == CoordTransform::HalfPixel;
+    Ok(Box::new(Bilinear { ys: taps(ih, oh, align, half), xs: taps(iw, ow, align, half), ih, iw, out_shape: yv.shape.clone() }))
+}
+
+/// Source rows (or columns) of one output row: `(lower, upper, 10-bit fraction)`, as TFLite's
+/// `ComputeInterpolationValuesInteger` computes them from the 10-bit scale (`((in << 10) + out/2) / out`, or
+/// `(((in-1) << 10) + (out-1)/2) / (out-1)` with align_corners). The fraction may be negative at a
+/// half-pixel border, where both indices are 0.
+fn taps(input: usize, output: usize, align: bool, half: bool) -> Vec<(usize, usize, i64)> {
+    let (i, o) = (input as i64, output as i64);
+    let scale = if align && o > 1 { ((i - 1) * 1024 + (o - 1) / 2) / (o - 1) } else { (i * 1024 + o / 2) / o };
+    (0..o)
+        .map(|v| {
+            let scaled = if half { v * scale + scale / 2 - 512 } else { v * scale };
+            let lo = (scaled / 1024).max(0);
+            let hi = ((scaled + 1023) / 1024).min(i - 1);
+            (lo as usize, hi as usize, scaled - 1024 * lo)
+        })
+        .collect()
+}
+
+/// RESIZE_BILINEAR on int8 (`reference_ops::ResizeBilinearInteger`, which LiteRT's optimized kernel calls for
+/// int8): the four neighbours weighted by products of 10-bit fractions in i64, divided by 2^20 rounding half
+/// away from zero. No requantization: input and output share parameters.
+#[derive(Debug)]
+struct Bilinear {
+    ys: Vec<(usize, usize, i64)>,
+    xs: Vec<(usize, usize, i64)>,
+    ih: usize,
+    iw: usize,
+    out_shape: Vec<usize>,
+}
+
+impl Int8Kernel for Bilinear {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let xt = arg(inputs, 0)?;
+        let x = xt.view::<i8>().ok_or("the input is not i8")?;
+        let (ih, iw) = (self.ih, self.iw);
+        let planes = self.out_shape[0] * self.out_shape[1];
+        if xt.shape.len() != 4 || x.len() != planes * ih * iw {
+            return Err(format!("input shape {:?} does not match the planned resize", xt.shape));
+        }
+        let (oh, ow) = (self.ys.len(), self.xs.len());
+        let out = out0(outputs)?.reset::<i8>(&self.out_shape);
+        out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
+            let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
+            for (oy, &(y0, y1, dy)) in self.ys.iter().enumerate() {
+                for (ox, &(x0, x1, dx)) in self.xs.iter().enumerate() {
+                    let at = |y: usize, xx: usize| xp[y * iw + xx] as i64;
+                    let v = at(y0, x0) * (1024 - dy) * (1024 - dx)
+                        + at(y1, x0) * dy * (1024 - dx)
+                        + at(y0, x1) * (1024 - dy) * dx
+                        + at(y1, x1) * dy * dx;
+                    let round = if v > 0 { 1 << 19 } else { -(1 << 19) };
+                    o[oy * ow + ox] = ((v + round) / (1 << 20)) as i8;
+                }
+            }
+        });
         Ok(())
     }
 }
@@ -227,31 +325,18 @@ struct Nearest {
     op: Op,
 }
 
-pub(crate) fn prepare_resize(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Resize(a) = cx.op() else { return Err("not a Resize".into()) };
-    if a.mode != crate::ir::ResizeMode::Nearest {
-        return Err("int8 Resize supports nearest-neighbour mode only (RESIZE_BILINEAR on int8 is not implemented yet)".into());
-    }
-    if cx.qp(0, false)? != cx.qp(0, true)? {
-        return Err("int8 nearest Resize needs the same quantization parameters on input and output".into());
-    }
-    Ok(Box::new(Nearest { op: cx.op().clone() }))
-}
-
 impl Int8Kernel for Nearest {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
-        let xf = Tensor::from_f32(xt.shape.clone(), x.iter().map(|&v| v as f32).collect());
+        let x = Bytes::of(xt, "the input")?;
+        let dtype = xt.dtype();
+        let xf = Tensor::from_f32(xt.shape.clone(), (0..x.count()).map(|i| x.get(i) as f32).collect());
         let mut ins: Vec<Option<&Tensor>> = inputs.to_vec();
         ins[0] = Some(&xf);
         let mut tmp = [Tensor::default()];
         crate::runtime::kernels::eval(&self.op, &ins, &mut tmp, scratch)?;
         let y = tmp[0].as_f32().ok_or("resize produced no f32")?;
-        let o = out0(outputs)?.reset::<i8>(&tmp[0].shape);
-        for (o, &v) in o.iter_mut().zip(y) {
-            *o = v as i8;
-        }
+        write_out(out0(outputs)?, dtype, &tmp[0].shape, |i| y[i] as i32);
         Ok(())
     }
 }

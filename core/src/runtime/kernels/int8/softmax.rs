@@ -3,7 +3,7 @@
 //! `table[255 - d] = expf(-s_in·β·d)`, per row `sum = Σ table[max - x]` in f32 in order,
 //! `p = table · (1 / (sum · s_out))`, rounded half away from zero, plus the output zero point.
 
-use super::{arg, out0, Ctx, Int8Kernel, Qp};
+use super::{arg, out0, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{DType, Op, Tensor};
 use crate::runtime::kernels::Scratch;
 
@@ -12,39 +12,49 @@ struct Softmax {
     /// `exp(-s_in·β·d)` for `d = max - x` in 0..=255.
     table: Vec<f32>,
     y: Qp,
+    dtype: DType,
 }
 
 pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     let Op::Softmax { axis } = cx.op() else { return Err("not a Softmax".into()) };
     let xv = cx.input(0)?;
-    if *axis + 1 != xv.shape.len() || xv.dtype != DType::I8 || cx.output(0)?.dtype != DType::I8 {
-        return Err("int8 Softmax supports i8 over the last axis only".into());
+    let dtype = xv.dtype;
+    if *axis + 1 != xv.shape.len() || !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
+        return Err("int8 Softmax supports i8 or u8 (the same in and out) over the last axis only".into());
     }
     let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
     // TFLite: scale = -input_scale * beta (beta is folded into the scale by the importer: β = 1 here)
     let scale = -x.scale;
     let table = (0..=255).map(|d: i32| (scale * d as f32).exp()).collect();
-    Ok(Box::new(Softmax { table, y }))
+    Ok(Box::new(Softmax { table, y, dtype }))
 }
 
 impl Int8Kernel for Softmax {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let x = xt.view::<i8>().ok_or("the input is not i8")?;
-        let last = *xt.shape.last().unwrap_or(&1);
-        let o = out0(outputs)?.reset::<i8>(&xt.shape);
+        let out = out0(outputs)?;
+        match self.dtype {
+            DType::U8 => self.run_into(xt.view::<u8>().ok_or("the input is not u8")?, out.reset::<u8>(&xt.shape), *xt.shape.last().unwrap_or(&1)),
+            _ => self.run_into(xt.view::<i8>().ok_or("the input is not i8")?, out.reset::<i8>(&xt.shape), *xt.shape.last().unwrap_or(&1)),
+        }
+        Ok(())
+    }
+}
+
+impl Softmax {
+    fn run_into<T: Q8 + Into<i32>>(&self, x: &[T], o: &mut [T], last: usize) {
+        let (lo, hi) = super::dtype_range(self.dtype);
         for (xr, or) in x.chunks(last.max(1)).zip(o.chunks_mut(last.max(1))) {
-            let max = xr.iter().map(|&v| v as i32).max().unwrap_or(0);
+            let max = xr.iter().map(|&v| v.into()).max().unwrap_or(0);
             let mut sum = 0.0f32;
             for &v in xr {
-                sum += self.table[(max - v as i32) as usize];
+                sum += self.table[(max - v.into()) as usize];
             }
             let inv = 1.0f32 / (sum * self.y.scale);
             for (o, &v) in or.iter_mut().zip(xr) {
-                let p = self.table[(max - v as i32) as usize] * inv;
-                *o = (p.round() as i32 + self.y.zp).clamp(-128, 127) as i8;
+                let p = self.table[(max - v.into()) as usize] * inv;
+                *o = T::from_i32((p.round() as i32 + self.y.zp).clamp(lo, hi));
             }
         }
-        Ok(())
     }
 }

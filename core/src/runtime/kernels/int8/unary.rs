@@ -9,7 +9,7 @@
 //! round half away from zero), not the reference kernel's fixed-point polynomial.
 
 use super::fixedpoint::{i16x, mul_double_round, quantize_multiplier, Multiplier};
-use super::{activation_range, arg, out0, relu_like, write_out, Bytes, Ctx, Int8Kernel, Qp};
+use super::{activation_range, arg, out0, relu_like, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{DType, Op, Tensor, UnaryOp};
 use crate::runtime::kernels::Scratch;
 
@@ -148,47 +148,70 @@ impl Int8Kernel for Unary {
 #[derive(Debug)]
 struct Concat {
     axis: usize,
-    /// Per input: `None` to copy, or (input zero point, multiplier).
+    /// Per input: `None` to copy, or (input zero point, multiplier) for int8, or (scale, bias) in f32 for
+    /// uint8 (`reference_ops::ConcatenationWithScaling`: `round(q·scale + bias) + zp_out`, `scale =
+    /// s_in · (1/s_out)`, `bias = -zp_in · scale`).
     rescale: Vec<Option<(i32, Multiplier)>>,
+    rescale_f: Vec<(f32, f32)>,
     y: Qp,
+    dtype: DType,
 }
 
 pub(crate) fn prepare_concat(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     let Op::Concat { axis } = cx.op() else { return Err("not a Concat".into()) };
     let y = cx.qp(0, true)?;
-    if cx.output(0)?.dtype != DType::I8 {
-        return Err("int8 Concat supports i8 only".into());
-    }
+    let dtype = cx.output(0)?.dtype;
     let n = cx.g.nodes[cx.n].inputs.len();
-    let mut rescale = Vec::with_capacity(n);
+    let (mut rescale, mut rescale_f) = (Vec::with_capacity(n), Vec::with_capacity(n));
     for k in 0..n {
         let x = cx.qp(k, false)?;
+        if cx.input(k)?.dtype != dtype {
+            return Err(format!("int8 Concat needs inputs of the output's dtype {dtype}, input {k} is {}", cx.input(k)?.dtype));
+        }
         rescale.push((x != y).then(|| (x.zp, quantize_multiplier(x.scale as f64 / y.scale as f64))));
+        let sc = x.scale * (1.0 / y.scale);
+        rescale_f.push((sc, -(x.zp as f32) * sc));
     }
-    Ok(Box::new(Concat { axis: *axis, rescale, y }))
+    Ok(Box::new(Concat { axis: *axis, rescale, rescale_f, y, dtype }))
 }
 
 impl Int8Kernel for Concat {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let ins: Vec<&Tensor> = (0..self.rescale.len()).map(|k| arg(inputs, k)).collect::<Result<_, _>>()?;
+        match self.dtype {
+            DType::U8 => self.run_into::<u8>(&ins, out0(outputs)?),
+            _ => self.run_into::<i8>(&ins, out0(outputs)?),
+        }
+    }
+}
+
+impl Concat {
+    fn run_into<T: Q8 + Into<i32>>(&self, ins: &[&Tensor], out: &mut Tensor) -> Result<(), String> {
         let first = &ins[0].shape;
         let mut shape = first.clone();
         shape[self.axis] = ins.iter().map(|t| t.shape[self.axis]).sum();
         let outer: usize = first[..self.axis].iter().product();
-        let out = out0(outputs)?.reset::<i8>(&shape);
+        let out = out.reset::<T>(&shape);
         let row: usize = shape[self.axis..].iter().product();
+        let (lo, hi) = super::dtype_range(self.dtype);
         let mut off = 0;
-        for (t, r) in ins.iter().zip(&self.rescale) {
-            let x = t.view::<i8>().ok_or("Concat input is not i8")?;
+        let u8_float = self.dtype == DType::U8;
+        for ((t, r), &(sc, bias)) in ins.iter().zip(&self.rescale).zip(&self.rescale_f) {
+            let x = t.view::<T>().ok_or_else(|| format!("Concat input is {}, expected {}", t.dtype(), self.dtype))?;
             let inner: usize = t.shape[self.axis..].iter().product();
             for o in 0..outer {
                 let src = &x[o * inner..(o + 1) * inner];
                 let dst = &mut out[o * row + off..o * row + off + inner];
                 match r {
                     None => dst.copy_from_slice(src),
+                    Some(_) if u8_float => {
+                        for (d, &s) in dst.iter_mut().zip(src) {
+                            *d = T::from_i32(((s.into() as f32 * sc + bias).round() as i32 + self.y.zp).clamp(lo, hi));
+                        }
+                    }
                     Some((zp, m)) => {
                         for (d, &s) in dst.iter_mut().zip(src) {
-                            *d = (self.y.zp + mul_double_round(s as i32 - zp, *m)).clamp(-128, 127) as i8;
+                            *d = T::from_i32((self.y.zp + mul_double_round(s.into() - zp, *m)).clamp(lo, hi));
                         }
                     }
                 }
