@@ -6,8 +6,8 @@
 //! Importers of NHWC formats (TFLite) wrap every NCHW convolution in a pair of transposes; between two
 //! convolutions the elementwise ops (bias-free PRelu, residual Add) pin them in place. Sinking them through the
 //! elementwise ops lets each `to_nhwc` meet the next `to_nchw` and cancel, so the data stays NCHW between
-//! convolutions. Only float values without quantization parameters are moved (quantized tensors carry per-axis
-//! parameters whose axis would move too).
+//! convolutions. Float values and per-tensor quantized int8/uint8 values are moved; values with per-axis
+//! quantization parameters stay (their axis would move too).
 
 use crate::ir::{DType, Graph, Node, Op, Tensor, ValueId};
 
@@ -51,9 +51,13 @@ fn merge_transpose_chains(g: &mut Graph) -> bool {
     false
 }
 
+/// Floats without quantization parameters, and int8/uint8 values quantized per tensor (moving them moves no
+/// parameter, and the int8 kernels of the ops moved here do not depend on the layout).
 fn movable(g: &Graph, v: ValueId) -> bool {
     let val = g.value(v);
-    matches!(val.dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64) && val.quant.is_none() && !val.dynamic
+    let float = matches!(val.dtype, DType::F32 | DType::F16 | DType::BF16 | DType::F64) && val.quant.is_none();
+    let per_tensor = matches!(val.dtype, DType::I8 | DType::U8) && val.quant.as_ref().is_some_and(|q| q.axis.is_none());
+    (float || per_tensor) && !val.dynamic
 }
 
 /// The permutation to sink through node `i`, when it is elementwise and every computed input is a transpose by
@@ -83,7 +87,7 @@ fn sinkable(g: &Graph, i: usize) -> Option<Vec<usize>> {
     for v in n.inputs.iter().take(data_inputs) {
         let v = (*v)?;
         if let Some(c) = g.constant(v) {
-            if c.shape.len() > rank || g.value(v).quant.is_some() {
+            if c.shape.len() > rank || g.value(v).quant.as_ref().is_some_and(|q| q.axis.is_some()) {
                 return None;
             }
             continue;
@@ -132,7 +136,10 @@ fn sink(g: &mut Graph, i: usize, perm: &[usize]) {
                 let full = Tensor { shape, data: c.data.clone() };
                 let moved = crate::import::tflite::permute_tensor(&full, &inverse);
                 let name = format!("{}/untransposed", g.value(*v).name);
-                g.add_constant(name, moved)
+                let quant = g.value(*v).quant.clone();
+                let c = g.add_constant(name, moved);
+                g.value_mut(c).quant = quant;
+                c
             }
             None => {
                 let p = producers[v.0].expect("checked by sinkable");
@@ -147,6 +154,7 @@ fn sink(g: &mut Graph, i: usize, perm: &[usize]) {
         (format!("{}/untransposed", o.name), o.dtype, inverse.iter().map(|&k| o.shape[k]).collect::<Vec<usize>>())
     };
     let inner = g.add_value(name, dtype, shape);
+    g.value_mut(inner).quant = g.value(out).quant.clone();
     g.nodes[i] = Node { name: node.name.clone(), op: node.op.clone(), inputs, outputs: vec![inner] };
     let t = Node { name: format!("{}/transpose", node.name), op: Op::Transpose { perm: perm.to_vec() }, inputs: vec![Some(inner)], outputs: vec![out] };
     g.nodes.insert(i + 1, t);
@@ -223,7 +231,7 @@ mod tests {
     }
 
     #[test]
-    fn mixed_permutations_and_quantized_values_stay() {
+    fn mixed_permutations_and_per_axis_quantized_values_stay() {
         let mut g = Graph::new("t");
         let x = g.add_input("x", DType::F32, vec![2, 3]);
         let z = g.add_input("z", DType::F32, vec![2, 3]);
@@ -239,7 +247,12 @@ mod tests {
         let x = q.add_input("x", DType::I8, vec![2, 3]);
         let xt = transpose(&mut q, x, &[1, 0]);
         q.value_mut(xt).dtype = DType::I8;
+        // Per-axis parameters (axis 1 of x is axis 0 of its transpose) pin the transpose.
+        let per_axis = |axis| Some(crate::ir::QuantParams { scale: vec![0.1, 0.2, 0.3], zero_point: vec![0; 3], axis: Some(axis) });
+        q.value_mut(x).quant = per_axis(1);
+        q.value_mut(xt).quant = per_axis(0);
         let y = q.add_value("y", DType::I8, vec![3, 2]);
+        q.value_mut(y).quant = per_axis(0);
         q.add_node("neg", Op::Unary(UnaryOp::Neg), vec![Some(xt)], vec![y]);
         q.outputs = vec![y];
         assert_eq!(run(&mut q), 0);
