@@ -2,11 +2,11 @@
 //! attributes, a failing compile, compile, upload, execute, download, serialize and reload, replicated execute)
 //! under valgrind's memcheck, against the real XLA CPU plugin.
 //!
-//! The test re-runs its own executable under valgrind with `TPU_SDK_LEAK_ROUNDS=N` set, which turns
+//! The test re-runs its own executable under valgrind with `TPU_SDK_LEAK_ROUNDS=3` set, which turns
 //! `leak_workload` into the workload (it does nothing otherwise). Valgrind's verdict must be "definitely lost: 0"
-//! and "indirectly lost: 0", and the bytes "possibly lost" (the plugin's process-wide state: protobuf descriptor
-//! pools, thread-local caches) must not grow from one round to three: a handle we forgot to destroy (a client with
-//! its thread pools, an executable, a buffer) would add to them every round.
+//! and "indirectly lost: 0", and the bytes "possibly lost" must stay at the plugin's process-wide state
+//! (protobuf descriptor pools, thread-local caches: ~340 KB whether 1, 2 or 3 rounds ran). Checked that it
+//! fails: forgetting one executable, or one client per round, shows up as definitely/indirectly lost.
 //!
 //! Without valgrind the test is skipped with a note (`TPU_SDK_REQUIRE_VALGRIND=1` makes that a failure).
 
@@ -18,6 +18,14 @@ use tpu_sdk_cloud_tpu::pjrt::{CompileOptions, Plugin};
 use tpu_sdk_core::ir::Tensor;
 
 const ROUNDS_VAR: &str = "TPU_SDK_LEAK_ROUNDS";
+
+/// Rounds of the workload in the valgrind run.
+const ROUNDS: usize = 3;
+/// What the XLA CPU plugin leaves "possibly lost" whatever the number of rounds (protobuf descriptor pools,
+/// thread-local caches): measured 334–346 KB after 1, 2 and 3 rounds.
+const PLUGIN_GLOBAL_KB: u64 = 346;
+/// The bound: the plugin's state plus headroom.
+const POSSIBLY_LOST_MAX: u64 = 512 * 1024;
 
 const MUL_ADD: &str = "func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf32>, tensor<8xf32>) {
   %0 = stablehlo.multiply %a, %b : tensor<4x8xf32>
@@ -117,18 +125,13 @@ fn binding_frees_what_it_creates() {
         eprintln!("note: valgrind is not installed; skipping the leak check (apt install valgrind)");
         return;
     }
-    let one = memcheck(&plugin, 1);
-    let three = memcheck(&plugin, 3);
-    eprintln!(
-        "valgrind: 0 bytes definitely/indirectly lost; possibly lost (plugin-global state) {} bytes after 1 round, {} after 3",
-        one.possibly, three.possibly
-    );
-    // Two more rounds may add a little plugin-global state (caches filled lazily), never a client's worth: one
-    // leaked client alone holds its thread pools' stacks and queues, hundreds of kilobytes.
+    // One process (most of the time under valgrind goes to loading the plugin), several rounds.
+    let v = memcheck(&plugin, ROUNDS);
+    eprintln!("valgrind: 0 bytes definitely/indirectly lost; possibly lost (plugin-global state) {} bytes after {ROUNDS} rounds", v.possibly);
     assert!(
-        three.possibly <= one.possibly + 64 * 1024,
-        "\"possibly lost\" grew from {} to {} bytes between 1 and 3 rounds: a handle is not destroyed",
-        one.possibly,
-        three.possibly
+        v.possibly <= POSSIBLY_LOST_MAX,
+        "{} bytes \"possibly lost\" after {ROUNDS} rounds (the plugin's global state alone is ~{} KB): a handle is not destroyed",
+        v.possibly,
+        PLUGIN_GLOBAL_KB
     );
 }
