@@ -19,6 +19,9 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
 import numpy as np
 import tensorflow as tf
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_int8_fixtures import op_names  # noqa: E402  (the op list printed for each fixture)
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = sys.argv[1] if len(sys.argv) > 1 else os.path.join(HERE, "..", "..", "..", "core", "tests", "data", "int8")
 tf1 = tf.compat.v1
@@ -117,15 +120,6 @@ def convert(build, shape, in_range, float_io):
                 conv.inference_input_type = tf.float32
                 conv.inference_output_type = tf.float32
             return conv.convert()
-
-
-def op_names(data):
-    from tensorflow.lite.python import schema_py_generated as s
-
-    m = s.ModelT.InitFromObj(s.Model.GetRootAsModel(data, 0))
-    names = {v: k for k, v in s.BuiltinOperator.__dict__.items() if not k.startswith("_")}
-    codes = [max(c.builtinCode, c.deprecatedBuiltinCode) for c in m.operatorCodes]
-    return sorted({names.get(codes[o.opcodeIndex], "?") for o in m.subgraphs[0].operators})
 
 
 def main():

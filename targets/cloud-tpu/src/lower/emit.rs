@@ -185,6 +185,20 @@ impl Combine {
 }
 
 /// The smallest value of a dtype (-inf for floats).
+/// The attribute dictionary of a `reduce_window`: window dimensions, strides, dilations and (low, high) padding.
+fn window_attrs(window: &[usize], strides: &[usize], dilations: &[usize], padding: &[(usize, usize)]) -> String {
+    let arr = |v: &[usize]| i64_array(&v.iter().map(|&x| x as i64).collect::<Vec<i64>>());
+    let pads: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
+    format!(
+        "{{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}}",
+        arr(window),
+        arr(strides),
+        arr(dilations),
+        pads.join(", "),
+        padding.len()
+    )
+}
+
 /// The `compare_type` of `stablehlo.compare` for an element type.
 fn compare_type(d: DType) -> &'static str {
     match d {
@@ -693,26 +707,14 @@ impl<'g> Cx<'g> {
         let st = ty(a.dtype, &[]);
         let name = format!("%v{}", self.next);
         self.next += 1;
-        let w: Vec<i64> = window.iter().map(|&x| x as i64).collect();
-        let s: Vec<i64> = strides.iter().map(|&x| x as i64).collect();
-        let d: Vec<i64> = dilations.iter().map(|&x| x as i64).collect();
-        let pads: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
         let out = ty(a.dtype, out_shape);
         let loc = self.loc.clone();
         self.line(format_args!("    {name} = \"stablehlo.reduce_window\"({}, {}) ({{", a.name, init.name));
         self.line(format_args!("    ^bb0(%ra: {st}, %rb: {st}):"));
         self.line(format_args!("      %rc = {} %ra, %rb : {st}", combine.op()));
         self.line(format_args!("      stablehlo.return %rc : {st}"));
-        self.line(format_args!(
-            "    }}) {{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : ({}, {st}) -> {out}{}",
-            i64_array(&w),
-            i64_array(&s),
-            i64_array(&d),
-            pads.join(", "),
-            padding.len(),
-            a.ty(),
-            loc
-        ));
+        let attrs = window_attrs(window, strides, dilations, padding);
+        self.line(format_args!("    }}) {attrs} : ({}, {st}) -> {out}{loc}", a.ty()));
         V { name, dtype: a.dtype, shape: out_shape.to_vec() }
     }
 
@@ -737,25 +739,16 @@ impl<'g> Cx<'g> {
         let it = ty(DType::I64, &[]);
         let name = format!("%v{}", self.next);
         self.next += 1;
-        let w: Vec<i64> = window.iter().map(|&x| x as i64).collect();
-        let s: Vec<i64> = strides.iter().map(|&x| x as i64).collect();
-        let d: Vec<i64> = dilations.iter().map(|&x| x as i64).collect();
-        let pads: Vec<String> = padding.iter().map(|(l, h)| format!("[{l}, {h}]")).collect();
         let loc = self.loc.clone();
         self.line(format_args!("    {name}:2 = \"stablehlo.reduce_window\"({}, {}, {}, {}) ({{", a.name, idx.name, init_v.name, init_i.name));
         self.arg_select_region(a.dtype, "GT", "LT");
+        let attrs = window_attrs(window, strides, dilations, padding);
         self.line(format_args!(
-            "    }}) {{window_dimensions = {}, window_strides = {}, window_dilations = {}, padding = dense<[{}]> : tensor<{}x2xi64>}} : ({}, {}, {st}, {it}) -> ({}, {}){}",
-            i64_array(&w),
-            i64_array(&s),
-            i64_array(&d),
-            pads.join(", "),
-            padding.len(),
+            "    }}) {attrs} : ({}, {}, {st}, {it}) -> ({}, {}){loc}",
             a.ty(),
             idx.ty(),
             ty(a.dtype, out_shape),
-            ty(DType::I64, out_shape),
-            loc
+            ty(DType::I64, out_shape)
         ));
         (
             V { name: format!("{name}#0"), dtype: a.dtype, shape: out_shape.to_vec() },
