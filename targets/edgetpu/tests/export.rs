@@ -101,7 +101,6 @@ fn the_op_zoo_round_trips() {
 }
 
 #[test]
-#[ignore = "needs the ONNX importer to give MobileNetV3's Softmax input a static rank (failed in the importer snapshot this was written against)"]
 fn an_onnx_mobilenet_exports_with_an_nhwc_input() {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples/models/text_direction_cls.onnx");
     let mut io = tpu_sdk_core::import::onnx::ImportOptions::default();
