@@ -20,9 +20,10 @@ pub fn run(g: &mut Graph) -> usize {
             changed += 1;
             continue;
         }
-        match (0..g.nodes.len()).find_map(|i| sinkable(g, i).map(|perm| (i, perm))) {
+        let producers = g.producers();
+        match (0..g.nodes.len()).find_map(|i| sinkable(g, &producers, i).map(|perm| (i, perm))) {
             Some((i, perm)) => {
-                sink(g, i, &perm);
+                sink(g, &producers, i, &perm);
                 changed += 1;
             }
             None => break,
@@ -62,7 +63,7 @@ fn movable(g: &Graph, v: ValueId) -> bool {
 
 /// The permutation to sink through node `i`, when it is elementwise and every computed input is a transpose by
 /// that permutation (and there is at least one).
-fn sinkable(g: &Graph, i: usize) -> Option<Vec<usize>> {
+fn sinkable(g: &Graph, producers: &[Option<usize>], i: usize) -> Option<Vec<usize>> {
     let n = &g.nodes[i];
     let out = *n.outputs.first()?;
     let rank = g.value(out).shape.len();
@@ -82,7 +83,6 @@ fn sinkable(g: &Graph, i: usize) -> Option<Vec<usize>> {
         }
         _ => return None,
     };
-    let producers = g.producers();
     let mut perm: Option<Vec<usize>> = None;
     for v in n.inputs.iter().take(data_inputs) {
         let v = (*v)?;
@@ -108,13 +108,12 @@ fn sinkable(g: &Graph, i: usize) -> Option<Vec<usize>> {
 }
 
 /// Runs node `i` on the transposes' inputs (constants permuted by the inverse) and transposes its result.
-fn sink(g: &mut Graph, i: usize, perm: &[usize]) {
+fn sink(g: &mut Graph, producers: &[Option<usize>], i: usize, perm: &[usize]) {
     let rank = perm.len();
     let mut inverse = vec![0; rank];
     for (k, &p) in perm.iter().enumerate() {
         inverse[p] = k;
     }
-    let producers = g.producers();
     let node = g.nodes[i].clone();
     let mut inputs = Vec::with_capacity(node.inputs.len());
     if matches!(node.op, Op::Pad { .. }) {
