@@ -1,9 +1,12 @@
 //! A builder for graphs written in Rust: add inputs, constants and ops; shapes are inferred as you go, so a
 //! mistake (shapes that do not fit) is reported at the line that makes it.
 //!
+//! Constants are folded as you go by the [`ConstEval`] you pass (the CPU runtime's `runtime::CpuEval`).
+//!
 //! ```
 //! use tpu_sdk_core::ir::{builder::GraphBuilder, DType, Tensor};
-//! let mut b = GraphBuilder::new("mlp");
+//! use tpu_sdk_core::runtime::CpuEval;
+//! let mut b = GraphBuilder::new("mlp", &CpuEval);
 //! let x = b.input("x", DType::F32, &[1, 4]);
 //! let w = b.constant("w", Tensor::from_f32(vec![4, 2], vec![0.5; 8]));
 //! let h = b.matmul(x, w).unwrap();
@@ -13,19 +16,25 @@
 //! assert_eq!(g.value(g.outputs[0]).shape, vec![1, 2]);
 //! ```
 
-use super::{infer, verify, BinaryOp, DType, Graph, Op, Tensor, UnaryOp, ValueId};
+use super::{infer, verify, BinaryOp, ConstEval, DType, Graph, Op, Tensor, UnaryOp, ValueId};
 use crate::Result;
 
 /// Builds a [`Graph`] node by node.
-#[derive(Debug, Default)]
-pub struct GraphBuilder {
+pub struct GraphBuilder<'e> {
     g: Graph,
+    eval: &'e dyn ConstEval,
 }
 
-impl GraphBuilder {
-    /// An empty graph called `name`.
-    pub fn new(name: impl Into<String>) -> GraphBuilder {
-        GraphBuilder { g: Graph::new(name) }
+impl std::fmt::Debug for GraphBuilder<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("GraphBuilder").field("g", &self.g).finish_non_exhaustive()
+    }
+}
+
+impl<'e> GraphBuilder<'e> {
+    /// An empty graph called `name`; `eval` folds nodes whose inputs are all constant.
+    pub fn new(name: impl Into<String>, eval: &'e dyn ConstEval) -> GraphBuilder<'e> {
+        GraphBuilder { g: Graph::new(name), eval }
     }
 
     /// Adds a graph input.
@@ -49,7 +58,7 @@ impl GraphBuilder {
             })
             .collect();
         self.g.add_node(base, op, inputs.to_vec(), outs.clone());
-        if let Err(e) = infer::infer_node(&mut self.g, idx) {
+        if let Err(e) = infer::infer_node(&mut self.g, idx, self.eval) {
             self.g.nodes.pop();
             self.g.values.truncate(self.g.values.len() - n_outputs);
             return Err(e);
@@ -116,9 +125,17 @@ impl GraphBuilder {
 mod tests {
     use super::*;
 
+    /// Nothing in the test graph is foldable (its constant feeds a node with a graph input).
+    struct NoFold;
+    impl ConstEval for NoFold {
+        fn eval(&self, _: &Op, _: &[Option<&Tensor>], _: &mut [Tensor]) -> std::result::Result<(), String> {
+            unreachable!("nothing to fold")
+        }
+    }
+
     #[test]
     fn reports_a_shape_error_at_the_offending_op_and_stays_usable() {
-        let mut b = GraphBuilder::new("t");
+        let mut b = GraphBuilder::new("t", &NoFold);
         let x = b.input("x", DType::F32, &[2, 3]);
         let w = b.constant("w", Tensor::zeros(DType::F32, vec![4, 5]));
         assert!(b.matmul(x, w).is_err());

@@ -2,7 +2,7 @@
 
 mod dtype;
 mod graph;
-mod op;
+pub mod ops;
 mod tensor;
 pub mod infer;
 pub mod verify;
@@ -11,5 +11,9 @@ pub mod builder;
 
 pub use dtype::DType;
 pub use graph::{Graph, Node, NodeId, QuantParams, Value, ValueId};
-pub use op::*;
+pub use ops::{
+    Activation, AutoPad, BinaryOp, ConvAttrs, ConvTransposeAttrs, CoordTransform, NearestMode, Op, PadMode, PoolAttrs, QuantRounding,
+    ReduceOp, ResizeAttrs, ResizeMode, UnaryOp,
+};
+pub use infer::ConstEval;
 pub use tensor::{Element, Tensor, TensorData};

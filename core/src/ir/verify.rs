@@ -6,39 +6,10 @@
 //! are defined; and the stored dtypes and shapes agree with what inference computes (so a pass that rewrites
 //! the graph and forgets to update a shape is caught).
 
-use super::{Graph, Op};
-use crate::runtime::kernels::{self, InferError, TypeInfo};
+use super::ops::quantize::{infer_quantized, is_quantized_node};
+use super::ops::{self, arity, InferError, TypeInfo};
+use super::Graph;
 use crate::{Error, Result};
-
-/// (minimum inputs, maximum inputs, minimum outputs, maximum outputs); `usize::MAX` means unbounded.
-fn arity(op: &Op) -> (usize, usize, usize, usize) {
-    use Op::*;
-    const N: usize = usize::MAX;
-    match op {
-        Conv(_) | ConvTranspose(_) | Gemm { .. } => (2, 3, 1, 1),
-        MatMul | Binary(..) | Expand | Tile | GatherElements { .. } | GatherNd { .. } | Gather { .. } => (2, 2, 1, 1),
-        ScatterElements { .. } | ScatterNd { .. } | Where | OneHot { .. } => (3, 3, 1, 1),
-        Unary(_) | Flatten { .. } | Transpose { .. } | Shape { .. } | Size | Cast { .. } | Identity | NonZero => (1, 1, 1, 1),
-        GlobalAveragePool | GlobalMaxPool | AveragePool(_) | LpPool(..) | Softmax { .. } | LogSoftmax { .. } => (1, 1, 1, 1),
-        Hardmax { .. } | Lrn { .. } | LpNorm { .. } | ArgReduce { .. } | DepthToSpace { .. } | SpaceToDepth { .. } => (1, 1, 1, 1),
-        EyeLike { .. } | ConstantOfShape { .. } => (1, 1, 1, 1),
-        MaxPool(_) => (1, 1, 1, 2),
-        ClipDynamic => (1, 3, 1, 1),
-        Variadic(_) | VariadicMean | Concat { .. } => (1, N, 1, 1),
-        BatchNorm { .. } => (5, 5, 1, 1),
-        InstanceNorm { .. } | GroupNorm { .. } => (3, 3, 1, 1),
-        LayerNorm { .. } => (2, 3, 1, 3),
-        Reduce { .. } | Squeeze { .. } | Unsqueeze { .. } | Trilu { .. } => (1, 2, 1, 1),
-        CumSum { .. } | Reshape { .. } | ReverseSequence { .. } => (2, 2, 1, 1),
-        TopK { .. } => (2, 2, 2, 2),
-        Split { .. } => (1, 2, 1, N),
-        Slice => (3, 5, 1, 1),
-        Pad { .. } => (2, 4, 1, 1),
-        Resize(_) => (1, 4, 1, 1),
-        Range => (3, 3, 1, 1),
-        DequantizeLinear { .. } | QuantizeLinear { .. } => (2, 3, 1, 1),
-    }
-}
 
 /// Verifies `g`; the error names the first offending node.
 pub fn verify(g: &Graph) -> Result<()> {
@@ -132,7 +103,7 @@ fn check_types(g: &Graph, idx: usize) -> Result<()> {
         .iter()
         .map(|i| i.map(|v| TypeInfo { dtype: g.values[v.0].dtype, shape: &g.values[v.0].shape, value: g.values[v.0].constant.as_ref() }))
         .collect();
-    let inferred = if kernels::int8::is_quantized_node(g, idx) { kernels::int8::infer(&n.op, &infos) } else { kernels::infer(&n.op, &infos) };
+    let inferred = if is_quantized_node(g, idx) { infer_quantized(&n.op, &infos) } else { ops::infer(&n.op, &infos) };
     match inferred {
         Ok(out) => {
             for (o, (d, s)) in n.outputs.iter().zip(out) {
@@ -158,7 +129,15 @@ fn check_types(g: &Graph, idx: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{infer::infer_graph, BinaryOp, DType};
+    use crate::ir::{infer::infer_graph, BinaryOp, ConstEval, DType, Op, Tensor};
+
+    /// The graphs here have no constants: nothing is folded.
+    struct NoFold;
+    impl ConstEval for NoFold {
+        fn eval(&self, _: &Op, _: &[Option<&Tensor>], _: &mut [Tensor]) -> std::result::Result<(), String> {
+            unreachable!("nothing to fold")
+        }
+    }
 
     fn small() -> Graph {
         let mut g = Graph::new("t");
@@ -166,7 +145,7 @@ mod tests {
         let y = g.add_value("y", DType::F32, vec![]);
         g.add_node("add", Op::Binary(BinaryOp::Add, None), vec![Some(x), Some(x)], vec![y]);
         g.outputs.push(y);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &NoFold).unwrap();
         g
     }
 

@@ -2,11 +2,12 @@
 //! shape inference) and removes it, leaving its outputs as constants.
 
 use crate::ir::{infer, Graph};
+use crate::runtime::CpuEval;
 use crate::Result;
 
 /// Folds and removes constant nodes; returns how many nodes were removed.
 pub fn run(g: &mut Graph) -> Result<usize> {
-    infer::infer_graph(g)?;
+    infer::infer_graph(g, &CpuEval)?;
     let before = g.nodes.len();
     let values = &g.values;
     g.nodes.retain(|n| n.outputs.iter().any(|o| values[o.0].constant.is_none()));

@@ -62,6 +62,7 @@ pub fn compact(g: &mut Graph) {
 mod tests {
     use super::*;
     use crate::ir::{infer::infer_graph, verify::verify, DType, Op, Tensor, UnaryOp};
+    use crate::runtime::CpuEval;
 
     #[test]
     fn removes_dead_nodes_and_unused_weights() {
@@ -73,7 +74,7 @@ mod tests {
         g.add_node("dead", Op::Unary(UnaryOp::Neg), vec![Some(x)], vec![dead]);
         g.add_node("live", Op::Unary(UnaryOp::Relu), vec![Some(x)], vec![y]);
         g.outputs.push(y);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &CpuEval).unwrap();
         assert_eq!(run(&mut g), 1);
         assert_eq!(g.values.len(), 2);
         assert_eq!(g.nodes[0].name, "live");

@@ -110,6 +110,7 @@ pub fn run(g: &mut Graph) -> usize {
 mod tests {
     use super::*;
     use crate::ir::{infer::infer_graph, AutoPad, ConvAttrs, DType};
+    use crate::runtime::CpuEval;
     use crate::runtime::Session;
 
     /// Conv→BN folded must compute what the unfolded graph computes (the kernels are checked against
@@ -131,7 +132,7 @@ mod tests {
         g.add_node("conv", Op::Conv(attrs), vec![Some(x), Some(w), Some(b)], vec![y]);
         g.add_node("bn", Op::BatchNorm { epsilon: 1e-5 }, vec![Some(y), Some(gamma), Some(beta), Some(mean), Some(var)], vec![z]);
         g.outputs.push(z);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &CpuEval).unwrap();
         let input = Tensor::from_f32(vec![1, 2, 4, 4], (0..32).map(|i| (i as f32 * 0.11).cos()).collect());
         let want = Session::new(g.clone()).unwrap().run(&[input.clone()]).unwrap();
         assert_eq!(run(&mut g), 1);

@@ -50,6 +50,7 @@ pub fn run(g: &mut Graph) -> usize {
 mod tests {
     use super::*;
     use crate::ir::{infer::infer_graph, verify::verify, DType};
+    use crate::runtime::CpuEval;
 
     #[test]
     fn fuses_relu6_into_add_and_keeps_the_output_name() {
@@ -60,7 +61,7 @@ mod tests {
         g.add_node("add", Op::Binary(BinaryOp::Add, None), vec![Some(x), Some(x)], vec![a]);
         g.add_node("clip", Op::Unary(UnaryOp::Clip { min: 0.0, max: 6.0 }), vec![Some(a)], vec![y]);
         g.outputs.push(y);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &CpuEval).unwrap();
         assert_eq!(run(&mut g), 1);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.nodes[0].op, Op::Binary(BinaryOp::Add, Some(Activation::Relu6)));

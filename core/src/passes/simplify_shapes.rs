@@ -70,6 +70,7 @@ pub fn run(g: &mut Graph) -> usize {
 mod tests {
     use super::*;
     use crate::ir::{infer::infer_graph, DType, Tensor, UnaryOp};
+    use crate::runtime::CpuEval;
 
     #[test]
     fn removes_noop_reshape_and_identity() {
@@ -83,7 +84,7 @@ mod tests {
         g.add_node("id", Op::Identity, vec![Some(a)], vec![b]);
         g.add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(b)], vec![y]);
         g.outputs.push(y);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &CpuEval).unwrap();
         assert_eq!(run(&mut g), 2);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.nodes[0].input(0), Some(x));
@@ -100,7 +101,7 @@ mod tests {
         g.add_node("unsq", Op::Unsqueeze { axes: None }, vec![Some(x), Some(axes)], vec![a]);
         g.add_node("reshape", Op::Reshape { allowzero: false }, vec![Some(a), Some(s)], vec![y]);
         g.outputs.push(y);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &CpuEval).unwrap();
         run(&mut g);
         assert_eq!(g.nodes[1].input(0), Some(a));
     }

@@ -1,9 +1,11 @@
 //! The reference CPU runtime: kernels for every op and a [`Session`] that runs a graph with memory planned
 //! once. It is the default target and the numerical oracle for every other target.
 
+mod fold;
 pub mod kernels;
 mod session;
 
+pub use fold::CpuEval;
 pub use session::Session;
 
 use crate::ir::{Graph, Tensor};

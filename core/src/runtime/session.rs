@@ -245,6 +245,7 @@ pub(crate) fn describe(name: &str, dtype: DType, shape: &[usize]) -> String {
 mod tests {
     use super::*;
     use crate::ir::{infer::infer_graph, BinaryOp, Op, UnaryOp};
+    use super::super::CpuEval;
 
     /// x -> neg -> a; a + x -> b; neg(b) -> c; c * x -> out. Four values computed, at most three live at once.
     fn chain() -> Graph {
@@ -259,7 +260,7 @@ mod tests {
         g.add_node("n2", Op::Unary(UnaryOp::Neg), vec![Some(b)], vec![c]);
         g.add_node("n3", Op::Binary(BinaryOp::Mul, None), vec![Some(c), Some(x)], vec![o]);
         g.outputs.push(o);
-        infer_graph(&mut g).unwrap();
+        infer_graph(&mut g, &CpuEval).unwrap();
         g
     }
 

@@ -216,7 +216,7 @@ fn per_replica_graph(graph: &Graph, n: usize) -> Result<Graph> {
         }
     }
     rebatch_reshapes(&mut g, graph, n);
-    tpu_sdk_core::ir::infer::infer_graph(&mut g)
+    tpu_sdk_core::ir::infer::infer_graph(&mut g, &tpu_sdk_core::runtime::CpuEval)
         .map_err(|e| Error::Invalid(format!("--replicas {n}: the model cannot be run at 1/{n} of its batch: {e}")))?;
     for (&small, &full) in g.outputs.iter().zip(&graph.outputs) {
         let (s, f) = (&g.value(small).shape, &graph.value(full).shape);

@@ -163,7 +163,7 @@ impl<'m> Cx<'m> {
         let unnamed = name.is_empty();
         let idx = self.g.add_node(name, op, inputs, outputs.clone()).0;
         if self.infer {
-            infer::infer_node(&mut self.g, idx).map_err(|e| match (e, &self.unnamed) {
+            infer::infer_node(&mut self.g, idx, &crate::runtime::CpuEval).map_err(|e| match (e, &self.unnamed) {
                 (Error::Node { op, msg, .. }, Some(label)) if unnamed => Error::Node { node: label.clone(), op, msg },
                 (e, _) => e,
             })?;

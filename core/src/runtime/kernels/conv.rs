@@ -1,4 +1,4 @@
-//! Conv and ConvTranspose over 1 to 3 spatial dims, and the window geometry shared with pooling.
+//! Conv and ConvTranspose over 1 to 3 spatial dims (shapes and window geometry: [`crate::ir::ops::conv`]).
 //!
 //! Conv picks one of three f32/f64 paths (f16/bf16 are computed in f32):
 //! * depthwise (one input channel per group, 1-D/2-D): a direct loop per output plane over a
@@ -13,228 +13,19 @@
 //! calls are sized to stay single-threaded.
 
 use super::matmul::{from_f32, to_f32, Batched, MatRef, Real};
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{Activation, AutoPad, ConvAttrs, DType, Op, Tensor};
+use super::{input, Scratch};
+use crate::ir::ops::conv::{check_dtypes, conv_plan, transpose_plan, ConvPlan, Geom};
+use crate::ir::{Activation, DType, Op, Tensor};
 
 mod depthwise;
 mod im2col;
 mod transpose;
 
-/// Window geometry of a convolution or pooling with the spatial dims canonicalised to three (D, H, W):
-/// 1-D and 2-D inputs get leading size-1 dims (kernel 1, stride 1, no padding).
-#[derive(Clone, Debug, PartialEq)]
-pub(super) struct Geom {
-    /// Number of spatial dims of the op (1 to 3).
-    pub rank: usize,
-    /// Input spatial sizes.
-    pub inp: [usize; 3],
-    /// Output spatial sizes.
-    pub out: [usize; 3],
-    /// Kernel sizes.
-    pub k: [usize; 3],
-    /// Strides.
-    pub s: [usize; 3],
-    /// Dilations.
-    pub d: [usize; 3],
-    /// Begin pads.
-    pub pb: [usize; 3],
-    /// End pads (as given or computed; with ceil_mode windows may reach past them).
-    pub pe: [usize; 3],
-}
-
-impl Geom {
-    /// Output spatial dims in the op's own rank.
-    pub fn out_dims(&self) -> &[usize] {
-        &self.out[3 - self.rank..]
-    }
-    /// Elements of one input plane.
-    pub fn in_size(&self) -> usize {
-        self.inp.iter().product()
-    }
-    /// Elements of one output plane.
-    pub fn out_size(&self) -> usize {
-        self.out.iter().product()
-    }
-    /// Kernel elements.
-    pub fn k_size(&self) -> usize {
-        self.k.iter().product()
-    }
-}
-
-/// The window attributes common to Conv and the pools.
-pub(super) struct Window<'a> {
-    /// Kernel spatial shape.
-    pub kernel: &'a [usize],
-    /// Strides (empty: ones).
-    pub strides: &'a [usize],
-    /// Dilations (empty: ones).
-    pub dilations: &'a [usize],
-    /// Begin then end pads (empty: zeros).
-    pub pads: &'a [usize],
-    /// Padding mode.
-    pub auto_pad: AutoPad,
-    /// Pooling's ceil_mode.
-    pub ceil_mode: bool,
-}
-
-/// Canonical 3-D copy of per-dim values (`fill` for the leading dims and when `v` is empty).
-fn canon(v: &[usize], rank: usize, fill: usize, what: &str, op: &str) -> Result<[usize; 3], String> {
-    let mut out = [fill; 3];
-    if v.is_empty() {
-        return Ok(out);
-    }
-    if v.len() != rank {
-        return Err(format!("{op} has {} {what} for {rank} spatial dims", v.len()));
-    }
-    out[3 - rank..].copy_from_slice(v);
-    Ok(out)
-}
-
-/// Output geometry of a window op over the spatial input dims `spatial` (ONNX rules for auto_pad, pads,
-/// dilations and ceil_mode, where the last window must start inside the input or its begin padding).
-pub(super) fn window_geom(spatial: &[usize], w: &Window, op: &str) -> Result<Geom, String> {
-    let rank = spatial.len();
-    if !(1..=3).contains(&rank) {
-        return Err(format!("{op} supports 1 to 3 spatial dims, got {rank}"));
-    }
-    let inp = canon(spatial, rank, 1, "input dims", op)?;
-    if w.kernel.len() != rank {
-        return Err(format!("{op} kernel_shape {:?} does not match {rank} spatial dims", w.kernel));
-    }
-    let k = canon(w.kernel, rank, 1, "kernel dims", op)?;
-    let s = canon(w.strides, rank, 1, "strides", op)?;
-    let d = canon(w.dilations, rank, 1, "dilations", op)?;
-    if k.iter().chain(&s).chain(&d).any(|&v| v == 0) {
-        return Err(format!("{op} kernel, strides and dilations must be positive"));
-    }
-    let (mut pb, mut pe) = ([0; 3], [0; 3]);
-    if !w.pads.is_empty() && w.auto_pad == AutoPad::NotSet {
-        if w.pads.len() != 2 * rank {
-            return Err(format!("{op} has {} pads for {rank} spatial dims", w.pads.len()));
-        }
-        pb[3 - rank..].copy_from_slice(&w.pads[..rank]);
-        pe[3 - rank..].copy_from_slice(&w.pads[rank..]);
-    }
-    let mut out = [1; 3];
-    for i in 3 - rank..3 {
-        let span = (k[i] - 1).saturating_mul(d[i]).saturating_add(1);
-        if span == usize::MAX || pb[i].max(pe[i]) >= usize::MAX / 4 {
-            return Err(format!("{op} window or padding is absurdly large in spatial dim {}", i + rank - 3));
-        }
-        match w.auto_pad {
-            AutoPad::SameUpper | AutoPad::SameLower => {
-                out[i] = inp[i].div_ceil(s[i]);
-                let total = ((out[i].max(1) - 1) * s[i] + span).saturating_sub(inp[i]);
-                let small = total / 2;
-                (pb[i], pe[i]) = if w.auto_pad == AutoPad::SameUpper { (small, total - small) } else { (total - small, small) };
-            }
-            AutoPad::NotSet | AutoPad::Valid => {
-                let padded = inp[i].saturating_add(pb[i]).saturating_add(pe[i]);
-                if padded < span {
-                    return Err(format!(
-                        "{op} window of {span} (kernel {}, dilation {}) is larger than the padded input {padded} in spatial dim {}",
-                        k[i],
-                        d[i],
-                        i + rank - 3
-                    ));
-                }
-                out[i] = if w.ceil_mode {
-                    let mut o = (padded - span).div_ceil(s[i]) + 1;
-                    if (o - 1) * s[i] >= inp[i] + pb[i] {
-                        o -= 1;
-                    }
-                    o
-                } else {
-                    (padded - span) / s[i] + 1
-                };
-            }
-        }
-    }
-    Ok(Geom { rank, inp, out, k, s, d, pb, pe })
-}
-
-/// Everything a Conv needs besides the data.
-#[derive(Debug)]
-struct ConvPlan {
-    n: usize,
-    c: usize,
-    m: usize,
-    group: usize,
-    geom: Geom,
-    has_bias: bool,
-}
-
-impl ConvPlan {
-    fn out_shape(&self) -> Vec<usize> {
-        let mut s = vec![self.n, self.m];
-        s.extend_from_slice(self.geom.out_dims());
-        s
-    }
-    fn cg(&self) -> usize {
-        self.c / self.group
-    }
-    fn mg(&self) -> usize {
-        self.m / self.group
-    }
-}
-
-fn conv_plan(x: &[usize], w: &[usize], b: Option<&[usize]>, a: &ConvAttrs) -> Result<ConvPlan, String> {
-    if x.len() < 3 {
-        return Err(format!("Conv input must have rank >= 3 (N, C, spatial...), got shape {x:?}"));
-    }
-    if w.len() != x.len() {
-        return Err(format!("Conv weight of shape {w:?} does not match input of shape {x:?}"));
-    }
-    let group = a.group.max(1);
-    let (n, c, m) = (x[0], x[1], w[0]);
-    if c % group != 0 || m % group != 0 {
-        return Err(format!("Conv group {group} does not divide input channels {c} and output channels {m}"));
-    }
-    if w[1] * group != c {
-        return Err(format!("Conv weight {w:?} expects {} input channels, input has {c} (group {group})", w[1] * group));
-    }
-    if !a.kernel_shape.is_empty() && a.kernel_shape[..] != w[2..] {
-        return Err(format!("Conv kernel_shape {:?} does not match weight shape {w:?}", a.kernel_shape));
-    }
-    if let Some(b) = b {
-        if b != [m] {
-            return Err(format!("Conv bias of shape {b:?} does not match {m} output channels"));
-        }
-    }
-    let win = Window { kernel: &w[2..], strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
-    let geom = window_geom(&x[2..], &win, "Conv")?;
-    Ok(ConvPlan { n, c, m, group, geom, has_bias: b.is_some() })
-}
-
-/// Shape inference for Conv and ConvTranspose.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let (x, w) = (info(inputs, 0)?, info(inputs, 1)?);
-    let b = inputs.get(2).copied().flatten();
-    check_dtypes(op, x.dtype, w.dtype, b.map(|b| b.dtype))?;
-    let shape = match op {
-        Op::Conv(a) => conv_plan(x.shape, w.shape, b.map(|b| b.shape), a)?.out_shape(),
-        Op::ConvTranspose(a) => transpose::plan(x.shape, w.shape, b.map(|b| b.shape), a)?.out_shape(),
-        _ => return Err(InferError::Invalid(format!("{} is not a convolution", op.name()))),
-    };
-    Ok(vec![(x.dtype, shape)])
-}
-
-fn check_dtypes(op: &Op, x: DType, w: DType, b: Option<DType>) -> Result<(), String> {
-    let name = op.name();
-    if !x.is_float() {
-        return Err(format!("{name} does not support {x}"));
-    }
-    if w != x || b.is_some_and(|b| b != x) {
-        return Err(format!("{name} inputs have different types ({x}, {w}{})", b.map(|b| format!(", {b}")).unwrap_or_default()));
-    }
-    Ok(())
-}
-
 /// Runs Conv or ConvTranspose.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let (x, w) = (input(inputs, 0)?, input(inputs, 1)?);
     let b = inputs.get(2).copied().flatten();
-    check_dtypes(op, x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
+    check_dtypes(&op.name(), x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
     let out = outputs.first_mut().ok_or("missing output")?;
     match op {
         Op::Conv(a) => {
@@ -259,7 +50,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
             }
         }
         Op::ConvTranspose(a) => {
-            let p = transpose::plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
+            let p = transpose_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
             let shape = p.out_shape();
             match x.dtype() {
                 DType::F32 => {
@@ -330,25 +121,9 @@ fn conv_real<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Opti
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{ConvAttrs, ConvTransposeAttrs};
+    use crate::ir::ops::{infer, TypeInfo};
+    use crate::ir::{AutoPad, ConvAttrs, ConvTransposeAttrs};
     use half::f16;
-
-    #[test]
-    fn absurd_pads_and_dilations_are_errors_not_overflows() {
-        let huge = usize::MAX / 2;
-        let w = |pads: &'static [usize], dilations: &'static [usize]| Window {
-            kernel: &[3, 3],
-            strides: &[],
-            dilations,
-            pads,
-            auto_pad: AutoPad::NotSet,
-            ceil_mode: false,
-        };
-        let pads: &'static [usize] = Box::leak(vec![huge, 0, huge, 0].into_boxed_slice());
-        assert!(window_geom(&[8, 8], &w(pads, &[]), "Conv").is_err());
-        let dil: &'static [usize] = Box::leak(vec![huge, 1].into_boxed_slice());
-        assert!(window_geom(&[8, 8], &w(&[], dil), "Conv").is_err());
-    }
 
     pub(crate) fn rnd(n: usize, seed: u64) -> Vec<f32> {
         let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15).wrapping_add(12345);
@@ -691,6 +466,7 @@ mod tests {
 #[cfg(test)]
 mod bench {
     use super::*;
+    use crate::ir::{AutoPad, ConvAttrs};
     use std::time::Instant;
 
     fn time_op(op: &Op, ins: &[Option<&Tensor>], out: &mut [Tensor], scratch: &mut Scratch) -> f64 {

@@ -12,8 +12,9 @@ use std::ops::{Add, Div, Mul, Neg, Range, Rem, Sub};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-use super::util::{broadcast_shape, broadcast_shapes, broadcast_strides};
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use super::util::{broadcast_shapes, broadcast_strides};
+use super::{input, Scratch};
+use crate::ir::ops::elementwise::{binary_dtype, binary_shape, check_activation, clip_bound_check, unary_dtype, variadic_dtype, where_check};
 use crate::ir::{Activation, BinaryOp, DType, Element, Op, Tensor, UnaryOp};
 
 /// Outputs with at least this many elements are computed in parallel.
@@ -985,182 +986,6 @@ pub(super) fn data<'a, T: Element>(t: &'a Tensor, what: &str) -> Result<&'a [T],
 }
 
 // ------------------------------------------------------------------------------------------------------
-// Type and shape rules (shared by infer and eval)
-// ------------------------------------------------------------------------------------------------------
-
-/// Output dtype of a binary op, or why the input dtypes are not accepted.
-fn binary_dtype(op: BinaryOp, a: DType, b: DType) -> Result<DType, String> {
-    use BinaryOp::*;
-    let same = || {
-        if a == b {
-            Ok(())
-        } else {
-            Err(format!("{op:?} needs two inputs of one type, got {a} and {b}"))
-        }
-    };
-    let numeric = |t: DType| {
-        if t == DType::Bool {
-            Err(format!("{op:?} is not defined for bool"))
-        } else {
-            Ok(())
-        }
-    };
-    match op {
-        Pow => {
-            numeric(a)?;
-            numeric(b)?;
-            Ok(a)
-        }
-        Equal => {
-            same()?;
-            Ok(DType::Bool)
-        }
-        Less | LessOrEqual | Greater | GreaterOrEqual => {
-            same()?;
-            numeric(a)?;
-            Ok(DType::Bool)
-        }
-        And | Or | Xor => {
-            same()?;
-            if a != DType::Bool {
-                return Err(format!("{op:?} needs bool inputs, got {a}"));
-            }
-            Ok(DType::Bool)
-        }
-        BitAnd | BitOr | BitXor => {
-            same()?;
-            if !a.is_int() {
-                return Err(format!("{op:?} needs integer inputs, got {a}"));
-            }
-            Ok(a)
-        }
-        Add | Sub | Mul | Div | Max | Min | Mod | Fmod | PRelu => {
-            same()?;
-            numeric(a)?;
-            Ok(a)
-        }
-    }
-}
-
-/// Output shape of a binary op: the numpy broadcast, except PRelu whose slope broadcasts into x.
-fn binary_shape(op: BinaryOp, a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
-    let s = broadcast_shape(a, b)?;
-    if op == BinaryOp::PRelu && s != a {
-        return Err(format!("PRelu slope of shape {b:?} does not broadcast to the input shape {a:?}"));
-    }
-    Ok(s)
-}
-
-/// Checks that a fused activation fits the op's output.
-fn check_activation(op: BinaryOp, act: Option<Activation>, out: DType) -> Result<(), String> {
-    if act.is_some() && !(out.is_float() || out.is_int()) {
-        return Err(format!("a fused activation is not supported on {op:?}, whose output is {out}"));
-    }
-    Ok(())
-}
-
-/// Output dtype of a unary op, or why the input dtype is not accepted.
-fn unary_dtype(u: UnaryOp, a: DType) -> Result<DType, String> {
-    use UnaryOp::*;
-    let ok = match a {
-        DType::Bool => matches!(u, Not),
-        t if t.is_int() => matches!(u, Neg | Abs | Sign | Relu | BitNot | Clip { .. }),
-        _ => !matches!(u, Not | BitNot),
-    };
-    if !ok {
-        return Err(format!("{} is not defined for {a}", Op::Unary(u).name()));
-    }
-    Ok(if matches!(u, IsNaN | IsInf { .. }) { DType::Bool } else { a })
-}
-
-/// Whether a variadic op (None: Mean) accepts inputs of `dt`.
-fn variadic_dtype(op: Option<BinaryOp>, dt: DType) -> Result<(), String> {
-    use BinaryOp::*;
-    let ok = match op {
-        None => dt.is_float(),
-        Some(Add | Sub | Mul | Max | Min) => dt.is_float() || dt.is_int(),
-        Some(And | Or | Xor) => dt == DType::Bool,
-        Some(BitAnd | BitOr | BitXor) => dt.is_int(),
-        Some(_) => false,
-    };
-    if ok {
-        Ok(())
-    } else {
-        let name = op.map(|b| format!("{b:?}")).unwrap_or_else(|| "Mean".into());
-        Err(format!("variadic {name} is not defined for {dt}"))
-    }
-}
-
-/// Shape inference for the elementwise family.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    match op {
-        Op::Binary(b, act) => {
-            let (x, y) = (info(inputs, 0)?, info(inputs, 1)?);
-            let dt = binary_dtype(*b, x.dtype, y.dtype)?;
-            check_activation(*b, *act, dt)?;
-            Ok(vec![(dt, binary_shape(*b, x.shape, y.shape)?)])
-        }
-        Op::Unary(u) => {
-            let x = info(inputs, 0)?;
-            Ok(vec![(unary_dtype(*u, x.dtype)?, x.shape.to_vec())])
-        }
-        Op::ClipDynamic => {
-            let x = info(inputs, 0)?;
-            if !(x.dtype.is_float() || x.dtype.is_int()) {
-                return Err(format!("Clip is not defined for {}", x.dtype).into());
-            }
-            for i in 1..3 {
-                if let Some(b) = inputs.get(i).copied().flatten() {
-                    clip_bound_check(i, b.dtype, b.shape, x.dtype)?;
-                }
-            }
-            Ok(vec![(x.dtype, x.shape.to_vec())])
-        }
-        Op::Variadic(_) | Op::VariadicMean => {
-            let bop = if let Op::Variadic(b) = op { Some(*b) } else { None };
-            let x = info(inputs, 0)?;
-            variadic_dtype(bop, x.dtype)?;
-            for i in 1..inputs.len() {
-                let t = info(inputs, i)?;
-                if t.dtype != x.dtype {
-                    return Err(format!("input {i} is {}, input 0 is {}", t.dtype, x.dtype).into());
-                }
-            }
-            let shape = broadcast_shapes(inputs.iter().flatten().map(|t| t.shape))?;
-            Ok(vec![(x.dtype, shape)])
-        }
-        Op::Where => {
-            let (c, x, y) = (info(inputs, 0)?, info(inputs, 1)?, info(inputs, 2)?);
-            where_check(c.dtype, x.dtype, y.dtype)?;
-            Ok(vec![(x.dtype, broadcast_shapes([c.shape, x.shape, y.shape])?)])
-        }
-        Op::Cast { to } => Ok(vec![(*to, info(inputs, 0)?.shape.to_vec())]),
-        other => Err(InferError::Invalid(format!("{} is not an elementwise op", other.name()))),
-    }
-}
-
-fn clip_bound_check(i: usize, dt: DType, shape: &[usize], x: DType) -> Result<(), String> {
-    let what = if i == 1 { "min" } else { "max" };
-    if dt != x {
-        return Err(format!("Clip {what} is {dt} but the input is {x}"));
-    }
-    if shape.iter().product::<usize>() != 1 {
-        return Err(format!("Clip {what} must be a scalar, got shape {shape:?}"));
-    }
-    Ok(())
-}
-
-fn where_check(c: DType, x: DType, y: DType) -> Result<(), String> {
-    if c != DType::Bool {
-        return Err(format!("Where condition is {c}, expected bool"));
-    }
-    if x != y {
-        return Err(format!("Where branches have different types {x} and {y}"));
-    }
-    Ok(())
-}
-
-// ------------------------------------------------------------------------------------------------------
 // Eval
 // ------------------------------------------------------------------------------------------------------
 
@@ -1813,6 +1638,7 @@ fn cast(x: &Tensor, to: DType, out: &mut Tensor) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, TypeInfo};
 
     fn run(op: Op, ins: &[&Tensor]) -> Result<Tensor, String> {
         let inputs: Vec<Option<&Tensor>> = ins.iter().map(|t| Some(*t)).collect();

@@ -6,8 +6,9 @@
 
 use super::shape::for_rows;
 use super::util::strides;
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{BinaryOp, DType, Element, Op, Tensor, TensorData};
+use super::{input, Scratch};
+use crate::ir::ops::gather::{elements_check, gather_nd_shape, gather_shape, reduction_ok, scatter_nd_check};
+use crate::ir::{BinaryOp, Element, Op, Tensor, TensorData};
 use crate::with_data;
 use half::{bf16, f16};
 
@@ -47,110 +48,6 @@ fn wrap(i: i64, n: usize, axis: usize) -> Result<usize, String> {
         return Err(format!("indices value {i} is out of range for axis {axis} of size {n}"));
     }
     Ok(j as usize)
-}
-
-fn check_index_dtype(d: DType) -> Result<(), String> {
-    match d {
-        DType::I32 | DType::I64 => Ok(()),
-        _ => Err(format!("indices must be int32 or int64, not {d}")),
-    }
-}
-
-// ---------------------------------------------------------------------------------------------------------
-// Shape rules
-// ---------------------------------------------------------------------------------------------------------
-
-fn gather_shape(data: &[usize], idx: &[usize], axis: usize) -> Result<Vec<usize>, String> {
-    if axis >= data.len() {
-        return Err(format!("axis {axis} is out of range for rank {}", data.len()));
-    }
-    Ok(data[..axis].iter().chain(idx).chain(&data[axis + 1..]).copied().collect())
-}
-
-/// Checks an indices shape against the data shape for the *Elements ops.
-fn elements_check(data: &[usize], idx: &[usize], axis: usize) -> Result<(), String> {
-    if axis >= data.len() {
-        return Err(format!("axis {axis} is out of range for rank {}", data.len()));
-    }
-    if idx.len() != data.len() || idx.iter().zip(data).enumerate().any(|(d, (&i, &n))| d != axis && i > n) {
-        return Err(format!("indices shape {idx:?} does not fit data shape {data:?} on axis {axis}"));
-    }
-    Ok(())
-}
-
-fn gather_nd_shape(data: &[usize], idx: &[usize], b: usize) -> Result<Vec<usize>, String> {
-    let (r, q) = (data.len(), idx.len());
-    if q == 0 || r == 0 {
-        return Err("data and indices must have rank >= 1".into());
-    }
-    if b >= q.min(r) {
-        return Err(format!("batch_dims {b} must be less than the ranks of data ({r}) and indices ({q})"));
-    }
-    if data[..b] != idx[..b] {
-        return Err(format!("batch dims of data {data:?} and indices {idx:?} differ"));
-    }
-    let m = idx[q - 1];
-    if m < 1 || b + m > r {
-        return Err(format!("the last indices dim {m} must be in 1..={}", r - b));
-    }
-    Ok(idx[..q - 1].iter().chain(&data[b + m..]).copied().collect())
-}
-
-fn scatter_nd_check(data: &[usize], idx: &[usize], upd: &[usize]) -> Result<(), String> {
-    let q = idx.len();
-    let m = *idx.last().ok_or("indices must have rank >= 1")?;
-    if m > data.len() {
-        return Err(format!("the last indices dim {m} exceeds the data rank {}", data.len()));
-    }
-    let want: Vec<usize> = idx[..q - 1].iter().chain(&data[m..]).copied().collect();
-    if upd != want.as_slice() {
-        return Err(format!("updates shape {upd:?} should be {want:?}"));
-    }
-    Ok(())
-}
-
-fn reduction_ok(r: Option<BinaryOp>) -> Result<(), String> {
-    match r {
-        None | Some(BinaryOp::Add | BinaryOp::Mul | BinaryOp::Max | BinaryOp::Min) => Ok(()),
-        Some(o) => Err(format!("reduction {o:?} is not one of none/add/mul/max/min")),
-    }
-}
-
-/// Shape inference for the gather and scatter ops.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let data = info(inputs, 0)?;
-    let idx = info(inputs, 1)?;
-    check_index_dtype(idx.dtype)?;
-    let shape = match op {
-        Op::Gather { axis } => gather_shape(data.shape, idx.shape, *axis)?,
-        Op::GatherElements { axis } => {
-            elements_check(data.shape, idx.shape, *axis)?;
-            idx.shape.to_vec()
-        }
-        Op::GatherNd { batch_dims } => gather_nd_shape(data.shape, idx.shape, *batch_dims)?,
-        Op::ScatterElements { reduction, .. } | Op::ScatterNd { reduction } => {
-            reduction_ok(*reduction)?;
-            let upd = info(inputs, 2)?;
-            if upd.dtype != data.dtype {
-                return Err(InferError::Invalid(format!("updates are {}, data is {}", upd.dtype, data.dtype)));
-            }
-            match op {
-                Op::ScatterElements { axis, .. } => {
-                    elements_check(data.shape, idx.shape, *axis)?;
-                    if upd.shape != idx.shape {
-                        return Err(InferError::Invalid(format!(
-                            "updates shape {:?} differs from indices shape {:?}",
-                            upd.shape, idx.shape
-                        )));
-                    }
-                }
-                _ => scatter_nd_check(data.shape, idx.shape, upd.shape)?,
-            }
-            data.shape.to_vec()
-        }
-        _ => return Err(InferError::Invalid(format!("op {} is not supported by the CPU runtime", op.name()))),
-    };
-    Ok(vec![(data.dtype, shape)])
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -455,6 +352,7 @@ fn scatter_nd<T: Element, I: Index>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, TypeInfo};
 
     fn run(op: Op, inputs: &[&Tensor]) -> Result<Tensor, String> {
         let ins: Vec<Option<&Tensor>> = inputs.iter().map(|t| Some(*t)).collect();

@@ -20,8 +20,9 @@ use std::ops::{Add, Mul};
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-use super::util::{broadcast_shape, broadcast_strides, strides};
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use super::util::strides;
+use super::{input, Scratch};
+use crate::ir::ops::matmul::{gemm_dims, matmul_dims, MatMulDims};
 use crate::ir::{Activation, DType, Element, Op, Tensor};
 
 /// Largest `m·k + k·n` (in elements) of one matrixmultiply call when matrixmultiply may thread. It decides
@@ -546,29 +547,6 @@ fn gemv<T: Real>(k: usize, alpha: T, x: &[T], xo: usize, xs: usize, mat: MatRef<
 // ---------------------------------------------------------------------------------------------------
 // Op rules
 
-/// Shape inference for Gemm and MatMul.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    match op {
-        Op::Gemm { trans_a, trans_b, .. } => {
-            let (a, b) = (info(inputs, 0)?, info(inputs, 1)?);
-            let c = inputs.get(2).copied().flatten();
-            let (m, n, _) = gemm_dims(a.shape, b.shape, *trans_a, *trans_b, a.dtype, b.dtype, c.map(|c| (c.dtype, c.shape)))?;
-            check_gemm_dtype(a.dtype)?;
-            Ok(vec![(a.dtype, vec![m, n])])
-        }
-        Op::MatMul => {
-            let (a, b) = (info(inputs, 0)?, info(inputs, 1)?);
-            if a.dtype != b.dtype {
-                return Err(InferError::Invalid(format!("MatMul inputs have different types {} and {}", a.dtype, b.dtype)));
-            }
-            check_matmul_dtype(a.dtype)?;
-            let d = matmul_dims(a.shape, b.shape)?;
-            Ok(vec![(a.dtype, d.out)])
-        }
-        _ => Err(InferError::Invalid(format!("{} is not a matmul op", op.name()))),
-    }
-}
-
 /// Runs Gemm or MatMul.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
     let out = outputs.first_mut().ok_or("missing output")?;
@@ -620,55 +598,6 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
     }
 }
 
-fn check_gemm_dtype(d: DType) -> Result<(), InferError> {
-    if d.is_float() {
-        Ok(())
-    } else {
-        Err(InferError::Invalid(format!("Gemm does not support {d}")))
-    }
-}
-
-fn check_matmul_dtype(d: DType) -> Result<(), InferError> {
-    if d == DType::Bool {
-        Err(InferError::Invalid("MatMul does not support bool".into()))
-    } else {
-        Ok(())
-    }
-}
-
-/// (M, N, K) of a Gemm, checking ranks, inner sizes, dtypes and C's broadcast.
-fn gemm_dims(
-    a: &[usize],
-    b: &[usize],
-    trans_a: bool,
-    trans_b: bool,
-    ta: DType,
-    tb: DType,
-    c: Option<(DType, &[usize])>,
-) -> Result<(usize, usize, usize), String> {
-    if a.len() != 2 || b.len() != 2 {
-        return Err(format!("Gemm needs 2-D A and B, got shapes {a:?} and {b:?}"));
-    }
-    if ta != tb {
-        return Err(format!("Gemm inputs have different types {ta} and {tb}"));
-    }
-    let (m, ka) = if trans_a { (a[1], a[0]) } else { (a[0], a[1]) };
-    let (kb, n) = if trans_b { (b[1], b[0]) } else { (b[0], b[1]) };
-    if ka != kb {
-        return Err(format!("Gemm inner sizes differ: A{a:?} (trans_a={trans_a}) and B{b:?} (trans_b={trans_b})"));
-    }
-    if let Some((tc, cs)) = c {
-        if tc != ta {
-            return Err(format!("Gemm C has type {tc}, A has {ta}"));
-        }
-        let ok = cs.len() <= 2 && cs.iter().rev().zip([n, m]).all(|(&d, want)| d == 1 || d == want);
-        if !ok {
-            return Err(format!("Gemm C of shape {cs:?} does not broadcast to [{m}, {n}]"));
-        }
-    }
-    Ok((m, n, ka))
-}
-
 struct GemmArgs {
     m: usize,
     n: usize,
@@ -713,58 +642,6 @@ fn gemm_typed<T: Real>(g: &GemmArgs, a: &[T], b: &[T], c: Option<(&[T], &[usize]
         }
         bias_act(row, None, act);
     })
-}
-
-/// Shapes of a numpy matmul.
-struct MatMulDims {
-    batch: Vec<usize>,
-    a_bstrides: Vec<usize>,
-    b_bstrides: Vec<usize>,
-    m: usize,
-    k: usize,
-    n: usize,
-    out: Vec<usize>,
-}
-
-fn matmul_dims(a: &[usize], b: &[usize]) -> Result<MatMulDims, String> {
-    if a.is_empty() || b.is_empty() {
-        return Err(format!("MatMul needs inputs of rank >= 1, got shapes {a:?} and {b:?}"));
-    }
-    let (m, ka, abatch) = if a.len() == 1 { (1, a[0], &a[..0]) } else { (a[a.len() - 2], a[a.len() - 1], &a[..a.len() - 2]) };
-    let (kb, n, bbatch) = if b.len() == 1 { (b[0], 1, &b[..0]) } else { (b[b.len() - 2], b[b.len() - 1], &b[..b.len() - 2]) };
-    if ka != kb {
-        return Err(format!("MatMul inner sizes differ: shapes {a:?} and {b:?}"));
-    }
-    let batch = broadcast_shape(abatch, bbatch).map_err(|_| format!("MatMul batch dims of {a:?} and {b:?} do not broadcast"))?;
-    // Strides of each batch index into A and B, in matrices (0 on broadcast dims).
-    let mat_strides = |bs: &[usize], mat: usize| -> Vec<usize> {
-        let st = broadcast_strides(bs, &batch);
-        st.iter().map(|s| s * mat).collect()
-    };
-    let a_bstrides = mat_strides(abatch, m * ka);
-    let b_bstrides = mat_strides(bbatch, ka * n);
-    let mut out = batch.clone();
-    if a.len() > 1 {
-        out.push(m);
-    }
-    if b.len() > 1 {
-        out.push(n);
-    }
-    Ok(MatMulDims { batch, a_bstrides, b_bstrides, m, k: ka, n, out })
-}
-
-impl MatMulDims {
-    /// Element offsets of batch `bi` into A and B.
-    fn offsets(&self, bi: usize) -> (usize, usize) {
-        let (mut ao, mut bo, mut r) = (0, 0, bi);
-        for d in (0..self.batch.len()).rev() {
-            let i = r % self.batch[d];
-            r /= self.batch[d];
-            ao += i * self.a_bstrides[d];
-            bo += i * self.b_bstrides[d];
-        }
-        (ao, bo)
-    }
 }
 
 fn matmul_real<T: Real>(d: &MatMulDims, a: &[T], b: &[T], y: &mut [T]) -> Result<(), String> {
@@ -860,6 +737,7 @@ pub(super) fn from_f32(y: &[f32], dtype: DType, shape: &[usize], out: &mut Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, TypeInfo};
 
     /// Deterministic pseudo-random values in [-1, 1).
     pub(crate) fn rnd(n: usize, seed: u64) -> Vec<f32> {

@@ -1,10 +1,7 @@
-//! CPU kernels and the shape rules of every op, one file per op family.
+//! CPU kernels of every op, one file per op family (the shape rules are the IR's: [`crate::ir::ops`]).
 //!
-//! Each family module exposes two functions over the ops it owns:
+//! Each family module exposes the kernels of the ops it owns:
 //!
-//! * `infer(op, inputs) -> Result<Inferred, InferError>`: output dtypes and shapes from the input dtypes and
-//!   shapes, reading input *values* when they are known (constants) and returning
-//!   [`InferError::Dynamic`] when an output shape depends on a value that is not known before run time.
 //! * `eval(op, inputs, outputs, scratch) -> Result<(), String>`: computes the outputs. `outputs` has one
 //!   tensor per node output, holding whatever that slot held last time (stale data, maybe another dtype);
 //!   the kernel calls [`Tensor::reset`] on each output with the output shape, which reuses the storage, so a
@@ -12,7 +9,7 @@
 //!
 //! Absent optional inputs are `None`. Kernels never panic on bad input: they return an error message.
 
-use crate::ir::{DType, Op, Tensor};
+use crate::ir::{Op, Tensor};
 
 pub mod util;
 
@@ -28,35 +25,6 @@ mod reduce;
 mod resize;
 mod shape;
 mod softmax;
-
-/// What shape inference knows about one input.
-#[derive(Clone, Copy, Debug)]
-pub struct TypeInfo<'a> {
-    /// Element type.
-    pub dtype: DType,
-    /// Static shape.
-    pub shape: &'a [usize],
-    /// The value, when it is a constant.
-    pub value: Option<&'a Tensor>,
-}
-
-/// Why shape inference produced no static shape.
-#[derive(Clone, Debug, PartialEq)]
-pub enum InferError {
-    /// The output shape depends on a value only known at run time.
-    Dynamic,
-    /// The node is ill-formed; the message says why.
-    Invalid(String),
-}
-
-impl From<String> for InferError {
-    fn from(s: String) -> Self {
-        InferError::Invalid(s)
-    }
-}
-
-/// Output (dtype, shape) pairs, one per node output.
-pub type Inferred = Vec<(DType, Vec<usize>)>;
 
 /// Reusable scratch memory for kernels (im2col buffers and the like), kept by the session between runs.
 #[derive(Debug, Default)]
@@ -74,35 +42,6 @@ pub struct Scratch {
 /// Fetches input `i` or fails with a message.
 pub fn input<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, String> {
     inputs.get(i).copied().flatten().ok_or_else(|| format!("missing required input {i}"))
-}
-
-/// Fetches input `i` of shape inference or fails with a message.
-pub fn info<'a>(inputs: &[Option<TypeInfo<'a>>], i: usize) -> Result<TypeInfo<'a>, InferError> {
-    inputs.get(i).copied().flatten().ok_or_else(|| InferError::Invalid(format!("missing required input {i}")))
-}
-
-/// Shape inference for any op.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    use Op::*;
-    match op {
-        Conv(_) | ConvTranspose(_) => conv::infer(op, inputs),
-        Gemm { .. } | MatMul => matmul::infer(op, inputs),
-        MaxPool(_) | AveragePool(_) | LpPool(..) | GlobalAveragePool | GlobalMaxPool => pool::infer(op, inputs),
-        Binary(..) | Unary(_) | ClipDynamic | Variadic(_) | VariadicMean | Where | Cast { .. } => {
-            elementwise::infer(op, inputs)
-        }
-        Reduce { .. } | ArgReduce { .. } | CumSum { .. } | TopK { .. } => reduce::infer(op, inputs),
-        Softmax { .. } | LogSoftmax { .. } | Hardmax { .. } => softmax::infer(op, inputs),
-        BatchNorm { .. } | InstanceNorm { .. } | LayerNorm { .. } | GroupNorm { .. } | Lrn { .. } | LpNorm { .. } => {
-            normalize::infer(op, inputs)
-        }
-        DequantizeLinear { .. } | QuantizeLinear { .. } => quantize::infer(op, inputs),
-        Gather { .. } | GatherElements { .. } | GatherNd { .. } | ScatterElements { .. } | ScatterNd { .. } => {
-            gather::infer(op, inputs)
-        }
-        Resize(_) => resize::infer(op, inputs),
-        _ => shape::infer(op, inputs),
-    }
 }
 
 /// Runs any op.

@@ -9,84 +9,11 @@ use std::borrow::Cow;
 use rayon::prelude::*;
 
 use super::util::{broadcast_shape, broadcast_strides, for_each_broadcast};
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{DType, Element, Op, Tensor, TensorData};
+use super::{input, Scratch};
+use crate::ir::{Element, Op, Tensor, TensorData};
 
 /// Tensors with at least this many elements are processed in parallel.
 const PAR_MIN: usize = 1 << 15;
-
-/// Shape inference for the normalisation ops.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let x = info(inputs, 0)?;
-    if !x.dtype.is_float() {
-        return Err(InferError::Invalid(format!("{} takes float tensors, not {}", op.name(), x.dtype)));
-    }
-    let rank = x.shape.len();
-    let same = vec![(x.dtype, x.shape.to_vec())];
-    match op {
-        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } => {
-            if rank < 2 {
-                return Err(InferError::Invalid(format!("{} needs an input of rank >= 2, got {:?}", op.name(), x.shape)));
-            }
-            let c = x.shape[1];
-            let n_params = if matches!(op, Op::BatchNorm { .. }) { 5 } else { 3 };
-            for i in 1..n_params {
-                let p = info(inputs, i)?;
-                let len: usize = p.shape.iter().product();
-                let ok = match op {
-                    Op::GroupNorm { num_groups, .. } => len == c || len == *num_groups,
-                    _ => len == c,
-                };
-                if !ok || !p.dtype.is_float() {
-                    return Err(InferError::Invalid(format!(
-                        "{} input {i} is {}{:?}; expected a float tensor of {c} elements",
-                        op.name(),
-                        p.dtype,
-                        p.shape
-                    )));
-                }
-            }
-            if let Op::GroupNorm { num_groups, .. } = op {
-                if *num_groups == 0 || c % num_groups != 0 {
-                    return Err(InferError::Invalid(format!("{c} channels do not split into {num_groups} groups")));
-                }
-            }
-            Ok(same)
-        }
-        Op::LayerNorm { axis, .. } => {
-            if *axis >= rank {
-                return Err(InferError::Invalid(format!("axis {axis} is out of range for rank {rank}")));
-            }
-            let norm = &x.shape[*axis..];
-            for i in 1..3 {
-                if let Some(p) = inputs.get(i).copied().flatten() {
-                    if broadcast_shape(p.shape, norm).ok().as_deref() != Some(norm) {
-                        return Err(InferError::Invalid(format!(
-                            "LayerNorm input {i} of shape {:?} does not broadcast to the normalised shape {norm:?}",
-                            p.shape
-                        )));
-                    }
-                }
-            }
-            let mut stat = x.shape[..*axis].to_vec();
-            stat.resize(rank, 1);
-            Ok(vec![(x.dtype, x.shape.to_vec()), (DType::F32, stat.clone()), (DType::F32, stat)])
-        }
-        Op::Lrn { size, .. } => {
-            if rank < 2 || *size == 0 {
-                return Err(InferError::Invalid(format!("LRN needs rank >= 2 and size >= 1, got {:?}, size {size}", x.shape)));
-            }
-            Ok(same)
-        }
-        Op::LpNorm { axis, p } => {
-            if *axis >= rank.max(1) || !(*p == 1 || *p == 2) {
-                return Err(InferError::Invalid(format!("LpNormalization with axis {axis} (rank {rank}) and p = {p}")));
-            }
-            Ok(same)
-        }
-        _ => Err(InferError::Invalid(format!("{} is not a normalisation", op.name()))),
-    }
-}
 
 /// Runs a normalisation op.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {

@@ -1,6 +1,6 @@
 //! MaxPool (with optional indices), AveragePool, LpPool and the global pools, over 1 to 3 spatial dims.
 //!
-//! Window geometry is Conv's ([`super::conv::window_geom`]: auto_pad, pads, dilations, ceil_mode). Each
+//! Window geometry is Conv's ([`crate::ir::ops::conv::window_geom`]: auto_pad, pads, dilations, ceil_mode). Each
 //! axis gets a table of the valid tap range of every output position, so the window loops run without
 //! bounds tests; planes (N·C) run in parallel. Padding never takes part in a max; AveragePool divides by
 //! the valid cells, or with count_include_pad by the cells inside the padded input (window parts past the
@@ -11,73 +11,20 @@
 
 use rayon::prelude::*;
 
-use super::conv::{window_geom, Geom, Window};
 use super::matmul::Real;
-use super::{input, InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{DType, Element, Op, PoolAttrs, Tensor};
+use super::{input, Scratch};
+use crate::ir::ops::conv::Geom;
+use crate::ir::ops::pool::{check_dtype, geom_of, global_shape, out_shape};
+use crate::ir::{DType, Element, Op, Tensor};
 use half::{bf16, f16};
 
 /// Work (window taps) below which a pool runs on the calling thread.
 const PAR_MIN: usize = 1 << 15;
 
-fn geom_of(x: &[usize], a: &PoolAttrs, op: &str) -> Result<Geom, String> {
-    if x.len() < 3 {
-        return Err(format!("{op} input must have rank >= 3 (N, C, spatial...), got shape {x:?}"));
-    }
-    if a.kernel_shape.is_empty() {
-        return Err(format!("{op} needs kernel_shape"));
-    }
-    let w = Window { kernel: &a.kernel_shape, strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: a.ceil_mode };
-    window_geom(&x[2..], &w, op)
-}
-
-fn out_shape(x: &[usize], g: &Geom) -> Vec<usize> {
-    let mut s = x[..2].to_vec();
-    s.extend_from_slice(g.out_dims());
-    s
-}
-
-fn global_shape(x: &[usize], op: &str) -> Result<Vec<usize>, String> {
-    if x.len() < 2 {
-        return Err(format!("{op} input must have rank >= 2 (N, C, spatial...), got shape {x:?}"));
-    }
-    let mut s = x[..2].to_vec();
-    s.resize(x.len(), 1);
-    Ok(s)
-}
-
-fn check_dtype(op: &Op, d: DType) -> Result<(), String> {
-    let ok = match op {
-        Op::MaxPool(_) => d != DType::Bool,
-        _ => d.is_float(),
-    };
-    if ok {
-        Ok(())
-    } else {
-        Err(format!("{} does not support {d}", op.name()))
-    }
-}
-
-/// Shape inference for the pools. MaxPool always reports its optional indices output too.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let x = super::info(inputs, 0)?;
-    check_dtype(op, x.dtype)?;
-    Ok(match op {
-        Op::MaxPool(a) => {
-            let s = out_shape(x.shape, &geom_of(x.shape, a, "MaxPool")?);
-            vec![(x.dtype, s.clone()), (DType::I64, s)]
-        }
-        Op::AveragePool(a) => vec![(x.dtype, out_shape(x.shape, &geom_of(x.shape, a, "AveragePool")?))],
-        Op::LpPool(a, _) => vec![(x.dtype, out_shape(x.shape, &geom_of(x.shape, a, "LpPool")?))],
-        Op::GlobalAveragePool | Op::GlobalMaxPool => vec![(x.dtype, global_shape(x.shape, &op.name())?)],
-        _ => return Err(InferError::Invalid(format!("{} is not a pool", op.name()))),
-    })
-}
-
 /// Runs a pool.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let x = input(inputs, 0)?;
-    check_dtype(op, x.dtype())?;
+    check_dtype(&op.name(), matches!(op, Op::MaxPool(_)), x.dtype())?;
     match op {
         Op::MaxPool(a) => {
             let g = geom_of(&x.shape, a, "MaxPool")?;
@@ -487,6 +434,8 @@ fn global<T: Element>(x: &[T], shape: &[usize], max: bool, y: &mut [T]) -> Resul
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, TypeInfo};
+    use crate::ir::PoolAttrs;
     use crate::ir::AutoPad;
 
     fn attrs(k: &[usize], s: &[usize], p: &[usize]) -> PoolAttrs {

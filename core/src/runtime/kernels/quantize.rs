@@ -8,8 +8,8 @@
 //! Blocked quantization (a scale of rank > 1) is not supported.
 
 use super::elementwise::{data, par_chunks, with_float, Float, Real, CHUNK, PAR_MIN};
-use super::util::norm_axis;
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use super::{input, Scratch};
+use crate::ir::ops::quantize::{dequant_dtype, layout, quant_dtype};
 use crate::ir::{DType, Element, Op, QuantRounding, Tensor};
 
 /// How scale and zero point apply: row `r` of `inner` elements uses parameter `r % channels`.
@@ -17,69 +17,6 @@ use crate::ir::{DType, Element, Op, QuantRounding, Tensor};
 struct Layout {
     channels: usize,
     inner: usize,
-}
-
-/// Checks scale / zero-point shapes against the input and picks per-tensor or per-axis application.
-fn layout(name: &str, x: &[usize], scale: &[usize], zp: Option<&[usize]>, axis: i64) -> Result<Layout, String> {
-    let ns: usize = scale.iter().product();
-    if let Some(z) = zp {
-        if z.iter().product::<usize>() != ns || (z.len() > 1 && z != scale) {
-            return Err(format!("{name} zero point of shape {z:?} does not match the scale of shape {scale:?}"));
-        }
-    }
-    if ns == 1 && scale.len() <= 1 {
-        // per tensor: any partition of the data into rows works
-        return Ok(Layout { channels: 1, inner: CHUNK });
-    }
-    if scale.len() != 1 {
-        return Err(format!("{name} with a scale of shape {scale:?} (blocked quantization) is not supported"));
-    }
-    let ax = norm_axis(axis, x.len())?;
-    if x.is_empty() || x[ax] != ns {
-        return Err(format!("{name} scale has {ns} elements but axis {ax} of the input shape {x:?} does not"));
-    }
-    Ok(Layout { channels: ns, inner: x[ax + 1..].iter().product::<usize>().max(1) })
-}
-
-/// Output dtype of QuantizeLinear.
-fn quant_dtype(x: DType, scale: DType, zp: Option<DType>, to: DType) -> Result<DType, String> {
-    if !x.is_float() || !scale.is_float() {
-        return Err(format!("QuantizeLinear needs float input and scale, got {x} and {scale}"));
-    }
-    let out = zp.unwrap_or(to);
-    if !matches!(out, DType::U8 | DType::I8 | DType::I16) {
-        return Err(format!("QuantizeLinear to {out} is not supported (u8, i8, i16 are)"));
-    }
-    Ok(out)
-}
-
-/// Output dtype of DequantizeLinear.
-fn dequant_dtype(x: DType, scale: DType, zp: Option<DType>) -> Result<DType, String> {
-    if !matches!(x, DType::U8 | DType::I8 | DType::I16 | DType::I32) {
-        return Err(format!("DequantizeLinear of {x} is not supported (u8, i8, i16, i32 are)"));
-    }
-    if !scale.is_float() {
-        return Err(format!("DequantizeLinear scale is {scale}, expected a float type"));
-    }
-    if let Some(z) = zp {
-        if z != x {
-            return Err(format!("DequantizeLinear zero point is {z} but the input is {x}"));
-        }
-    }
-    Ok(scale)
-}
-
-/// Shape inference: the output has the input's shape.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let (x, s) = (info(inputs, 0)?, info(inputs, 1)?);
-    let zp = inputs.get(2).copied().flatten();
-    let (name, dt, axis) = match op {
-        Op::QuantizeLinear { axis, to, .. } => ("QuantizeLinear", quant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype), *to)?, *axis),
-        Op::DequantizeLinear { axis } => ("DequantizeLinear", dequant_dtype(x.dtype, s.dtype, zp.map(|z| z.dtype))?, *axis),
-        other => return Err(InferError::Invalid(format!("{} is not a quantization op", other.name()))),
-    };
-    layout(name, x.shape, s.shape, zp.map(|z| z.shape), axis)?;
-    Ok(vec![(dt, x.shape.to_vec())])
 }
 
 /// Runs QuantizeLinear / DequantizeLinear.
@@ -92,7 +29,11 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
         Op::DequantizeLinear { axis } => ("DequantizeLinear", *axis),
         other => return Err(format!("{} is not a quantization op", other.name())),
     };
-    let lay = layout(name, &x.shape, &s.shape, zp.map(|z| z.shape.as_slice()), axis)?;
+    let lay = match layout(name, &x.shape, &s.shape, zp.map(|z| z.shape.as_slice()), axis)? {
+        // per tensor: any partition of the data into rows works
+        None => Layout { channels: 1, inner: CHUNK },
+        Some((channels, inner)) => Layout { channels, inner },
+    };
     // the parameters are small (one per channel): read them as f64 once
     let scale = s.to_f64_vec();
     let zero = zp.map(|z| z.to_f64_vec()).unwrap_or_else(|| vec![0.0]);
@@ -226,6 +167,7 @@ fn dequantize<X: Element, T: Float>(a: &[X], o: &mut [T], lay: &Layout, params: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, TypeInfo};
 
     fn run(op: Op, ins: &[Option<&Tensor>]) -> Result<Tensor, String> {
         let mut outs = vec![Tensor::default()];

@@ -16,70 +16,13 @@ use std::cmp::Ordering;
 use half::{bf16, f16};
 use rayon::prelude::*;
 
-use super::util::norm_axis;
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use super::{input, Scratch};
+use crate::ir::ops::reduce::{arg_reduce_shape, axes_values, check_axis, check_reduce_dtype, cumsum_axis, reduce_mask, reduced_shape, topk_k};
 use crate::ir::{DType, Element, Op, ReduceOp, Tensor, TensorData};
 use crate::with_data;
 
 /// Inputs with at least this many elements are processed in parallel.
 const PAR_MIN: usize = 1 << 15;
-
-/// Shape inference for Reduce, ArgReduce, CumSum and TopK.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let x = info(inputs, 0)?;
-    let rank = x.shape.len();
-    match op {
-        Op::Reduce { op: rop, axes, keepdims, noop_with_empty_axes } => {
-            check_reduce_dtype(*rop, x.dtype)?;
-            let listed: Option<Vec<i64>> = match axes {
-                Some(a) => Some(a.iter().map(|&v| v as i64).collect()),
-                None => match inputs.get(1).copied().flatten() {
-                    None => None,
-                    Some(a) if a.shape.iter().product::<usize>() == 0 => None,
-                    Some(a) => match a.value {
-                        Some(t) => Some(axes_values(t)?),
-                        None => return Err(InferError::Dynamic),
-                    },
-                },
-            };
-            let mask = reduce_mask(listed.as_deref(), rank, *noop_with_empty_axes)?;
-            Ok(vec![(x.dtype, reduced_shape(x.shape, &mask, *keepdims))])
-        }
-        Op::ArgReduce { axis, keepdims, .. } => {
-            let axis = check_axis(*axis, rank)?;
-            if x.shape[axis] == 0 {
-                return Err(InferError::Invalid(format!("cannot take the arg-extremum of an empty axis {axis}")));
-            }
-            let mut shape = x.shape.to_vec();
-            if *keepdims {
-                shape[axis] = 1;
-            } else {
-                shape.remove(axis);
-            }
-            Ok(vec![(DType::I64, shape)])
-        }
-        Op::CumSum { .. } => {
-            if x.dtype == DType::Bool {
-                return Err(InferError::Invalid("CumSum does not take bool tensors".into()));
-            }
-            let a = info(inputs, 1)?;
-            if let Some(t) = a.value {
-                cumsum_axis(t, rank)?;
-            }
-            Ok(vec![(x.dtype, x.shape.to_vec())])
-        }
-        Op::TopK { axis, .. } => {
-            let axis = check_axis(*axis, rank)?;
-            let kt = info(inputs, 1)?;
-            let Some(t) = kt.value else { return Err(InferError::Dynamic) };
-            let k = topk_k(t, x.shape[axis])?;
-            let mut shape = x.shape.to_vec();
-            shape[axis] = k;
-            Ok(vec![(x.dtype, shape.clone()), (DType::I64, shape)])
-        }
-        _ => Err(InferError::Invalid(format!("{} is not a reduction", op.name()))),
-    }
-}
 
 /// Runs Reduce, ArgReduce, CumSum or TopK.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
@@ -101,17 +44,8 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
             reduce_tensor(x, &mask, *rop, &shape, out, scratch)
         }
         Op::ArgReduce { max, axis, keepdims, select_last_index } => {
-            let axis = check_axis(*axis, rank)?;
-            let len = x.shape[axis];
-            if len == 0 {
-                return Err(format!("cannot take the arg-extremum of an empty axis {axis}"));
-            }
-            let mut shape = x.shape.clone();
-            if *keepdims {
-                shape[axis] = 1;
-            } else {
-                shape.remove(axis);
-            }
+            let shape = arg_reduce_shape(&x.shape, *axis, *keepdims)?;
+            let (axis, len) = (*axis, x.shape[*axis]);
             let (outer, inner) = outer_inner(&x.shape, axis);
             let o = out.reset::<i64>(&shape);
             with_data!(&x.data, v => arg_reduce(v, outer, len, inner, *max, *select_last_index, o));
@@ -154,83 +88,12 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
 // Shared helpers
 // ---------------------------------------------------------------------------------------------------------
 
-fn check_axis(axis: usize, rank: usize) -> Result<usize, String> {
-    if axis >= rank {
-        return Err(format!("axis {axis} is out of range for rank {rank}"));
-    }
-    Ok(axis)
-}
-
 /// (product of dims before `axis`, product of dims after it).
 fn outer_inner(shape: &[usize], axis: usize) -> (usize, usize) {
     if shape.is_empty() {
         return (1, 1);
     }
     (shape[..axis].iter().product(), shape[axis + 1..].iter().product())
-}
-
-fn check_reduce_dtype(op: ReduceOp, dtype: DType) -> Result<(), String> {
-    if dtype == DType::Bool && !matches!(op, ReduceOp::Max | ReduceOp::Min) {
-        return Err(format!("Reduce{op:?} does not take bool tensors"));
-    }
-    Ok(())
-}
-
-fn axes_values(t: &Tensor) -> Result<Vec<i64>, String> {
-    match t.dtype() {
-        DType::I64 | DType::I32 => Ok(t.to_i64_vec()),
-        d => Err(format!("reduction axes must be i64, not {d}")),
-    }
-}
-
-/// Which input dims are reduced. `listed` is the axes list (None or empty: all axes, or none at all with
-/// `noop`, which makes the reduction a per-element map).
-fn reduce_mask(listed: Option<&[i64]>, rank: usize, noop: bool) -> Result<Vec<bool>, String> {
-    match listed {
-        Some(a) if !a.is_empty() => {
-            let mut mask = vec![false; rank];
-            for &ax in a {
-                let r = rank as i64;
-                if ax < -r || ax >= r {
-                    return Err(format!("reduction axis {ax} is out of range for rank {rank}"));
-                }
-                mask[if ax < 0 { (ax + r) as usize } else { ax as usize }] = true;
-            }
-            Ok(mask)
-        }
-        _ => Ok(vec![!noop; rank]),
-    }
-}
-
-fn reduced_shape(shape: &[usize], mask: &[bool], keepdims: bool) -> Vec<usize> {
-    shape
-        .iter()
-        .zip(mask)
-        .filter_map(|(&d, &m)| if !m { Some(d) } else if keepdims { Some(1) } else { None })
-        .collect()
-}
-
-fn cumsum_axis(t: &Tensor, rank: usize) -> Result<usize, String> {
-    if !matches!(t.dtype(), DType::I64 | DType::I32) || t.len() != 1 {
-        return Err(format!("the CumSum axis must be one i32/i64 value, got {}{:?}", t.dtype(), t.shape));
-    }
-    let a = t.to_i64_vec()[0];
-    if rank == 0 {
-        // numpy-style: a scalar scans along its only (implicit) element.
-        return if a == 0 || a == -1 { Ok(0) } else { Err(format!("axis {a} is out of range for rank 0")) };
-    }
-    norm_axis(a, rank)
-}
-
-fn topk_k(t: &Tensor, len: usize) -> Result<usize, String> {
-    if !matches!(t.dtype(), DType::I64 | DType::I32) || t.len() != 1 {
-        return Err(format!("TopK's k must be one i64 value, got {}{:?}", t.dtype(), t.shape));
-    }
-    let k = t.to_i64_vec()[0];
-    if k < 0 || k as u64 > len as u64 {
-        return Err(format!("k = {k} is out of range for an axis of size {len}"));
-    }
-    Ok(k as usize)
 }
 
 /// Element arithmetic the reductions and the scan need, for every element type. Integers wrap; f16/bf16 go
@@ -985,6 +848,7 @@ fn top_k<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, InferError, TypeInfo};
 
     fn run(op: Op, inputs: &[Option<&Tensor>], n_out: usize) -> Vec<Tensor> {
         let mut outs = vec![Tensor::default(); n_out];

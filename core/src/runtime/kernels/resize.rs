@@ -17,41 +17,13 @@
 use rayon::prelude::*;
 
 use super::util::strides;
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
+use super::{input, Scratch};
+use crate::ir::ops::resize::plan;
 use crate::ir::{CoordTransform, DType, Element, NearestMode, Op, ResizeAttrs, ResizeMode, Tensor, TensorData};
 use crate::with_data;
 
 /// Outputs with at least this many elements are computed in parallel.
 const PAR_MIN: usize = 1 << 15;
-
-/// Shape inference for Resize: the output shape needs constant `scales` or `sizes`.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let Op::Resize(attrs) = op else {
-        return Err(InferError::Invalid(format!("{} is not Resize", op.name())));
-    };
-    let x = info(inputs, 0)?;
-    let present = |i: usize| inputs.get(i).copied().flatten().filter(|t| t.shape.iter().product::<usize>() != 0);
-    if attrs.coord == CoordTransform::TfCropAndResize && present(1).is_none() {
-        return Err(InferError::Invalid("tf_crop_and_resize needs a roi input".into()));
-    }
-    let (scales, sizes) = (present(2), present(3));
-    let shape = match (scales, sizes) {
-        (Some(_), Some(_)) => return Err(InferError::Invalid("Resize takes scales or sizes, not both".into())),
-        (None, None) => return Err(InferError::Invalid("Resize needs non-empty scales or sizes".into())),
-        (Some(s), None) => match s.value {
-            Some(t) => plan(x.shape, Some(t), None)?.0,
-            None => return Err(InferError::Dynamic),
-        },
-        (None, Some(z)) => match z.value {
-            Some(t) => plan(x.shape, None, Some(t))?.0,
-            None => return Err(InferError::Dynamic),
-        },
-    };
-    if attrs.mode != ResizeMode::Nearest && x.dtype == DType::Bool {
-        return Err(InferError::Invalid("linear/cubic Resize does not take bool tensors".into()));
-    }
-    Ok(vec![(x.dtype, shape)])
-}
 
 /// Runs Resize.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
@@ -107,43 +79,6 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         data => with_data!(data, v => interpolate_via_f32(v, &x.shape, &tables, &out_shape, out, scratch, extrap)),
     }
     Ok(())
-}
-
-/// Output shape and per-axis scale from `scales` (output = floor(in * scale)) or `sizes` (scale = out / in).
-fn plan(shape: &[usize], scales: Option<&Tensor>, sizes: Option<&Tensor>) -> Result<(Vec<usize>, Vec<f64>), String> {
-    let rank = shape.len();
-    if let Some(s) = scales {
-        if !s.dtype().is_float() || s.len() != rank {
-            return Err(format!("scales must hold {rank} floats, got {}{:?}", s.dtype(), s.shape));
-        }
-        let sv = s.to_f64_vec();
-        let mut out = Vec::with_capacity(rank);
-        for (&d, &k) in shape.iter().zip(&sv) {
-            if !(k > 0.0 && k.is_finite()) {
-                return Err(format!("Resize scale {k} is not a positive number"));
-            }
-            let o = (d as f64 * k).floor();
-            if o > (1u64 << 40) as f64 {
-                return Err(format!("Resize scale {k} gives an output dimension of {o}"));
-            }
-            out.push(o as usize);
-        }
-        return Ok((out, sv));
-    }
-    let z = sizes.ok_or("Resize needs scales or sizes")?;
-    if !matches!(z.dtype(), DType::I64 | DType::I32) || z.len() != rank {
-        return Err(format!("sizes must hold {rank} i64 values, got {}{:?}", z.dtype(), z.shape));
-    }
-    let mut out = Vec::with_capacity(rank);
-    let mut scale = Vec::with_capacity(rank);
-    for (&d, &o) in shape.iter().zip(&z.to_i64_vec()) {
-        if o < 0 {
-            return Err(format!("Resize size {o} is negative"));
-        }
-        out.push(o as usize);
-        scale.push(if d == 0 { 1.0 } else { o as f64 / d as f64 });
-    }
-    Ok((out, scale))
 }
 
 /// Taps of one axis: for output coordinate `o`, input indices `idx[o*taps..][..taps]` with weights `w`;
@@ -565,6 +500,7 @@ fn resample_row(src: &[f32], tx: &Axis, dst: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, InferError, TypeInfo};
 
     fn attrs(mode: ResizeMode, coord: CoordTransform) -> ResizeAttrs {
         ResizeAttrs {

@@ -10,8 +10,9 @@ use std::mem::size_of;
 use rayon::prelude::*;
 
 use super::elementwise::{data, with_float, Float, Real, CHUNK, PAR_MIN};
-use super::{info, input, InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{DType, Op, Tensor};
+use super::{input, Scratch};
+use crate::ir::ops::softmax::geometry;
+use crate::ir::{Op, Tensor};
 
 /// Which normalisation.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -30,34 +31,11 @@ fn kind_axis(op: &Op) -> Result<(Kind, usize), String> {
     }
 }
 
-/// Checks dtype and axis; returns (outer, n, inner): the slices along `axis` are `n` long with stride `inner`.
-fn geometry(op: &Op, dt: DType, shape: &[usize], axis: usize) -> Result<(usize, usize, usize), String> {
-    if !dt.is_float() {
-        return Err(format!("{} is not defined for {dt}", op.name()));
-    }
-    if shape.is_empty() {
-        // a scalar is one slice of one element
-        return if axis == 0 { Ok((1, 1, 1)) } else { Err(format!("axis {axis} is out of range for rank 0")) };
-    }
-    if axis >= shape.len() {
-        return Err(format!("axis {axis} is out of range for rank {}", shape.len()));
-    }
-    Ok((shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product()))
-}
-
-/// Shape inference: the output has the input's dtype and shape.
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let (_, axis) = kind_axis(op)?;
-    let x = info(inputs, 0)?;
-    geometry(op, x.dtype, x.shape, axis)?;
-    Ok(vec![(x.dtype, x.shape.to_vec())])
-}
-
 /// Runs Softmax / LogSoftmax / Hardmax.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
     let (kind, axis) = kind_axis(op)?;
     let x = input(inputs, 0)?;
-    let (outer, n, inner) = geometry(op, x.dtype(), &x.shape, axis)?;
+    let (outer, n, inner) = geometry(&op.name(), x.dtype(), &x.shape, axis)?;
     let out = outputs.first_mut().ok_or_else(|| format!("{} needs an output", op.name()))?;
     with_float!(x.dtype(), T => {
         let a = data::<T>(x, "input")?;
@@ -332,6 +310,8 @@ fn block_out<T: Float>(kind: Kind, xb: &[T], ob: &mut [T], inner: usize, st: &[T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::ops::{infer, TypeInfo};
+    use crate::ir::DType;
 
     fn run(op: Op, x: &Tensor) -> Tensor {
         let mut outs = vec![Tensor::default()];

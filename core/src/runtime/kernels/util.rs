@@ -1,60 +1,7 @@
-//! Index arithmetic shared by kernels: broadcasting, strides, axis normalisation.
+//! Index arithmetic shared by kernels: broadcasting, strides, axis normalisation (the shape arithmetic is
+//! [`crate::ir::ops::dims`]'s, re-exported here) and the broadcast walk.
 
-/// Row-major strides of `shape` (in elements).
-pub fn strides(shape: &[usize]) -> Vec<usize> {
-    let mut s = vec![1; shape.len()];
-    for i in (0..shape.len().saturating_sub(1)).rev() {
-        s[i] = s[i + 1] * shape[i + 1];
-    }
-    s
-}
-
-/// Numpy broadcast of two shapes, or an error naming both.
-pub fn broadcast_shape(a: &[usize], b: &[usize]) -> Result<Vec<usize>, String> {
-    let rank = a.len().max(b.len());
-    let mut out = vec![0; rank];
-    for i in 0..rank {
-        let da = if i + a.len() >= rank { a[i + a.len() - rank] } else { 1 };
-        let db = if i + b.len() >= rank { b[i + b.len() - rank] } else { 1 };
-        out[i] = if da == db {
-            da
-        } else if da == 1 {
-            db
-        } else if db == 1 {
-            da
-        } else {
-            return Err(format!("shapes {a:?} and {b:?} do not broadcast"));
-        };
-    }
-    Ok(out)
-}
-
-/// Broadcast of many shapes.
-pub fn broadcast_shapes<'a>(shapes: impl IntoIterator<Item = &'a [usize]>) -> Result<Vec<usize>, String> {
-    let mut out: Vec<usize> = Vec::new();
-    for s in shapes {
-        out = broadcast_shape(&out, s)?;
-    }
-    Ok(out)
-}
-
-/// Strides to read an input of shape `shape` as if it had the broadcast shape `out` (0 on broadcast dims).
-pub fn broadcast_strides(shape: &[usize], out: &[usize]) -> Vec<usize> {
-    let s = strides(shape);
-    let off = out.len() - shape.len();
-    (0..out.len())
-        .map(|i| if i < off || shape[i - off] == 1 { 0 } else { s[i - off] })
-        .collect()
-}
-
-/// Normalises a possibly negative axis against `rank`.
-pub fn norm_axis(axis: i64, rank: usize) -> Result<usize, String> {
-    let r = rank as i64;
-    if axis < -r || axis >= r.max(1) {
-        return Err(format!("axis {axis} is out of range for rank {rank}"));
-    }
-    Ok(if axis < 0 { (axis + r) as usize } else { axis as usize })
-}
+pub use crate::ir::ops::dims::{broadcast_shape, broadcast_shapes, broadcast_strides, norm_axis, strides};
 
 /// Calls `f(out_index, offsets)` for every element of the broadcast shape `out`, where `offsets[k]` is the
 /// element offset into input `k` read with `in_strides[k]` (see [`broadcast_strides`]). Iterates the

@@ -20,7 +20,7 @@ use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quant
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
 use super::{activation_range, arg, as_i8, out0, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{DType, Op, Tensor};
-use crate::runtime::kernels::conv::{window_geom, Window};
+use crate::ir::ops::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
 
 /// How the i32 accumulator is scaled back (see [`super::fixedpoint`]).

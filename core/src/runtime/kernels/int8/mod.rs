@@ -37,7 +37,8 @@
 //! [`prepare`] builds, once per node at `Session::new`, a [`Int8Kernel`] holding everything that does not
 //! depend on the input data: multipliers and shifts per channel ([`fixedpoint`]), weights re-laid for the
 //! GEMM with their row sums (so the input zero point folds into the bias), lookup tables (LOGISTIC, TANH,
-//! SOFTMAX's exp table). Shape inference ([`infer`]) uses the float rules with the quantized dtypes.
+//! SOFTMAX's exp table). Shape inference (`ir::ops::quantize::infer_quantized`) uses the float rules with the
+//! quantized dtypes.
 
 pub mod fixedpoint;
 
@@ -48,8 +49,9 @@ mod pool;
 mod softmax;
 mod unary;
 
-use super::{InferError, Inferred, Scratch, TypeInfo};
-use crate::ir::{Activation, DType, Graph, Op, QuantParams, Tensor, UnaryOp};
+use super::Scratch;
+pub use crate::ir::ops::quantize::{is_quantized_node, moves_data};
+use crate::ir::{Activation, DType, Graph, Op, Tensor, UnaryOp};
 
 /// A prepared integer kernel for one node.
 pub trait Int8Kernel: Send + Sync + std::fmt::Debug {
@@ -62,80 +64,6 @@ pub trait Int8Kernel: Send + Sync + std::fmt::Debug {
 pub(crate) struct Qp {
     pub scale: f32,
     pub zp: i32,
-}
-
-/// Whether `dtype` with `quant` is a quantized integer activation/weight.
-fn is_q(dtype: DType, quant: Option<&QuantParams>) -> bool {
-    quant.is_some() && matches!(dtype, DType::I8 | DType::U8)
-}
-
-/// Ops that only move data: on quantized values they run the ordinary kernels and keep the parameters.
-pub fn moves_data(op: &Op) -> bool {
-    matches!(
-        op,
-        Op::Reshape { .. }
-            | Op::Flatten { .. }
-            | Op::Squeeze { .. }
-            | Op::Unsqueeze { .. }
-            | Op::Transpose { .. }
-            | Op::Split { .. }
-            | Op::Slice
-            | Op::Gather { .. }
-            | Op::Pad { .. }
-            | Op::Expand
-            | Op::Tile
-            | Op::Identity
-            | Op::DepthToSpace { .. }
-            | Op::SpaceToDepth { .. }
-            | Op::Shape { .. }
-            | Op::Size
-            | Op::DequantizeLinear { .. }
-    )
-}
-
-/// True when node `n` of `g` computes on quantized values and so runs an integer kernel.
-pub fn is_quantized_node(g: &Graph, n: usize) -> bool {
-    let node = &g.nodes[n];
-    if moves_data(&node.op) {
-        return false;
-    }
-    node.inputs.iter().flatten().any(|v| {
-        let val = &g.values[v.0];
-        is_q(val.dtype, val.quant.as_ref())
-    })
-}
-
-/// Shape inference of a quantized node: the float rule on the shapes, output dtype the quantized input's
-/// (the zero point's for a requantizing `QuantizeLinear`).
-pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
-    let qdt = inputs.iter().flatten().map(|i| i.dtype).find(|d| matches!(d, DType::I8 | DType::U8)).unwrap_or(DType::I8);
-    if let Op::QuantizeLinear { to, .. } = op {
-        let x = super::info(inputs, 0)?;
-        let out = inputs.get(2).copied().flatten().map(|z| z.dtype).unwrap_or(*to);
-        if !matches!(out, DType::I8 | DType::U8) {
-            return Err(InferError::Invalid(format!("requantization to {out} is not supported (i8, u8 are)")));
-        }
-        return Ok(vec![(out, x.shape.to_vec())]);
-    }
-    let f: Vec<Option<TypeInfo>> = inputs
-        .iter()
-        .map(|i| {
-            i.map(|i| {
-                if matches!(i.dtype, DType::I8 | DType::U8 | DType::I32) {
-                    TypeInfo { dtype: DType::F32, shape: i.shape, value: None }
-                } else {
-                    i
-                }
-            })
-        })
-        .collect();
-    let mut out = super::infer(op, &f)?;
-    for (k, o) in out.iter_mut().enumerate() {
-        if o.0 == DType::F32 && !(matches!(op, Op::MaxPool(_)) && k == 1) {
-            o.0 = qdt;
-        }
-    }
-    Ok(out)
 }
 
 /// The prepared integer kernel of node `n`, or `None` when the node does not compute on quantized values.

@@ -13,7 +13,7 @@ use rayon::prelude::*;
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
 use super::{arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{CoordTransform, DType, Op, ReduceOp, Tensor};
-use crate::runtime::kernels::conv::{window_geom, Geom, Window};
+use crate::ir::ops::conv::{window_geom, Geom, Window};
 use crate::runtime::kernels::Scratch;
 
 #[derive(Debug)]
