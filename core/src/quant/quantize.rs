@@ -78,7 +78,44 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         MaxPool(_) | AveragePool(_) | GlobalMaxPool => Ok(true),
         Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Identity => Ok(true),
         Concat { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
-        other => Err(format!("{} has no int8 quantization here", other.name())),
+        Reduce { op: ReduceOp::Prod | ReduceOp::L1 | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp | ReduceOp::SumSquare, .. }
+        | ConvTranspose(_)
+        | ClipDynamic
+        | Variadic(_)
+        | VariadicMean
+        | Where
+        | LpPool(..)
+        | BatchNorm { .. }
+        | InstanceNorm { .. }
+        | LayerNorm { .. }
+        | GroupNorm { .. }
+        | Lrn { .. }
+        | LpNorm { .. }
+        | Hardmax { .. }
+        | ArgReduce { .. }
+        | CumSum { .. }
+        | Split { .. }
+        | GatherElements { .. }
+        | GatherNd { .. }
+        | ScatterElements { .. }
+        | ScatterNd { .. }
+        | Expand
+        | Tile
+        | Shape { .. }
+        | Size
+        | ConstantOfShape { .. }
+        | Range
+        | Cast { .. }
+        | Trilu { .. }
+        | OneHot { .. }
+        | EyeLike { .. }
+        | DepthToSpace { .. }
+        | SpaceToDepth { .. }
+        | TopK { .. }
+        | NonZero
+        | ReverseSequence { .. }
+        | DequantizeLinear { .. }
+        | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
     }
 }
 

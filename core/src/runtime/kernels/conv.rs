@@ -15,62 +15,63 @@
 use super::matmul::{from_f32, to_f32, Batched, MatRef, Real};
 use super::{input, Scratch};
 use crate::ir::ops::conv::{check_dtypes, conv_plan, transpose_plan, ConvPlan, Geom};
-use crate::ir::{Activation, DType, Op, Tensor};
+use crate::ir::{Activation, ConvAttrs, ConvTransposeAttrs, DType, Tensor};
 
 mod depthwise;
 mod im2col;
 mod transpose;
 
-/// Runs Conv or ConvTranspose.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+/// Runs Conv.
+pub(super) fn conv(a: &ConvAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let (x, w) = (input(inputs, 0)?, input(inputs, 1)?);
     let b = inputs.get(2).copied().flatten();
-    check_dtypes(&op.name(), x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
+    check_dtypes("Conv", x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
     let out = outputs.first_mut().ok_or("missing output")?;
-    match op {
-        Op::Conv(a) => {
-            let p = conv_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
-            let shape = p.out_shape();
-            match x.dtype() {
-                DType::F32 => {
-                    let (xv, wv, bv) = views::<f32>(x, w, b)?;
-                    conv_real(&p, xv, wv, bv, a.activation, out.reset(&shape), &mut scratch.f32)
-                }
-                DType::F64 => {
-                    let (xv, wv, bv) = views::<f64>(x, w, b)?;
-                    conv_real(&p, xv, wv, bv, a.activation, out.reset(&shape), &mut scratch.f64)
-                }
-                _ => {
-                    let (xv, wv, bv) = (to_f32(x)?, to_f32(w)?, b.map(to_f32).transpose()?);
-                    let mut y = vec![0f32; shape.iter().product()];
-                    conv_real(&p, &xv, &wv, bv.as_deref(), a.activation, &mut y, &mut scratch.f32)?;
-                    from_f32(&y, x.dtype(), &shape, out);
-                    Ok(())
-                }
-            }
+    let p = conv_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
+    let shape = p.out_shape();
+    match x.dtype() {
+        DType::F32 => {
+            let (xv, wv, bv) = views::<f32>(x, w, b)?;
+            conv_real(&p, xv, wv, bv, a.activation, out.reset(&shape), &mut scratch.f32)
         }
-        Op::ConvTranspose(a) => {
-            let p = transpose_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
-            let shape = p.out_shape();
-            match x.dtype() {
-                DType::F32 => {
-                    let (xv, wv, bv) = views::<f32>(x, w, b)?;
-                    transpose::run(&p, xv, wv, bv, a.conv.activation, out.reset(&shape), &mut scratch.f32)
-                }
-                DType::F64 => {
-                    let (xv, wv, bv) = views::<f64>(x, w, b)?;
-                    transpose::run(&p, xv, wv, bv, a.conv.activation, out.reset(&shape), &mut scratch.f64)
-                }
-                _ => {
-                    let (xv, wv, bv) = (to_f32(x)?, to_f32(w)?, b.map(to_f32).transpose()?);
-                    let mut y = vec![0f32; shape.iter().product()];
-                    transpose::run(&p, &xv, &wv, bv.as_deref(), a.conv.activation, &mut y, &mut scratch.f32)?;
-                    from_f32(&y, x.dtype(), &shape, out);
-                    Ok(())
-                }
-            }
+        DType::F64 => {
+            let (xv, wv, bv) = views::<f64>(x, w, b)?;
+            conv_real(&p, xv, wv, bv, a.activation, out.reset(&shape), &mut scratch.f64)
         }
-        _ => Err(format!("{} is not a convolution", op.name())),
+        _ => {
+            let (xv, wv, bv) = (to_f32(x)?, to_f32(w)?, b.map(to_f32).transpose()?);
+            let mut y = vec![0f32; shape.iter().product()];
+            conv_real(&p, &xv, &wv, bv.as_deref(), a.activation, &mut y, &mut scratch.f32)?;
+            from_f32(&y, x.dtype(), &shape, out);
+            Ok(())
+        }
+    }
+}
+
+/// Runs ConvTranspose.
+pub(super) fn conv_transpose(a: &ConvTransposeAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let (x, w) = (input(inputs, 0)?, input(inputs, 1)?);
+    let b = inputs.get(2).copied().flatten();
+    check_dtypes("ConvTranspose", x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
+    let out = outputs.first_mut().ok_or("missing output")?;
+    let p = transpose_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
+    let shape = p.out_shape();
+    match x.dtype() {
+        DType::F32 => {
+            let (xv, wv, bv) = views::<f32>(x, w, b)?;
+            transpose::run(&p, xv, wv, bv, a.conv.activation, out.reset(&shape), &mut scratch.f32)
+        }
+        DType::F64 => {
+            let (xv, wv, bv) = views::<f64>(x, w, b)?;
+            transpose::run(&p, xv, wv, bv, a.conv.activation, out.reset(&shape), &mut scratch.f64)
+        }
+        _ => {
+            let (xv, wv, bv) = (to_f32(x)?, to_f32(w)?, b.map(to_f32).transpose()?);
+            let mut y = vec![0f32; shape.iter().product()];
+            transpose::run(&p, &xv, &wv, bv.as_deref(), a.conv.activation, &mut y, &mut scratch.f32)?;
+            from_f32(&y, x.dtype(), &shape, out);
+            Ok(())
+        }
     }
 }
 
@@ -122,7 +123,8 @@ fn conv_real<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Opti
 mod tests {
     use super::*;
     use crate::ir::ops::{infer, TypeInfo};
-    use crate::ir::{AutoPad, ConvAttrs, ConvTransposeAttrs};
+    use crate::ir::{AutoPad, Op};
+    use crate::runtime::kernels::eval;
     use half::f16;
 
     pub(crate) fn rnd(n: usize, seed: u64) -> Vec<f32> {
@@ -466,7 +468,7 @@ mod tests {
 #[cfg(test)]
 mod bench {
     use super::*;
-    use crate::ir::{AutoPad, ConvAttrs};
+    use crate::ir::{AutoPad, Op};
     use std::time::Instant;
 
     fn time_op(op: &Op, ins: &[Option<&Tensor>], out: &mut [Tensor], scratch: &mut Scratch) -> f64 {

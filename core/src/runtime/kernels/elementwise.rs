@@ -13,7 +13,7 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 
 use super::util::{broadcast_shapes, broadcast_strides};
-use super::{input, Scratch};
+use super::input;
 use crate::ir::ops::elementwise::{binary_dtype, binary_shape, check_activation, clip_bound_check, unary_dtype, variadic_dtype, where_check};
 use crate::ir::{Activation, BinaryOp, DType, Element, Op, Tensor, UnaryOp};
 
@@ -989,21 +989,6 @@ pub(super) fn data<'a, T: Element>(t: &'a Tensor, what: &str) -> Result<&'a [T],
 // Eval
 // ------------------------------------------------------------------------------------------------------
 
-/// Runs an op of the elementwise family.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-    let out = outputs.first_mut().ok_or_else(|| format!("{} needs an output", op.name()))?;
-    match op {
-        Op::Binary(b, act) => binary(*b, *act, input(inputs, 0)?, input(inputs, 1)?, out),
-        Op::Unary(u) => unary(*u, input(inputs, 0)?, out),
-        Op::ClipDynamic => clip_dynamic(inputs, out),
-        Op::Variadic(b) => variadic(Some(*b), inputs, out),
-        Op::VariadicMean => variadic(None, inputs, out),
-        Op::Where => where_op(input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?, out),
-        Op::Cast { to } => cast(input(inputs, 0)?, *to, out),
-        other => Err(format!("{} is not an elementwise op", other.name())),
-    }
-}
-
 /// Receives the arithmetic of a binary op as a closure over compute values.
 trait Visit<C> {
     fn visit<F: Fn(C, C) -> C + Copy + Send + Sync>(self, f: F);
@@ -1164,7 +1149,8 @@ fn act_bounds(act: Activation) -> (f32, f32) {
     }
 }
 
-fn binary(op: BinaryOp, act: Option<Activation>, x: &Tensor, y: &Tensor, out: &mut Tensor) -> Result<(), String> {
+/// Runs a binary op with broadcasting and the fused activation.
+pub(super) fn binary(op: BinaryOp, act: Option<Activation>, x: &Tensor, y: &Tensor, out: &mut Tensor) -> Result<(), String> {
     use BinaryOp::*;
     let dt = binary_dtype(op, x.dtype(), y.dtype())?;
     check_activation(op, act, dt)?;
@@ -1236,7 +1222,8 @@ fn pow_mixed(x: &Tensor, y: &Tensor, out: &mut Tensor, osh: &[usize], bounds: Op
     post_clamp(out, bounds)
 }
 
-fn unary(u: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<(), String> {
+/// Runs a unary op.
+pub(super) fn unary(u: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<(), String> {
     unary_dtype(u, x.dtype())?;
     with_float!(x.dtype(), T => unary_float::<T>(u, x, out), with_int!(x.dtype(), T => unary_int::<T>(u, x, out), {
         let a = data::<bool>(x, "input")?;
@@ -1368,7 +1355,8 @@ fn unary_int<T: Int>(u: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<(), Str
     Ok(())
 }
 
-fn clip_dynamic(inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<(), String> {
+/// Runs Clip with bound inputs (x, min?, max?).
+pub(super) fn clip_dynamic(inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<(), String> {
     let x = input(inputs, 0)?;
     let dt = x.dtype();
     let mut bounds: [Option<&Tensor>; 2] = [None, None];
@@ -1400,7 +1388,7 @@ fn clip_dynamic(inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<(), Stri
 }
 
 /// Sum/Max/Min/... (Some(op)) or Mean (None) of all inputs with multi-way broadcasting.
-fn variadic(op: Option<BinaryOp>, inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<(), String> {
+pub(super) fn variadic(op: Option<BinaryOp>, inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<(), String> {
     let x0 = input(inputs, 0)?;
     let dt = x0.dtype();
     variadic_dtype(op, dt)?;
@@ -1447,7 +1435,8 @@ fn variadic(op: Option<BinaryOp>, inputs: &[Option<&Tensor>], out: &mut Tensor) 
     }))
 }
 
-fn where_op(c: &Tensor, x: &Tensor, y: &Tensor, out: &mut Tensor) -> Result<(), String> {
+/// Runs Where(cond, x, y) with broadcasting.
+pub(super) fn where_op(c: &Tensor, x: &Tensor, y: &Tensor, out: &mut Tensor) -> Result<(), String> {
     where_check(c.dtype(), x.dtype(), y.dtype())?;
     let osh = broadcast_shapes([&c.shape[..], &x.shape[..], &y.shape[..]])?;
     let cv = data::<bool>(c, "condition")?;
@@ -1617,7 +1606,8 @@ fn cast_one<S: CastElem, D: CastElem>(s: S) -> D {
     }
 }
 
-fn cast(x: &Tensor, to: DType, out: &mut Tensor) -> Result<(), String> {
+/// Runs Cast to `to`.
+pub(super) fn cast(x: &Tensor, to: DType, out: &mut Tensor) -> Result<(), String> {
     with_any!(x.dtype(), S => {
         let a = data::<S>(x, "input")?;
         with_any!(to, D => {
@@ -1638,6 +1628,7 @@ fn cast(x: &Tensor, to: DType, out: &mut Tensor) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::runtime::kernels::{eval, Scratch};
     use crate::ir::ops::{infer, TypeInfo};
 
     fn run(op: Op, ins: &[&Tensor]) -> Result<Tensor, String> {

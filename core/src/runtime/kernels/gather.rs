@@ -6,9 +6,9 @@
 
 use super::shape::for_rows;
 use super::util::strides;
-use super::{input, Scratch};
+use super::input;
 use crate::ir::ops::gather::{elements_check, gather_nd_shape, gather_shape, reduction_ok, scatter_nd_check};
-use crate::ir::{BinaryOp, Element, Op, Tensor, TensorData};
+use crate::ir::{BinaryOp, Element, Tensor, TensorData};
 use crate::with_data;
 use half::{bf16, f16};
 
@@ -54,63 +54,73 @@ fn wrap(i: i64, n: usize, axis: usize) -> Result<usize, String> {
 // Evaluation
 // ---------------------------------------------------------------------------------------------------------
 
-/// Runs the gather and scatter ops.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-    let data = input(inputs, 0)?;
-    let idx = input(inputs, 1)?;
-    let out = outputs.first_mut().ok_or("the node has no output")?;
-    match op {
-        Op::Gather { axis } => {
-            let shape = gather_shape(&data.shape, &idx.shape, *axis)?;
-            let n = data.shape[*axis];
-            let inner: usize = data.shape[*axis + 1..].iter().product();
-            with_indices!(idx, iv => {
-                if let Some(&bad) = iv.iter().find(|&&i| wrap(i.get(), n, *axis).is_err()) {
-                    return Err(wrap(bad.get(), n, *axis).unwrap_err());
-                }
-                with_data!(&data.data, v => gather(v.as_slice(), iv.as_slice(), n, inner, out.reset(&shape)))
-            });
-            Ok(())
+/// The data and indices inputs and the output of a gather or scatter.
+fn args<'a, 'o>(inputs: &[Option<&'a Tensor>], outputs: &'o mut [Tensor]) -> Result<(&'a Tensor, &'a Tensor, &'o mut Tensor), String> {
+    Ok((input(inputs, 0)?, input(inputs, 1)?, outputs.first_mut().ok_or("the node has no output")?))
+}
+
+/// Runs Gather along `axis`.
+pub(super) fn gather_op(axis: usize, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let (data, idx, out) = args(inputs, outputs)?;
+    let shape = gather_shape(&data.shape, &idx.shape, axis)?;
+    let n = data.shape[axis];
+    let inner: usize = data.shape[axis + 1..].iter().product();
+    with_indices!(idx, iv => {
+        if let Some(&bad) = iv.iter().find(|&&i| wrap(i.get(), n, axis).is_err()) {
+            return Err(wrap(bad.get(), n, axis).unwrap_err());
         }
-        Op::GatherElements { axis } => {
-            elements_check(&data.shape, &idx.shape, *axis)?;
-            with_indices!(idx, iv => with_data!(&data.data, v => {
-                gather_elements(v.as_slice(), &data.shape, iv.as_slice(), &idx.shape, *axis, out.reset(&idx.shape))
-            }))
-        }
-        Op::GatherNd { batch_dims } => {
-            let shape = gather_nd_shape(&data.shape, &idx.shape, *batch_dims)?;
-            with_indices!(idx, iv => with_data!(&data.data, v => {
-                gather_nd(v.as_slice(), &data.shape, iv.as_slice(), &idx.shape, *batch_dims, out.reset(&shape))
-            }))
-        }
-        Op::ScatterElements { axis, reduction } => {
-            reduction_ok(*reduction)?;
-            elements_check(&data.shape, &idx.shape, *axis)?;
-            let upd = input(inputs, 2)?;
-            if upd.shape != idx.shape {
-                return Err(format!("updates shape {:?} differs from indices shape {:?}", upd.shape, idx.shape));
-            }
-            with_indices!(idx, iv => with_data!(&data.data, v => {
-                let u = upd.view().ok_or_else(|| format!("updates are {}, data is {}", upd.dtype(), data.dtype()))?;
-                let o = out.reset(&data.shape);
-                o.copy_from_slice(v);
-                with_reduction(*reduction, |f| scatter_elements(o, &data.shape, iv.as_slice(), &idx.shape, u, *axis, f))
-            }))
-        }
-        Op::ScatterNd { reduction } => {
-            reduction_ok(*reduction)?;
-            let upd = input(inputs, 2)?;
-            scatter_nd_check(&data.shape, &idx.shape, &upd.shape)?;
-            with_indices!(idx, iv => with_data!(&data.data, v => {
-                let u = upd.view().ok_or_else(|| format!("updates are {}, data is {}", upd.dtype(), data.dtype()))?;
-                let o = out.reset(&data.shape);
-                o.copy_from_slice(v);
-                with_reduction(*reduction, |f| scatter_nd(o, &data.shape, iv.as_slice(), &idx.shape, u, f))
-            }))
-        }
-        _ => Err(format!("op {} is not supported by the CPU runtime", op.name())),
+        with_data!(&data.data, v => gather(v.as_slice(), iv.as_slice(), n, inner, out.reset(&shape)))
+    });
+    Ok(())
+}
+
+/// Runs GatherElements along `axis`.
+pub(super) fn gather_elements_op(axis: usize, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let (data, idx, out) = args(inputs, outputs)?;
+    elements_check(&data.shape, &idx.shape, axis)?;
+    with_indices!(idx, iv => with_data!(&data.data, v => {
+        gather_elements(v.as_slice(), &data.shape, iv.as_slice(), &idx.shape, axis, out.reset(&idx.shape))
+    }))
+}
+
+/// Runs GatherND.
+pub(super) fn gather_nd_op(batch_dims: usize, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let (data, idx, out) = args(inputs, outputs)?;
+    let shape = gather_nd_shape(&data.shape, &idx.shape, batch_dims)?;
+    with_indices!(idx, iv => with_data!(&data.data, v => {
+        gather_nd(v.as_slice(), &data.shape, iv.as_slice(), &idx.shape, batch_dims, out.reset(&shape))
+    }))
+}
+
+/// Runs ScatterElements along `axis`.
+pub(super) fn scatter_elements_op(axis: usize, reduction: Option<BinaryOp>, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let (data, idx, out) = args(inputs, outputs)?;
+    reduction_ok(reduction)?;
+    elements_check(&data.shape, &idx.shape, axis)?;
+    let upd = input(inputs, 2)?;
+    if upd.shape != idx.shape {
+        return Err(format!("updates shape {:?} differs from indices shape {:?}", upd.shape, idx.shape));
     }
+    with_indices!(idx, iv => with_data!(&data.data, v => {
+        let u = upd.view().ok_or_else(|| format!("updates are {}, data is {}", upd.dtype(), data.dtype()))?;
+        let o = out.reset(&data.shape);
+        o.copy_from_slice(v);
+        with_reduction(reduction, |f| scatter_elements(o, &data.shape, iv.as_slice(), &idx.shape, u, axis, f))
+    }))
+}
+
+/// Runs ScatterND.
+pub(super) fn scatter_nd_op(reduction: Option<BinaryOp>, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let (data, idx, out) = args(inputs, outputs)?;
+    reduction_ok(reduction)?;
+    let upd = input(inputs, 2)?;
+    scatter_nd_check(&data.shape, &idx.shape, &upd.shape)?;
+    with_indices!(idx, iv => with_data!(&data.data, v => {
+        let u = upd.view().ok_or_else(|| format!("updates are {}, data is {}", upd.dtype(), data.dtype()))?;
+        let o = out.reset(&data.shape);
+        o.copy_from_slice(v);
+        with_reduction(reduction, |f| scatter_nd(o, &data.shape, iv.as_slice(), &idx.shape, u, f))
+    }))
 }
 
 /// out[o, j, :] = data[o, idx[j], :] for rows of `inner` elements; indices are already checked.
@@ -352,6 +362,8 @@ fn scatter_nd<T: Element, I: Index>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::{eval, Scratch};
     use crate::ir::ops::{infer, TypeInfo};
 
     fn run(op: Op, inputs: &[&Tensor]) -> Result<Tensor, String> {

@@ -21,9 +21,9 @@ use half::{bf16, f16};
 use rayon::prelude::*;
 
 use super::util::strides;
-use super::{input, Scratch};
+use super::input;
 use crate::ir::ops::matmul::{gemm_dims, matmul_dims, MatMulDims};
-use crate::ir::{Activation, DType, Element, Op, Tensor};
+use crate::ir::{Activation, DType, Element, Tensor};
 
 /// Largest `m·k + k·n` (in elements) of one matrixmultiply call when matrixmultiply may thread. It decides
 /// the threads of a call as `min(MATMUL_NUM_THREADS, (m·k + k·n) / 16384)`, so calls below 2·16384 run on
@@ -547,54 +547,52 @@ fn gemv<T: Real>(k: usize, alpha: T, x: &[T], xo: usize, xs: usize, mat: MatRef<
 // ---------------------------------------------------------------------------------------------------
 // Op rules
 
-/// Runs Gemm or MatMul.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+/// Runs Gemm: alpha · A' · B' + beta · C, then the fused activation.
+pub(super) fn gemm(alpha: f32, beta: f32, trans_a: bool, trans_b: bool, activation: Option<Activation>, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
     let out = outputs.first_mut().ok_or("missing output")?;
-    match op {
-        &Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
-            let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
-            let c = inputs.get(2).copied().flatten();
-            let (m, n, k) = gemm_dims(&a.shape, &b.shape, trans_a, trans_b, a.dtype(), b.dtype(), c.map(|c| (c.dtype(), &c.shape[..])))?;
-            let g = GemmArgs { m, n, k, alpha, beta, trans_a, trans_b, activation };
-            match a.dtype() {
-                DType::F32 => gemm_typed::<f32>(&g, a.view().ok_or("A")?, b.view().ok_or("B")?, c.map(|c| (c.view::<f32>().unwrap_or(&[]), &c.shape[..])), out.reset(&[m, n])),
-                DType::F64 => gemm_typed::<f64>(&g, a.view().ok_or("A")?, b.view().ok_or("B")?, c.map(|c| (c.view::<f64>().unwrap_or(&[]), &c.shape[..])), out.reset(&[m, n])),
-                DType::F16 | DType::BF16 => {
-                    let (av, bv) = (to_f32(a)?, to_f32(b)?);
-                    let cv = c.map(to_f32).transpose()?;
-                    let mut y = vec![0f32; m * n];
-                    gemm_typed::<f32>(&g, &av, &bv, cv.as_deref().zip(c.map(|c| &c.shape[..])), &mut y)?;
-                    from_f32(&y, a.dtype(), &[m, n], out);
-                    Ok(())
-                }
-                d => Err(format!("Gemm does not support {d}")),
-            }
+    let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
+    let c = inputs.get(2).copied().flatten();
+    let (m, n, k) = gemm_dims(&a.shape, &b.shape, trans_a, trans_b, a.dtype(), b.dtype(), c.map(|c| (c.dtype(), &c.shape[..])))?;
+    let g = GemmArgs { m, n, k, alpha, beta, trans_a, trans_b, activation };
+    match a.dtype() {
+        DType::F32 => gemm_typed::<f32>(&g, a.view().ok_or("A")?, b.view().ok_or("B")?, c.map(|c| (c.view::<f32>().unwrap_or(&[]), &c.shape[..])), out.reset(&[m, n])),
+        DType::F64 => gemm_typed::<f64>(&g, a.view().ok_or("A")?, b.view().ok_or("B")?, c.map(|c| (c.view::<f64>().unwrap_or(&[]), &c.shape[..])), out.reset(&[m, n])),
+        DType::F16 | DType::BF16 => {
+            let (av, bv) = (to_f32(a)?, to_f32(b)?);
+            let cv = c.map(to_f32).transpose()?;
+            let mut y = vec![0f32; m * n];
+            gemm_typed::<f32>(&g, &av, &bv, cv.as_deref().zip(c.map(|c| &c.shape[..])), &mut y)?;
+            from_f32(&y, a.dtype(), &[m, n], out);
+            Ok(())
         }
-        Op::MatMul => {
-            let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
-            if a.dtype() != b.dtype() {
-                return Err(format!("MatMul inputs have different types {} and {}", a.dtype(), b.dtype()));
-            }
-            let d = matmul_dims(&a.shape, &b.shape)?;
-            match a.dtype() {
-                DType::F32 => matmul_real::<f32>(&d, a.view().ok_or("A")?, b.view().ok_or("B")?, out.reset(&d.out)),
-                DType::F64 => matmul_real::<f64>(&d, a.view().ok_or("A")?, b.view().ok_or("B")?, out.reset(&d.out)),
-                DType::F16 | DType::BF16 => {
-                    let (av, bv) = (to_f32(a)?, to_f32(b)?);
-                    let mut y = vec![0f32; d.out.iter().product()];
-                    matmul_real::<f32>(&d, &av, &bv, &mut y)?;
-                    from_f32(&y, a.dtype(), &d.out, out);
-                    Ok(())
-                }
-                DType::I8 => matmul_int::<i8>(&d, a, b, out),
-                DType::U8 => matmul_int::<u8>(&d, a, b, out),
-                DType::I16 => matmul_int::<i16>(&d, a, b, out),
-                DType::I32 => matmul_int::<i32>(&d, a, b, out),
-                DType::I64 => matmul_int::<i64>(&d, a, b, out),
-                DType::Bool => Err("MatMul does not support bool".into()),
-            }
+        d => Err(format!("Gemm does not support {d}")),
+    }
+}
+
+/// Runs MatMul (numpy semantics).
+pub(super) fn matmul(inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let out = outputs.first_mut().ok_or("missing output")?;
+    let (a, b) = (input(inputs, 0)?, input(inputs, 1)?);
+    if a.dtype() != b.dtype() {
+        return Err(format!("MatMul inputs have different types {} and {}", a.dtype(), b.dtype()));
+    }
+    let d = matmul_dims(&a.shape, &b.shape)?;
+    match a.dtype() {
+        DType::F32 => matmul_real::<f32>(&d, a.view().ok_or("A")?, b.view().ok_or("B")?, out.reset(&d.out)),
+        DType::F64 => matmul_real::<f64>(&d, a.view().ok_or("A")?, b.view().ok_or("B")?, out.reset(&d.out)),
+        DType::F16 | DType::BF16 => {
+            let (av, bv) = (to_f32(a)?, to_f32(b)?);
+            let mut y = vec![0f32; d.out.iter().product()];
+            matmul_real::<f32>(&d, &av, &bv, &mut y)?;
+            from_f32(&y, a.dtype(), &d.out, out);
+            Ok(())
         }
-        _ => Err(format!("{} is not a matmul op", op.name())),
+        DType::I8 => matmul_int::<i8>(&d, a, b, out),
+        DType::U8 => matmul_int::<u8>(&d, a, b, out),
+        DType::I16 => matmul_int::<i16>(&d, a, b, out),
+        DType::I32 => matmul_int::<i32>(&d, a, b, out),
+        DType::I64 => matmul_int::<i64>(&d, a, b, out),
+        DType::Bool => Err("MatMul does not support bool".into()),
     }
 }
 
@@ -737,6 +735,8 @@ pub(super) fn from_f32(y: &[f32], dtype: DType, shape: &[usize], out: &mut Tenso
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::{eval, Scratch};
     use crate::ir::ops::{infer, TypeInfo};
 
     /// Deterministic pseudo-random values in [-1, 1).

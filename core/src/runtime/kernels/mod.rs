@@ -44,28 +44,78 @@ pub fn input<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, 
     inputs.get(i).copied().flatten().ok_or_else(|| format!("missing required input {i}"))
 }
 
-/// Runs any op.
+/// The first output of a node, or an error naming the op.
+fn first<'o>(outputs: &'o mut [Tensor], op: &Op) -> Result<&'o mut Tensor, String> {
+    outputs.first_mut().ok_or_else(|| format!("{} needs an output", op.name()))
+}
+
+/// Runs any op: every variant names its kernel, so a new op does not compile until it has one.
 pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     use Op::*;
     match op {
-        Conv(_) | ConvTranspose(_) => conv::eval(op, inputs, outputs, scratch),
-        Gemm { .. } | MatMul => matmul::eval(op, inputs, outputs, scratch),
-        MaxPool(_) | AveragePool(_) | LpPool(..) | GlobalAveragePool | GlobalMaxPool => {
-            pool::eval(op, inputs, outputs, scratch)
+        Conv(a) => conv::conv(a, inputs, outputs, scratch),
+        ConvTranspose(a) => conv::conv_transpose(a, inputs, outputs, scratch),
+        &Gemm { alpha, beta, trans_a, trans_b, activation } => matmul::gemm(alpha, beta, trans_a, trans_b, activation, inputs, outputs),
+        MatMul => matmul::matmul(inputs, outputs),
+        Binary(b, act) => elementwise::binary(*b, *act, input(inputs, 0)?, input(inputs, 1)?, first(outputs, op)?),
+        Unary(u) => elementwise::unary(*u, input(inputs, 0)?, first(outputs, op)?),
+        ClipDynamic => elementwise::clip_dynamic(inputs, first(outputs, op)?),
+        Variadic(b) => elementwise::variadic(Some(*b), inputs, first(outputs, op)?),
+        VariadicMean => elementwise::variadic(None, inputs, first(outputs, op)?),
+        Where => elementwise::where_op(input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?, first(outputs, op)?),
+        Cast { to } => elementwise::cast(input(inputs, 0)?, *to, first(outputs, op)?),
+        MaxPool(a) => pool::run_max_pool(a, inputs, outputs, scratch),
+        AveragePool(a) => pool::window_pool("AveragePool", a, None, inputs, outputs, scratch),
+        LpPool(a, p) => pool::window_pool("LpPool", a, Some(*p), inputs, outputs, scratch),
+        GlobalAveragePool => pool::global_pool(false, inputs, outputs),
+        GlobalMaxPool => pool::global_pool(true, inputs, outputs),
+        BatchNorm { epsilon } => normalize::batch_norm(*epsilon, inputs, outputs, scratch),
+        InstanceNorm { epsilon } => normalize::instance_norm(*epsilon, inputs, outputs, scratch),
+        GroupNorm { num_groups, epsilon } => normalize::group_norm(*num_groups, *epsilon, inputs, outputs, scratch),
+        LayerNorm { axis, epsilon } => normalize::layer_norm_op(*axis, *epsilon, inputs, outputs, scratch),
+        &Lrn { alpha, beta, bias, size } => normalize::lrn(alpha, beta, bias, size, inputs, outputs, scratch),
+        LpNorm { axis, p } => normalize::lp_norm_op(*axis, *p, inputs, outputs, scratch),
+        Softmax { axis } => softmax::eval(softmax::Kind::Soft, *axis, inputs, outputs),
+        LogSoftmax { axis } => softmax::eval(softmax::Kind::Log, *axis, inputs, outputs),
+        Hardmax { axis } => softmax::eval(softmax::Kind::Hard, *axis, inputs, outputs),
+        Reduce { op, axes, keepdims, noop_with_empty_axes } => {
+            reduce::reduce(*op, axes.as_deref(), *keepdims, *noop_with_empty_axes, inputs, outputs, scratch)
         }
-        Binary(..) | Unary(_) | ClipDynamic | Variadic(_) | VariadicMean | Where | Cast { .. } => {
-            elementwise::eval(op, inputs, outputs, scratch)
+        &ArgReduce { max, axis, keepdims, select_last_index } => reduce::arg_reduce_op(max, axis, keepdims, select_last_index, inputs, outputs),
+        CumSum { exclusive, reverse } => reduce::cumsum_op(*exclusive, *reverse, inputs, outputs),
+        TopK { axis, largest, .. } => reduce::topk(*axis, *largest, inputs, outputs),
+        Reshape { allowzero } => shape::run_reshape(*allowzero, inputs, outputs),
+        Flatten { axis } => shape::run_flatten(*axis, inputs, outputs),
+        Squeeze { axes } => shape::run_squeeze(axes.as_deref(), inputs, outputs),
+        Unsqueeze { axes } => shape::run_unsqueeze(axes.as_deref(), inputs, outputs),
+        Transpose { perm } => shape::run_transpose(perm, inputs, outputs),
+        Concat { axis } => shape::run_concat(*axis, inputs, outputs),
+        Split { axis, split, num_outputs } => {
+            shape::eval_split(input(inputs, 0)?, *axis, split.as_deref(), inputs.get(1).copied().flatten(), *num_outputs, outputs)
         }
-        Reduce { .. } | ArgReduce { .. } | CumSum { .. } | TopK { .. } => reduce::eval(op, inputs, outputs, scratch),
-        Softmax { .. } | LogSoftmax { .. } | Hardmax { .. } => softmax::eval(op, inputs, outputs, scratch),
-        BatchNorm { .. } | InstanceNorm { .. } | LayerNorm { .. } | GroupNorm { .. } | Lrn { .. } | LpNorm { .. } => {
-            normalize::eval(op, inputs, outputs, scratch)
-        }
-        DequantizeLinear { .. } | QuantizeLinear { .. } => quantize::eval(op, inputs, outputs, scratch),
-        Gather { .. } | GatherElements { .. } | GatherNd { .. } | ScatterElements { .. } | ScatterNd { .. } => {
-            gather::eval(op, inputs, outputs, scratch)
-        }
-        Resize(_) => resize::eval(op, inputs, outputs, scratch),
-        _ => shape::eval(op, inputs, outputs, scratch),
+        Slice => shape::run_slice(inputs, outputs),
+        Pad { mode } => shape::run_pad(*mode, inputs, outputs),
+        Expand => shape::run_expand(inputs, outputs),
+        Tile => shape::run_tile(inputs, outputs),
+        Identity => shape::run_identity(inputs, outputs),
+        DepthToSpace { blocksize, crd } => shape::run_depth_to_space(*blocksize, *crd, inputs, outputs),
+        SpaceToDepth { blocksize } => shape::run_space_to_depth(*blocksize, inputs, outputs),
+        Shape { start, end } => shape::run_shape(*start, *end, inputs, outputs),
+        Size => shape::run_size(inputs, outputs),
+        ConstantOfShape { value } => shape::run_constant_of_shape(value, inputs, outputs),
+        Range => shape::run_range(inputs, outputs),
+        Trilu { upper } => shape::run_trilu(*upper, inputs, outputs),
+        OneHot { axis } => shape::run_onehot(*axis, inputs, outputs),
+        EyeLike { dtype, k } => shape::run_eye_like(*dtype, *k, inputs, outputs),
+        NonZero => shape::run_nonzero(inputs, outputs),
+        ReverseSequence { batch_axis, time_axis } => shape::run_reverse_sequence(*batch_axis, *time_axis, inputs, outputs),
+        Gather { axis } => gather::gather_op(*axis, inputs, outputs),
+        GatherElements { axis } => gather::gather_elements_op(*axis, inputs, outputs),
+        GatherNd { batch_dims } => gather::gather_nd_op(*batch_dims, inputs, outputs),
+        ScatterElements { axis, reduction } => gather::scatter_elements_op(*axis, *reduction, inputs, outputs),
+        ScatterNd { reduction } => gather::scatter_nd_op(*reduction, inputs, outputs),
+        Resize(a) => resize::eval(a, inputs, outputs, scratch),
+        DequantizeLinear { axis } => quantize::eval(None, *axis, inputs, outputs),
+        &QuantizeLinear { axis, to, rounding } => quantize::eval(Some((to, rounding)), axis, inputs, outputs),
     }
 }

@@ -10,186 +10,213 @@ use rayon::prelude::*;
 
 use super::util::{broadcast_shape, broadcast_strides, for_each_broadcast};
 use super::{input, Scratch};
-use crate::ir::{Element, Op, Tensor, TensorData};
+use crate::ir::{Element, Tensor, TensorData};
 
 /// Tensors with at least this many elements are processed in parallel.
 const PAR_MIN: usize = 1 << 15;
 
-/// Runs a normalisation op.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+/// (N, C, spatial size) of an input of rank >= 2.
+fn channels(name: &str, shape: &[usize]) -> Result<(usize, usize, usize), String> {
+    if shape.len() < 2 {
+        return Err(format!("{name} needs an input of rank >= 2, got {shape:?}"));
+    }
+    Ok((shape[0], shape[1], shape[2..].iter().product()))
+}
+
+/// Runs BatchNorm (inference).
+pub(super) fn batch_norm(epsilon: f32, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let y = outputs.first_mut().ok_or("the node has no output")?;
+    let shape = x.shape.clone();
+    let channels = || channels("BatchNorm", &shape);
+    let (_, c, sp) = channels()?;
+    let p: Vec<Cow<[f32]>> = (1..5).map(|i| param(inputs, i, c, "BatchNorm")).collect::<Result<_, _>>()?;
+    let eps = epsilon;
+    with_f32(x, y, &shape, scratch, |xs, ys| {
+        planes(xs, ys, sp, |i, xp, yp| {
+            let ch = i % c;
+            let a = p[0][ch] / (p[3][ch] + eps).sqrt();
+            let b = p[1][ch] - p[2][ch] * a;
+            for (o, &v) in yp.iter_mut().zip(xp) {
+                *o = v * a + b;
+            }
+        });
+        Ok(())
+    })
+}
+
+/// Runs InstanceNorm.
+pub(super) fn instance_norm(epsilon: f32, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let y = outputs.first_mut().ok_or("the node has no output")?;
+    let shape = x.shape.clone();
+    let channels = || channels("InstanceNorm", &shape);
+    let (_, c, sp) = channels()?;
+    let scale = param(inputs, 1, c, "InstanceNorm")?;
+    let bias = param(inputs, 2, c, "InstanceNorm")?;
+    let eps = epsilon;
+    with_f32(x, y, &shape, scratch, |xs, ys| {
+        planes(xs, ys, sp, |i, xp, yp| {
+            let ch = i % c;
+            let (mean, var) = mean_var(xp);
+            let a = scale[ch] / (var + eps).sqrt();
+            let b = bias[ch] - mean * a;
+            for (o, &v) in yp.iter_mut().zip(xp) {
+                *o = v * a + b;
+            }
+        });
+        Ok(())
+    })
+}
+
+/// Runs GroupNorm.
+pub(super) fn group_norm(num_groups: usize, epsilon: f32, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let y = outputs.first_mut().ok_or("the node has no output")?;
+    let shape = x.shape.clone();
+    let channels = || channels("GroupNorm", &shape);
+    let (_, c, sp) = channels()?;
+    let g = num_groups;
+    if g == 0 || c % g != 0 {
+        return Err(format!("{c} channels do not split into {g} groups"));
+    }
+    let scale = input(inputs, 1)?;
+    // Opset 21: per-channel scale/bias; opset 18: per-group.
+    let per_group = scale.len() != c && scale.len() == g;
+    let n_par = if per_group { g } else { c };
+    let scale = param(inputs, 1, n_par, "GroupNorm")?;
+    let bias = param(inputs, 2, n_par, "GroupNorm")?;
+    let cg = c / g;
+    let eps = epsilon;
+    with_f32(x, y, &shape, scratch, |xs, ys| {
+        planes(xs, ys, cg * sp, |i, xp, yp| {
+            let grp = i % g;
+            let (mean, var) = mean_var(xp);
+            let inv = 1.0 / (var + eps).sqrt();
+            for (k, (yc, xc)) in yp.chunks_mut(sp.max(1)).zip(xp.chunks(sp.max(1))).enumerate() {
+                let pi = if per_group { grp } else { grp * cg + k };
+                let a = scale[pi] * inv;
+                let b = bias[pi] - mean * a;
+                for (o, &v) in yc.iter_mut().zip(xc) {
+                    *o = v * a + b;
+                }
+            }
+        });
+        Ok(())
+    })
+}
+
+/// Runs LayerNorm over axes [axis, rank).
+pub(super) fn layer_norm_op(axis: usize, epsilon: f32, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let x = input(inputs, 0)?;
     let (y, rest) = outputs.split_first_mut().ok_or("the node has no output")?;
     let shape = x.shape.clone();
     let rank = shape.len();
-    let channels = || -> Result<(usize, usize, usize), String> {
-        if rank < 2 {
-            return Err(format!("{} needs an input of rank >= 2, got {shape:?}", op.name()));
-        }
-        Ok((shape[0], shape[1], shape[2..].iter().product()))
-    };
-    match op {
-        Op::BatchNorm { epsilon } => {
-            let (_, c, sp) = channels()?;
-            let p: Vec<Cow<[f32]>> = (1..5).map(|i| param(inputs, i, c, op)).collect::<Result<_, _>>()?;
-            let eps = *epsilon;
-            with_f32(x, y, &shape, scratch, |xs, ys| {
-                planes(xs, ys, sp, |i, xp, yp| {
-                    let ch = i % c;
-                    let a = p[0][ch] / (p[3][ch] + eps).sqrt();
-                    let b = p[1][ch] - p[2][ch] * a;
-                    for (o, &v) in yp.iter_mut().zip(xp) {
-                        *o = v * a + b;
-                    }
-                });
-                Ok(())
-            })
-        }
-        Op::InstanceNorm { epsilon } => {
-            let (_, c, sp) = channels()?;
-            let scale = param(inputs, 1, c, op)?;
-            let bias = param(inputs, 2, c, op)?;
-            let eps = *epsilon;
-            with_f32(x, y, &shape, scratch, |xs, ys| {
-                planes(xs, ys, sp, |i, xp, yp| {
-                    let ch = i % c;
-                    let (mean, var) = mean_var(xp);
-                    let a = scale[ch] / (var + eps).sqrt();
-                    let b = bias[ch] - mean * a;
-                    for (o, &v) in yp.iter_mut().zip(xp) {
-                        *o = v * a + b;
-                    }
-                });
-                Ok(())
-            })
-        }
-        Op::GroupNorm { num_groups, epsilon } => {
-            let (_, c, sp) = channels()?;
-            let g = *num_groups;
-            if g == 0 || c % g != 0 {
-                return Err(format!("{c} channels do not split into {g} groups"));
-            }
-            let scale = input(inputs, 1)?;
-            // Opset 21: per-channel scale/bias; opset 18: per-group.
-            let per_group = scale.len() != c && scale.len() == g;
-            let n_par = if per_group { g } else { c };
-            let scale = param(inputs, 1, n_par, op)?;
-            let bias = param(inputs, 2, n_par, op)?;
-            let cg = c / g;
-            let eps = *epsilon;
-            with_f32(x, y, &shape, scratch, |xs, ys| {
-                planes(xs, ys, cg * sp, |i, xp, yp| {
-                    let grp = i % g;
-                    let (mean, var) = mean_var(xp);
-                    let inv = 1.0 / (var + eps).sqrt();
-                    for (k, (yc, xc)) in yp.chunks_mut(sp.max(1)).zip(xp.chunks(sp.max(1))).enumerate() {
-                        let pi = if per_group { grp } else { grp * cg + k };
-                        let a = scale[pi] * inv;
-                        let b = bias[pi] - mean * a;
-                        for (o, &v) in yc.iter_mut().zip(xc) {
-                            *o = v * a + b;
-                        }
-                    }
-                });
-                Ok(())
-            })
-        }
-        Op::LayerNorm { axis, epsilon } => {
-            let axis = *axis;
-            if axis >= rank {
-                return Err(format!("axis {axis} is out of range for rank {rank}"));
-            }
-            let rows: usize = shape[..axis].iter().product();
-            let cols: usize = shape[axis..].iter().product();
-            let norm = &shape[axis..];
-            let scale = ln_param(inputs.get(1).copied().flatten().ok_or("LayerNorm needs a scale input")?, norm)?;
-            let bias = match inputs.get(2).copied().flatten() {
-                Some(b) => Some(ln_param(b, norm)?),
-                None => None,
-            };
-            let mut stat_shape = shape[..axis].to_vec();
-            stat_shape.resize(rank, 1);
-            let (mean_out, inv_out) = match rest {
-                [] => (None, None),
-                [m] => (Some(m.reset::<f32>(&stat_shape)), None),
-                [m, s, ..] => (Some(m.reset::<f32>(&stat_shape)), Some(s.reset::<f32>(&stat_shape))),
-            };
-            let eps = *epsilon;
-            with_f32(x, y, &shape, scratch, |xs, ys| {
-                layer_norm(xs, ys, rows, cols, &scale, bias.as_deref(), eps, mean_out, inv_out);
-                Ok(())
-            })
-        }
-        Op::Lrn { alpha, beta, bias, size } => {
-            let (_, c, sp) = channels()?;
-            if *size == 0 {
-                return Err("LRN size must be at least 1".into());
-            }
-            let (alpha, beta, bias, size) = (*alpha, *beta, *bias, *size);
-            let lo = (size - 1) / 2;
-            let hi = size / 2 + 1; // ceil((size - 1) / 2) + 1
-            let k = alpha / size as f32;
-            with_f32(x, y, &shape, scratch, |xs, ys| {
-                let work = |i: usize, yp: &mut [f32]| {
-                    let (n, ch) = (i / c, i % c);
-                    let base = n * c * sp;
-                    yp.fill(0.0);
-                    for cc in ch.saturating_sub(lo)..(ch + hi).min(c) {
-                        let xp = &xs[base + cc * sp..base + (cc + 1) * sp];
-                        for (o, &v) in yp.iter_mut().zip(xp) {
-                            *o += v * v;
-                        }
-                    }
-                    let xp = &xs[base + ch * sp..base + (ch + 1) * sp];
-                    // powf is most of the cost; the usual exponents have cheaper exact forms.
-                    if beta == 0.75 {
-                        for (o, &v) in yp.iter_mut().zip(xp) {
-                            let r = (bias + k * *o).sqrt();
-                            *o = v / (r * r.sqrt());
-                        }
-                    } else if beta == 0.5 {
-                        for (o, &v) in yp.iter_mut().zip(xp) {
-                            *o = v / (bias + k * *o).sqrt();
-                        }
-                    } else if beta == 1.0 {
-                        for (o, &v) in yp.iter_mut().zip(xp) {
-                            *o = v / (bias + k * *o);
-                        }
-                    } else {
-                        for (o, &v) in yp.iter_mut().zip(xp) {
-                            *o = v / (bias + k * *o).powf(beta);
-                        }
-                    }
-                };
-                if sp == 0 {
-                    return Ok(());
-                }
-                if xs.len() >= PAR_MIN {
-                    ys.par_chunks_mut(sp).enumerate().for_each(|(i, yp)| work(i, yp));
-                } else {
-                    ys.chunks_mut(sp).enumerate().for_each(|(i, yp)| work(i, yp));
-                }
-                Ok(())
-            })
-        }
-        Op::LpNorm { axis, p } => {
-            let (axis, p) = (*axis, *p);
-            if !(p == 1 || p == 2) {
-                return Err(format!("LpNormalization supports p = 1 or 2, not {p}"));
-            }
-            let (outer, len, inner) = if rank == 0 {
-                (1, 1, 1)
-            } else if axis < rank {
-                (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product::<usize>())
-            } else {
-                return Err(format!("axis {axis} is out of range for rank {rank}"));
-            };
-            with_f32(x, y, &shape, scratch, |xs, ys| {
-                lp_norm(xs, ys, outer, len, inner, p);
-                Ok(())
-            })
-        }
-        _ => Err(format!("{} is not a normalisation", op.name())),
+    let axis = axis;
+    if axis >= rank {
+        return Err(format!("axis {axis} is out of range for rank {rank}"));
     }
+    let rows: usize = shape[..axis].iter().product();
+    let cols: usize = shape[axis..].iter().product();
+    let norm = &shape[axis..];
+    let scale = ln_param(inputs.get(1).copied().flatten().ok_or("LayerNorm needs a scale input")?, norm)?;
+    let bias = match inputs.get(2).copied().flatten() {
+        Some(b) => Some(ln_param(b, norm)?),
+        None => None,
+    };
+    let mut stat_shape = shape[..axis].to_vec();
+    stat_shape.resize(rank, 1);
+    let (mean_out, inv_out) = match rest {
+        [] => (None, None),
+        [m] => (Some(m.reset::<f32>(&stat_shape)), None),
+        [m, s, ..] => (Some(m.reset::<f32>(&stat_shape)), Some(s.reset::<f32>(&stat_shape))),
+    };
+    let eps = epsilon;
+    with_f32(x, y, &shape, scratch, |xs, ys| {
+        layer_norm(xs, ys, rows, cols, &scale, bias.as_deref(), eps, mean_out, inv_out);
+        Ok(())
+    })
+}
+
+/// Runs LRN across channels.
+pub(super) fn lrn(alpha: f32, beta: f32, bias: f32, size: usize, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let y = outputs.first_mut().ok_or("the node has no output")?;
+    let shape = x.shape.clone();
+    let channels = || channels("Lrn", &shape);
+    let (_, c, sp) = channels()?;
+    if size == 0 {
+        return Err("LRN size must be at least 1".into());
+    }
+    let (alpha, beta, bias, size) = (alpha, beta, bias, size);
+    let lo = (size - 1) / 2;
+    let hi = size / 2 + 1; // ceil((size - 1) / 2) + 1
+    let k = alpha / size as f32;
+    with_f32(x, y, &shape, scratch, |xs, ys| {
+        let work = |i: usize, yp: &mut [f32]| {
+            let (n, ch) = (i / c, i % c);
+            let base = n * c * sp;
+            yp.fill(0.0);
+            for cc in ch.saturating_sub(lo)..(ch + hi).min(c) {
+                let xp = &xs[base + cc * sp..base + (cc + 1) * sp];
+                for (o, &v) in yp.iter_mut().zip(xp) {
+                    *o += v * v;
+                }
+            }
+            let xp = &xs[base + ch * sp..base + (ch + 1) * sp];
+            // powf is most of the cost; the usual exponents have cheaper exact forms.
+            if beta == 0.75 {
+                for (o, &v) in yp.iter_mut().zip(xp) {
+                    let r = (bias + k * *o).sqrt();
+                    *o = v / (r * r.sqrt());
+                }
+            } else if beta == 0.5 {
+                for (o, &v) in yp.iter_mut().zip(xp) {
+                    *o = v / (bias + k * *o).sqrt();
+                }
+            } else if beta == 1.0 {
+                for (o, &v) in yp.iter_mut().zip(xp) {
+                    *o = v / (bias + k * *o);
+                }
+            } else {
+                for (o, &v) in yp.iter_mut().zip(xp) {
+                    *o = v / (bias + k * *o).powf(beta);
+                }
+            }
+        };
+        if sp == 0 {
+            return Ok(());
+        }
+        if xs.len() >= PAR_MIN {
+            ys.par_chunks_mut(sp).enumerate().for_each(|(i, yp)| work(i, yp));
+        } else {
+            ys.chunks_mut(sp).enumerate().for_each(|(i, yp)| work(i, yp));
+        }
+        Ok(())
+    })
+}
+
+/// Runs LpNormalization along `axis`.
+pub(super) fn lp_norm_op(axis: usize, p: u32, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let y = outputs.first_mut().ok_or("the node has no output")?;
+    let shape = x.shape.clone();
+    let rank = shape.len();
+    let (axis, p) = (axis, p);
+    if !(p == 1 || p == 2) {
+        return Err(format!("LpNormalization supports p = 1 or 2, not {p}"));
+    }
+    let (outer, len, inner) = if rank == 0 {
+        (1, 1, 1)
+    } else if axis < rank {
+        (shape[..axis].iter().product(), shape[axis], shape[axis + 1..].iter().product::<usize>())
+    } else {
+        return Err(format!("axis {axis} is out of range for rank {rank}"));
+    };
+    with_f32(x, y, &shape, scratch, |xs, ys| {
+        lp_norm(xs, ys, outer, len, inner, p);
+        Ok(())
+    })
 }
 
 /// Runs `f` on the input and output as f32 slices, converting other float types through `scratch`.
@@ -242,10 +269,10 @@ fn as_f32(t: &Tensor) -> Result<Cow<'_, [f32]>, String> {
 }
 
 /// Per-channel parameter input `i` with `n` elements, as f32.
-fn param<'a>(inputs: &[Option<&'a Tensor>], i: usize, n: usize, op: &Op) -> Result<Cow<'a, [f32]>, String> {
+fn param<'a>(inputs: &[Option<&'a Tensor>], i: usize, n: usize, name: &str) -> Result<Cow<'a, [f32]>, String> {
     let t = input(inputs, i)?;
     if t.len() != n {
-        return Err(format!("{} input {i} has shape {:?}; expected {n} elements", op.name(), t.shape));
+        return Err(format!("{name} input {i} has shape {:?}; expected {n} elements", t.shape));
     }
     as_f32(t)
 }
@@ -419,6 +446,8 @@ fn lp_norm(xs: &[f32], ys: &mut [f32], outer: usize, len: usize, inner: usize, p
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::eval;
     use half::f16;
 
     fn run(op: Op, inputs: &[Option<&Tensor>], n_out: usize) -> Vec<Tensor> {

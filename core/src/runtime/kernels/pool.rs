@@ -15,78 +15,80 @@ use super::matmul::Real;
 use super::{input, Scratch};
 use crate::ir::ops::conv::Geom;
 use crate::ir::ops::pool::{check_dtype, geom_of, global_shape, out_shape};
-use crate::ir::{DType, Element, Op, Tensor};
+use crate::ir::{DType, Element, PoolAttrs, Tensor};
 use half::{bf16, f16};
 
 /// Work (window taps) below which a pool runs on the calling thread.
 const PAR_MIN: usize = 1 << 15;
 
-/// Runs a pool.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+/// Runs MaxPool (with the optional indices output).
+pub(super) fn run_max_pool(a: &PoolAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let x = input(inputs, 0)?;
-    check_dtype(&op.name(), matches!(op, Op::MaxPool(_)), x.dtype())?;
-    match op {
-        Op::MaxPool(a) => {
-            let g = geom_of(&x.shape, a, "MaxPool")?;
-            let shape = out_shape(&x.shape, &g);
-            let (y, rest) = outputs.split_first_mut().ok_or("missing output")?;
-            let idx = rest.first_mut();
-            // f32/f64 1-D/2-D without indices: the vectorised padded-plane path
-            let flat2d = g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && idx.is_none();
-            match x.dtype() {
-                DType::F32 if flat2d => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f32),
-                DType::F64 if flat2d => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f64),
-                _ => {}
-            }
-            macro_rules! go {
-                ($t:ty) => {
-                    max_pool::<$t>(x.view().ok_or("data")?, &g, &shape, y, idx)
-                };
-            }
-            match x.dtype() {
-                DType::F32 => go!(f32),
-                DType::F64 => go!(f64),
-                DType::F16 => go!(f16),
-                DType::BF16 => go!(bf16),
-                DType::I8 => go!(i8),
-                DType::U8 => go!(u8),
-                DType::I16 => go!(i16),
-                DType::I32 => go!(i32),
-                DType::I64 => go!(i64),
-                DType::Bool => Err("MaxPool does not support bool".into()),
-            }
-        }
-        Op::AveragePool(a) | Op::LpPool(a, _) => {
-            let name = op.name();
-            let g = geom_of(&x.shape, a, &name)?;
-            let shape = out_shape(&x.shape, &g);
-            let kind = match op {
-                Op::LpPool(_, p) if *p == 0 => return Err("LpPool p must be at least 1".into()),
-                Op::LpPool(_, p) => Kind::Lp(*p),
-                _ => Kind::Avg(a.count_include_pad),
-            };
-            let y = outputs.first_mut().ok_or("missing output")?;
-            if g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 {
-                let fast = match kind {
-                    Kind::Avg(include_pad) => Fast::Avg(include_pad),
-                    Kind::Lp(p) => Fast::Lp(p),
-                };
-                match x.dtype() {
-                    DType::F32 => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, fast, y.reset(&shape), &mut scratch.f32),
-                    DType::F64 => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, fast, y.reset(&shape), &mut scratch.f64),
-                    _ => {}
-                }
-            }
-            float_dispatch(x, |t| sum_pool_typed(t, &g, &shape, kind, y))
-        }
-        Op::GlobalAveragePool | Op::GlobalMaxPool => {
-            let shape = global_shape(&x.shape, &op.name())?;
-            let y = outputs.first_mut().ok_or("missing output")?;
-            let max = matches!(op, Op::GlobalMaxPool);
-            float_dispatch(x, |t| global_typed(t, &shape, max, y))
-        }
-        _ => Err(format!("{} is not a pool", op.name())),
+    check_dtype("MaxPool", true, x.dtype())?;
+    let g = geom_of(&x.shape, a, "MaxPool")?;
+    let shape = out_shape(&x.shape, &g);
+    let (y, rest) = outputs.split_first_mut().ok_or("missing output")?;
+    let idx = rest.first_mut();
+    // f32/f64 1-D/2-D without indices: the vectorised padded-plane path
+    let flat2d = g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && idx.is_none();
+    match x.dtype() {
+        DType::F32 if flat2d => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f32),
+        DType::F64 if flat2d => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f64),
+        _ => {}
     }
+    macro_rules! go {
+        ($t:ty) => {
+            max_pool::<$t>(x.view().ok_or("data")?, &g, &shape, y, idx)
+        };
+    }
+    match x.dtype() {
+        DType::F32 => go!(f32),
+        DType::F64 => go!(f64),
+        DType::F16 => go!(f16),
+        DType::BF16 => go!(bf16),
+        DType::I8 => go!(i8),
+        DType::U8 => go!(u8),
+        DType::I16 => go!(i16),
+        DType::I32 => go!(i32),
+        DType::I64 => go!(i64),
+        DType::Bool => Err("MaxPool does not support bool".into()),
+    }
+}
+
+/// Runs AveragePool (`lp` None) or LpPool (`lp` its p); `name` is the op's.
+pub(super) fn window_pool(name: &str, a: &PoolAttrs, lp: Option<u32>, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    check_dtype(name, false, x.dtype())?;
+    let g = geom_of(&x.shape, a, name)?;
+    let shape = out_shape(&x.shape, &g);
+    let kind = match lp {
+        Some(0) => return Err("LpPool p must be at least 1".into()),
+        Some(p) => Kind::Lp(p),
+        None => Kind::Avg(a.count_include_pad),
+    };
+    let y = outputs.first_mut().ok_or("missing output")?;
+    if g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 {
+        let fast = match kind {
+            Kind::Avg(include_pad) => Fast::Avg(include_pad),
+            Kind::Lp(p) => Fast::Lp(p),
+        };
+        match x.dtype() {
+            DType::F32 => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, fast, y.reset(&shape), &mut scratch.f32),
+            DType::F64 => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, fast, y.reset(&shape), &mut scratch.f64),
+            _ => {}
+        }
+    }
+    float_dispatch(x, |t| sum_pool_typed(t, &g, &shape, kind, y))
+}
+
+/// Runs GlobalMaxPool (`max`) or GlobalAveragePool.
+pub(super) fn global_pool(max: bool, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let name = if max { "GlobalMaxPool" } else { "GlobalAveragePool" };
+    let x = input(inputs, 0)?;
+    check_dtype(name, false, x.dtype())?;
+    let shape = global_shape(&x.shape, name)?;
+    let y = outputs.first_mut().ok_or("missing output")?;
+    float_dispatch(x, |t| global_typed(t, &shape, max, y))
 }
 
 /// A float tensor, for dispatching generic code once per call.
@@ -435,7 +437,8 @@ fn global<T: Element>(x: &[T], shape: &[usize], max: bool, y: &mut [T]) -> Resul
 mod tests {
     use super::*;
     use crate::ir::ops::{infer, TypeInfo};
-    use crate::ir::PoolAttrs;
+    use crate::ir::Op;
+    use crate::runtime::kernels::eval;
     use crate::ir::AutoPad;
 
     fn attrs(k: &[usize], s: &[usize], p: &[usize]) -> PoolAttrs {

@@ -8,9 +8,9 @@
 //! Blocked quantization (a scale of rank > 1) is not supported.
 
 use super::elementwise::{data, par_chunks, with_float, Float, Real, CHUNK, PAR_MIN};
-use super::{input, Scratch};
+use super::input;
 use crate::ir::ops::quantize::{dequant_dtype, layout, quant_dtype};
-use crate::ir::{DType, Element, Op, QuantRounding, Tensor};
+use crate::ir::{DType, Element, QuantRounding, Tensor};
 
 /// How scale and zero point apply: row `r` of `inner` elements uses parameter `r % channels`.
 #[derive(Debug)]
@@ -19,16 +19,13 @@ struct Layout {
     inner: usize,
 }
 
-/// Runs QuantizeLinear / DequantizeLinear.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+/// Runs QuantizeLinear (`quant`: its output type when the zero point is absent, and its rounding) or
+/// DequantizeLinear (`quant` is `None`), with per-axis parameters along `axis`.
+pub(super) fn eval(quant: Option<(DType, QuantRounding)>, axis: i64, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let name = if quant.is_some() { "QuantizeLinear" } else { "DequantizeLinear" };
     let (x, s) = (input(inputs, 0)?, input(inputs, 1)?);
     let zp = inputs.get(2).copied().flatten();
-    let out = outputs.first_mut().ok_or_else(|| format!("{} needs an output", op.name()))?;
-    let (name, axis) = match op {
-        Op::QuantizeLinear { axis, .. } => ("QuantizeLinear", *axis),
-        Op::DequantizeLinear { axis } => ("DequantizeLinear", *axis),
-        other => return Err(format!("{} is not a quantization op", other.name())),
-    };
+    let out = outputs.first_mut().ok_or_else(|| format!("{name} needs an output"))?;
     let lay = match layout(name, &x.shape, &s.shape, zp.map(|z| z.shape.as_slice()), axis)? {
         // per tensor: any partition of the data into rows works
         None => Layout { channels: 1, inner: CHUNK },
@@ -42,10 +39,10 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
     }
     let zero_at = |c: usize| if zero.len() == 1 { zero[0] } else { zero[c] };
     let params: Vec<(f64, f64)> = (0..lay.channels).map(|c| (scale[c], zero_at(c))).collect();
-    match op {
-        Op::QuantizeLinear { to, rounding, .. } => {
-            let dt = quant_dtype(x.dtype(), s.dtype(), zp.map(|z| z.dtype()), *to)?;
-            if *rounding == QuantRounding::TfLite {
+    match quant {
+        Some((to, rounding)) => {
+            let dt = quant_dtype(x.dtype(), s.dtype(), zp.map(|z| z.dtype()), to)?;
+            if rounding == QuantRounding::TfLite {
                 let a = x.to_f64_vec();
                 match dt {
                     DType::U8 => quantize_tflite::<u8>(&a, out.reset::<u8>(&x.shape), &lay, &params, 0.0, 255.0),
@@ -64,7 +61,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
                 Ok(())
             }, Err(format!("QuantizeLinear of {} is not supported", x.dtype())))
         }
-        _ => {
+        None => {
             let dt = dequant_dtype(x.dtype(), s.dtype(), zp.map(|z| z.dtype()))?;
             macro_rules! deq {
                 ($X:ty) => {{
@@ -167,6 +164,8 @@ fn dequantize<X: Element, T: Float>(a: &[X], o: &mut [T], lay: &Layout, params: 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::{eval, Scratch};
     use crate::ir::ops::{infer, TypeInfo};
 
     fn run(op: Op, ins: &[Option<&Tensor>]) -> Result<Tensor, String> {

@@ -18,70 +18,77 @@ use rayon::prelude::*;
 
 use super::{input, Scratch};
 use crate::ir::ops::reduce::{arg_reduce_shape, axes_values, check_axis, check_reduce_dtype, cumsum_axis, reduce_mask, reduced_shape, topk_k};
-use crate::ir::{DType, Element, Op, ReduceOp, Tensor, TensorData};
+use crate::ir::{DType, Element, ReduceOp, Tensor, TensorData};
 use crate::with_data;
 
 /// Inputs with at least this many elements are processed in parallel.
 const PAR_MIN: usize = 1 << 15;
 
-/// Runs Reduce, ArgReduce, CumSum or TopK.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+/// Runs a reduction (axes from the attribute, else input 1).
+pub(super) fn reduce(rop: ReduceOp, axes: Option<&[usize]>, keepdims: bool, noop_with_empty_axes: bool, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let x = input(inputs, 0)?;
     let out = outputs.first_mut().ok_or("the node has no output")?;
     let rank = x.shape.len();
-    match op {
-        Op::Reduce { op: rop, axes, keepdims, noop_with_empty_axes } => {
-            check_reduce_dtype(*rop, x.dtype())?;
-            let listed: Option<Vec<i64>> = match axes {
-                Some(a) => Some(a.iter().map(|&v| v as i64).collect()),
-                None => match inputs.get(1).copied().flatten() {
-                    Some(t) if !t.is_empty() => Some(axes_values(t)?),
-                    _ => None,
-                },
-            };
-            let mask = reduce_mask(listed.as_deref(), rank, *noop_with_empty_axes)?;
-            let shape = reduced_shape(&x.shape, &mask, *keepdims);
-            reduce_tensor(x, &mask, *rop, &shape, out, scratch)
-        }
-        Op::ArgReduce { max, axis, keepdims, select_last_index } => {
-            let shape = arg_reduce_shape(&x.shape, *axis, *keepdims)?;
-            let (axis, len) = (*axis, x.shape[*axis]);
-            let (outer, inner) = outer_inner(&x.shape, axis);
-            let o = out.reset::<i64>(&shape);
-            with_data!(&x.data, v => arg_reduce(v, outer, len, inner, *max, *select_last_index, o));
-            Ok(())
-        }
-        Op::CumSum { exclusive, reverse } => {
-            let axis = cumsum_axis(input(inputs, 1)?, rank)?;
-            let (outer, inner) = outer_inner(&x.shape, axis);
-            let len = if rank == 0 { 1 } else { x.shape[axis] };
-            if x.dtype() == DType::Bool {
-                return Err("CumSum does not take bool tensors".into());
-            }
-            with_data!(&x.data, v => {
-                let o = out.reset(&x.shape);
-                cumsum(v, outer, len, inner, *exclusive, *reverse, o);
-            });
-            Ok(())
-        }
-        Op::TopK { axis, largest, .. } => {
-            let axis = check_axis(*axis, rank)?;
-            let len = x.shape[axis];
-            let k = topk_k(input(inputs, 1)?, len)?;
-            let mut shape = x.shape.clone();
-            shape[axis] = k;
-            let (outer, inner) = outer_inner(&x.shape, axis);
-            let (vals, rest) = outputs.split_first_mut().ok_or("the node has no output")?;
-            let idx = rest.first_mut().ok_or("TopK needs two outputs (values and indices)")?;
-            let idx = idx.reset::<i64>(&shape);
-            with_data!(&x.data, v => {
-                let ov = vals.reset(&shape);
-                top_k(v, outer, len, inner, k, *largest, ov, idx);
-            });
-            Ok(())
-        }
-        _ => Err(format!("{} is not a reduction", op.name())),
+    check_reduce_dtype(rop, x.dtype())?;
+    let listed: Option<Vec<i64>> = match axes {
+        Some(a) => Some(a.iter().map(|&v| v as i64).collect()),
+        None => match inputs.get(1).copied().flatten() {
+            Some(t) if !t.is_empty() => Some(axes_values(t)?),
+            _ => None,
+        },
+    };
+    let mask = reduce_mask(listed.as_deref(), rank, noop_with_empty_axes)?;
+    let shape = reduced_shape(&x.shape, &mask, keepdims);
+    reduce_tensor(x, &mask, rop, &shape, out, scratch)
+}
+
+/// Runs ArgMax (`max`) or ArgMin.
+pub(super) fn arg_reduce_op(max: bool, axis: usize, keepdims: bool, select_last_index: bool, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let out = outputs.first_mut().ok_or("the node has no output")?;
+    let shape = arg_reduce_shape(&x.shape, axis, keepdims)?;
+    let (axis, len) = (axis, x.shape[axis]);
+    let (outer, inner) = outer_inner(&x.shape, axis);
+    let o = out.reset::<i64>(&shape);
+    with_data!(&x.data, v => arg_reduce(v, outer, len, inner, max, select_last_index, o));
+    Ok(())
+}
+
+/// Runs CumSum along the axis given by input 1.
+pub(super) fn cumsum_op(exclusive: bool, reverse: bool, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let out = outputs.first_mut().ok_or("the node has no output")?;
+    let rank = x.shape.len();
+    let axis = cumsum_axis(input(inputs, 1)?, rank)?;
+    let (outer, inner) = outer_inner(&x.shape, axis);
+    let len = if rank == 0 { 1 } else { x.shape[axis] };
+    if x.dtype() == DType::Bool {
+        return Err("CumSum does not take bool tensors".into());
     }
+    with_data!(&x.data, v => {
+        let o = out.reset(&x.shape);
+        cumsum(v, outer, len, inner, exclusive, reverse, o);
+    });
+    Ok(())
+}
+
+/// Runs TopK (values and indices).
+pub(super) fn topk(axis: usize, largest: bool, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let x = input(inputs, 0)?;
+    let axis = check_axis(axis, x.shape.len())?;
+    let len = x.shape[axis];
+    let k = topk_k(input(inputs, 1)?, len)?;
+    let mut shape = x.shape.clone();
+    shape[axis] = k;
+    let (outer, inner) = outer_inner(&x.shape, axis);
+    let (vals, rest) = outputs.split_first_mut().ok_or("the node has no output")?;
+    let idx = rest.first_mut().ok_or("TopK needs two outputs (values and indices)")?;
+    let idx = idx.reset::<i64>(&shape);
+    with_data!(&x.data, v => {
+        let ov = vals.reset(&shape);
+        top_k(v, outer, len, inner, k, largest, ov, idx);
+    });
+    Ok(())
 }
 
 // ---------------------------------------------------------------------------------------------------------
@@ -848,6 +855,8 @@ fn top_k<T: Element>(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::eval;
     use crate::ir::ops::{infer, InferError, TypeInfo};
 
     fn run(op: Op, inputs: &[Option<&Tensor>], n_out: usize) -> Vec<Tensor> {

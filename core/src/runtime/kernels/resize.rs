@@ -19,17 +19,14 @@ use rayon::prelude::*;
 use super::util::strides;
 use super::{input, Scratch};
 use crate::ir::ops::resize::plan;
-use crate::ir::{CoordTransform, DType, Element, NearestMode, Op, ResizeAttrs, ResizeMode, Tensor, TensorData};
+use crate::ir::{CoordTransform, DType, Element, NearestMode, ResizeAttrs, ResizeMode, Tensor, TensorData};
 use crate::with_data;
 
 /// Outputs with at least this many elements are computed in parallel.
 const PAR_MIN: usize = 1 << 15;
 
 /// Runs Resize.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
-    let Op::Resize(attrs) = op else {
-        return Err(format!("{} is not Resize", op.name()));
-    };
+pub(super) fn eval(attrs: &ResizeAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
     let x = input(inputs, 0)?;
     let out = outputs.first_mut().ok_or("the node has no output")?;
     let present = |i: usize| inputs.get(i).copied().flatten().filter(|t| !t.is_empty());
@@ -500,6 +497,8 @@ fn resample_row(src: &[f32], tx: &Axis, dst: &mut [f32]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::eval;
     use crate::ir::ops::{infer, InferError, TypeInfo};
 
     fn attrs(mode: ResizeMode, coord: CoordTransform) -> ResizeAttrs {

@@ -10,33 +10,37 @@ use std::mem::size_of;
 use rayon::prelude::*;
 
 use super::elementwise::{data, with_float, Float, Real, CHUNK, PAR_MIN};
-use super::{input, Scratch};
+use super::input;
 use crate::ir::ops::softmax::geometry;
-use crate::ir::{Op, Tensor};
+use crate::ir::Tensor;
 
 /// Which normalisation.
 #[derive(Clone, Copy, Debug, PartialEq)]
-enum Kind {
+pub(super) enum Kind {
+    /// Softmax
     Soft,
+    /// LogSoftmax
     Log,
+    /// Hardmax
     Hard,
 }
 
-fn kind_axis(op: &Op) -> Result<(Kind, usize), String> {
-    match op {
-        Op::Softmax { axis } => Ok((Kind::Soft, *axis)),
-        Op::LogSoftmax { axis } => Ok((Kind::Log, *axis)),
-        Op::Hardmax { axis } => Ok((Kind::Hard, *axis)),
-        other => Err(format!("{} is not a softmax op", other.name())),
+impl Kind {
+    fn name(self) -> &'static str {
+        match self {
+            Kind::Soft => "Softmax",
+            Kind::Log => "LogSoftmax",
+            Kind::Hard => "Hardmax",
+        }
     }
 }
 
-/// Runs Softmax / LogSoftmax / Hardmax.
-pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-    let (kind, axis) = kind_axis(op)?;
+/// Runs Softmax / LogSoftmax / Hardmax along `axis`.
+pub(super) fn eval(kind: Kind, axis: usize, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let name = kind.name();
     let x = input(inputs, 0)?;
-    let (outer, n, inner) = geometry(&op.name(), x.dtype(), &x.shape, axis)?;
-    let out = outputs.first_mut().ok_or_else(|| format!("{} needs an output", op.name()))?;
+    let (outer, n, inner) = geometry(name, x.dtype(), &x.shape, axis)?;
+    let out = outputs.first_mut().ok_or_else(|| format!("{name} needs an output"))?;
     with_float!(x.dtype(), T => {
         let a = data::<T>(x, "input")?;
         let o = out.reset::<T>(&x.shape);
@@ -46,7 +50,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratc
             blocks::<T>(kind, a, o, outer, n, inner);
         }
         Ok(())
-    }, Err(format!("{} is not defined for {}", op.name(), x.dtype())))
+    }, Err(format!("{name} is not defined for {}", x.dtype())))
 }
 
 /// True when the storage type is its own compute type (f32, f64): results can be kept in the output
@@ -310,6 +314,8 @@ fn block_out<T: Float>(kind: Kind, xb: &[T], ob: &mut [T], inner: usize, st: &[T
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ir::Op;
+    use crate::runtime::kernels::{eval, Scratch};
     use crate::ir::ops::{infer, TypeInfo};
     use crate::ir::DType;
 

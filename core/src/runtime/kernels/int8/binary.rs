@@ -7,7 +7,7 @@
 
 use super::fixedpoint::{mul_double_round, mul_smaller_than_one, quantize_multiplier, srdhm, Multiplier};
 use super::{activation_range, arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp};
-use crate::ir::{BinaryOp, DType, Op, Tensor};
+use crate::ir::{Activation, BinaryOp, DType, Tensor};
 use crate::runtime::kernels::util::{broadcast_shape, broadcast_strides};
 use crate::runtime::kernels::Scratch;
 
@@ -29,14 +29,13 @@ struct Binary {
 
 const LEFT_SHIFT: i32 = 20;
 
-pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Binary(op, act) = cx.op() else { return Err("not a binary op".into()) };
+pub(crate) fn prepare(cx: &Ctx, op: BinaryOp, act: Option<Activation>) -> Result<Box<dyn Int8Kernel>, String> {
     let (a, b, y) = (cx.qp(0, false)?, cx.qp(1, false)?, cx.qp(0, true)?);
     let kind = match op {
         BinaryOp::Add | BinaryOp::Sub => {
             let twice_max = 2.0 * a.scale.max(b.scale) as f64;
             Kind::AddSub {
-                sub: *op == BinaryOp::Sub,
+                sub: op == BinaryOp::Sub,
                 m1: quantize_multiplier(a.scale as f64 / twice_max),
                 m2: quantize_multiplier(b.scale as f64 / twice_max),
                 mo: quantize_multiplier(twice_max / ((1i64 << LEFT_SHIFT) as f64 * y.scale as f64)),
@@ -46,7 +45,7 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
         other => return Err(format!("{other:?} on quantized values is not supported (Add, Sub, Mul are)")),
     };
     let dtype = cx.output(0)?.dtype;
-    Ok(Box::new(Binary { kind, a, b, y, act: activation_range(*act, y, super::dtype_range(dtype)), dtype }))
+    Ok(Box::new(Binary { kind, a, b, y, act: activation_range(act, y, super::dtype_range(dtype)), dtype }))
 }
 
 impl Binary {

@@ -19,7 +19,7 @@ use rayon::prelude::*;
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
 use super::{activation_range, arg, as_i8, out0, Ctx, Int8Kernel, Qp, Q8};
-use crate::ir::{DType, Op, Tensor};
+use crate::ir::{Activation, ConvAttrs, DType, Tensor};
 use crate::ir::ops::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
 
@@ -139,8 +139,7 @@ struct Conv {
     dw_neon_blocks: bool,
 }
 
-pub(crate) fn prepare_conv(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Conv(a) = cx.op() else { return Err("not a Conv".into()) };
+pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel>, String> {
     let (xv, wv) = (cx.input(0)?, cx.input(1)?);
     if xv.shape.len() != 4 || wv.shape.len() != 4 {
         return Err(format!("int8 Conv needs an NCHW input and 4-D weights, got {:?} and {:?}", xv.shape, wv.shape));
@@ -441,11 +440,23 @@ struct Fc {
     rounding: Rounding,
 }
 
-pub(crate) fn prepare_fc(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let (trans_a, trans_b, act, alpha, beta) = match cx.op() {
-        Op::Gemm { alpha, beta, trans_a, trans_b, activation } => (*trans_a, *trans_b, *activation, *alpha, *beta),
-        _ => (false, false, None, 1.0, 1.0),
-    };
+/// Gemm's attributes (MatMul: no transposes, no activation, alpha = beta = 1).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct FcAttrs {
+    pub trans_a: bool,
+    pub trans_b: bool,
+    pub activation: Option<Activation>,
+    pub alpha: f32,
+    pub beta: f32,
+}
+
+impl FcAttrs {
+    /// MatMul's.
+    pub const MATMUL: FcAttrs = FcAttrs { trans_a: false, trans_b: false, activation: None, alpha: 1.0, beta: 1.0 };
+}
+
+pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn Int8Kernel>, String> {
+    let FcAttrs { trans_a, trans_b, activation: act, alpha, beta } = fc;
     if trans_a || alpha != 1.0 || beta != 1.0 {
         return Err("int8 Gemm supports only alpha = beta = 1 without trans_a".into());
     }

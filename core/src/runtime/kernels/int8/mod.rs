@@ -77,16 +77,31 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
     }
     let node = &g.nodes[n];
     let cx = Ctx { g, n };
+    let unsupported = || format!("{} on quantized (int8) values is not supported by the CPU runtime", node.op.name());
     let k: Box<dyn Int8Kernel> = match &node.op {
-        Op::Conv(_) => conv::prepare_conv(&cx)?,
-        Op::Gemm { .. } | Op::MatMul => conv::prepare_fc(&cx)?,
-        Op::Binary(..) => binary::prepare(&cx)?,
-        Op::Unary(_) | Op::QuantizeLinear { .. } => unary::prepare(&cx)?,
-        Op::AveragePool(_) | Op::MaxPool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Reduce { .. } => pool::prepare(&cx)?,
-        Op::Concat { .. } => unary::prepare_concat(&cx)?,
-        Op::Softmax { .. } => softmax::prepare(&cx)?,
-        Op::Resize(_) => pool::prepare_resize(&cx)?,
-        other => return Err(format!("{} on quantized (int8) values is not supported by the CPU runtime", other.name())),
+        Op::Conv(a) => conv::prepare_conv(&cx, a)?,
+        &Op::Gemm { alpha, beta, trans_a, trans_b, activation } => conv::prepare_fc(&cx, conv::FcAttrs { trans_a, trans_b, activation, alpha, beta })?,
+        Op::MatMul => conv::prepare_fc(&cx, conv::FcAttrs::MATMUL)?,
+        Op::Binary(b, act) => binary::prepare(&cx, *b, *act)?,
+        Op::Unary(u) => unary::prepare(&cx, Some(*u))?,
+        Op::QuantizeLinear { .. } => unary::prepare(&cx, None)?,
+        Op::AveragePool(a) => pool::prepare(&cx, pool::Pooling::Window { attrs: a, max: false })?,
+        Op::MaxPool(a) => pool::prepare(&cx, pool::Pooling::Window { attrs: a, max: true })?,
+        Op::GlobalAveragePool => pool::prepare(&cx, pool::Pooling::GlobalMean)?,
+        Op::GlobalMaxPool => pool::prepare(&cx, pool::Pooling::GlobalMax)?,
+        Op::Reduce { op, axes, keepdims, .. } => pool::prepare(&cx, pool::Pooling::Reduce { op: *op, axes: axes.as_deref(), keepdims: *keepdims })?,
+        Op::Concat { axis } => unary::prepare_concat(&cx, *axis)?,
+        Op::Softmax { axis } => softmax::prepare(&cx, *axis)?,
+        Op::Resize(a) => pool::prepare_resize(&cx, a)?,
+        Op::ConvTranspose(_) | Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::Cast { .. } => return Err(unsupported()),
+        Op::LpPool(..) | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. } => return Err(unsupported()),
+        Op::Lrn { .. } | Op::LpNorm { .. } | Op::LogSoftmax { .. } | Op::Hardmax { .. } => return Err(unsupported()),
+        Op::ArgReduce { .. } | Op::CumSum { .. } | Op::TopK { .. } | Op::Reshape { .. } | Op::Flatten { .. } => return Err(unsupported()),
+        Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } => return Err(unsupported()),
+        Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } | Op::ScatterNd { .. } => return Err(unsupported()),
+        Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Identity => return Err(unsupported()),
+        Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => return Err(unsupported()),
+        Op::NonZero | Op::ReverseSequence { .. } | Op::DequantizeLinear { .. } => return Err(unsupported()),
     };
     Ok(Some(k))
 }

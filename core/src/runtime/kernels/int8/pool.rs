@@ -12,7 +12,7 @@ use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
 use super::{arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
-use crate::ir::{CoordTransform, DType, Op, ReduceOp, Tensor};
+use crate::ir::{CoordTransform, DType, Op, PoolAttrs, ReduceOp, ResizeAttrs, Tensor};
 use crate::ir::ops::conv::{window_geom, Geom, Window};
 use crate::runtime::kernels::Scratch;
 
@@ -24,16 +24,28 @@ struct Pool {
     dtype: DType,
 }
 
-pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+/// Which pooling a quantized node asks for.
+pub(crate) enum Pooling<'a> {
+    /// MaxPool (`max`) or AveragePool.
+    Window { attrs: &'a PoolAttrs, max: bool },
+    /// GlobalAveragePool.
+    GlobalMean,
+    /// A reduction (only ReduceMean with attribute axes is supported).
+    Reduce { op: ReduceOp, axes: Option<&'a [usize]>, keepdims: bool },
+    /// GlobalMaxPool (not supported).
+    GlobalMax,
+}
+
+pub(crate) fn prepare(cx: &Ctx, pooling: Pooling) -> Result<Box<dyn Int8Kernel>, String> {
     let xv = cx.input(0)?;
     let dtype = xv.dtype;
     if !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
         return Err(format!("int8 pooling needs i8 or u8 input and output of the same dtype, got {} and {}", dtype, cx.output(0)?.dtype));
     }
     let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);
-    match cx.op() {
-        Op::AveragePool(a) | Op::MaxPool(a) => {
-            if xv.shape.len() != 4 || (matches!(cx.op(), Op::AveragePool(_)) && a.count_include_pad) || a.ceil_mode {
+    match pooling {
+        Pooling::Window { attrs: a, max } => {
+            if xv.shape.len() != 4 || (!max && a.count_include_pad) || a.ceil_mode {
                 return Err("int8 pooling supports 2-D windows without ceil_mode or count_include_pad".into());
             }
             if x != y {
@@ -41,22 +53,22 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             }
             let w = Window { kernel: &a.kernel_shape, strides: &a.strides, dilations: &a.dilations, pads: &a.pads, auto_pad: a.auto_pad, ceil_mode: false };
             let geom = window_geom(&xv.shape[2..], &w, "pool")?;
-            Ok(Box::new(Pool { max: matches!(cx.op(), Op::MaxPool(_)), geom, act: super::dtype_range(dtype), dtype }))
+            Ok(Box::new(Pool { max, geom, act: super::dtype_range(dtype), dtype }))
         }
-        Op::GlobalAveragePool => {
+        Pooling::GlobalMean => {
             if xv.shape.len() != 4 {
                 return Err("int8 GlobalAveragePool supports 4-D inputs".into());
             }
             let n = xv.shape[2] * xv.shape[3];
             Ok(Box::new(Mean::new(x, y, n, MeanKind::Optimized { channel_axis: 1 }, vec![2, 3], &xv.shape, cx.output(0)?.shape.clone(), dtype)))
         }
-        Op::Reduce { op: ReduceOp::Mean, axes: Some(axes), keepdims, .. } => {
+        Pooling::Reduce { op: ReduceOp::Mean, axes: Some(axes), keepdims } => {
             if axes.iter().any(|&a| a >= xv.shape.len()) {
                 return Err(format!("int8 Mean over axes {axes:?} of a rank-{} input", xv.shape.len()));
             }
             let n: usize = axes.iter().map(|&a| xv.shape[a]).product();
             // TFLite's optimized kernel: a 4-D input reduced over two spatial axes with keep_dims
-            let spatial = xv.shape.len() == 4 && *keepdims && axes.len() == 2 && !axes.contains(&0);
+            let spatial = xv.shape.len() == 4 && keepdims && axes.len() == 2 && !axes.contains(&0);
             let kind = if spatial {
                 MeanKind::Optimized { channel_axis: (1..4).find(|a| !axes.contains(a)).unwrap_or(3) }
             } else if x == y {
@@ -64,9 +76,9 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             } else {
                 MeanKind::IntegerDivided
             };
-            Ok(Box::new(Mean::new(x, y, n, kind, axes.clone(), &xv.shape, cx.output(0)?.shape.clone(), dtype)))
+            Ok(Box::new(Mean::new(x, y, n, kind, axes.to_vec(), &xv.shape, cx.output(0)?.shape.clone(), dtype)))
         }
-        other => Err(format!("{} on quantized values is not supported", other.name())),
+        Pooling::Reduce { .. } | Pooling::GlobalMax => Err(format!("{} on quantized values is not supported", cx.op().name())),
     }
 }
 
@@ -236,8 +248,7 @@ impl Int8Kernel for Mean {
     }
 }
 
-pub(crate) fn prepare_resize(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Resize(a) = cx.op() else { return Err("not a Resize".into()) };
+pub(crate) fn prepare_resize(cx: &Ctx, a: &ResizeAttrs) -> Result<Box<dyn Int8Kernel>, String> {
     if cx.qp(0, false)? != cx.qp(0, true)? {
         return Err("int8 Resize needs the same quantization parameters on input and output".into());
     }

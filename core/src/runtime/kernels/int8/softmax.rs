@@ -4,7 +4,7 @@
 //! `p = table · (1 / (sum · s_out))`, rounded half away from zero, plus the output zero point.
 
 use super::{arg, out0, Ctx, Int8Kernel, Qp, Q8};
-use crate::ir::{DType, Op, Tensor};
+use crate::ir::{DType, Tensor};
 use crate::runtime::kernels::Scratch;
 
 #[derive(Debug)]
@@ -15,11 +15,10 @@ struct Softmax {
     dtype: DType,
 }
 
-pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Softmax { axis } = cx.op() else { return Err("not a Softmax".into()) };
+pub(crate) fn prepare(cx: &Ctx, axis: usize) -> Result<Box<dyn Int8Kernel>, String> {
     let xv = cx.input(0)?;
     let dtype = xv.dtype;
-    if *axis + 1 != xv.shape.len() || !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
+    if axis + 1 != xv.shape.len() || !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
         return Err("int8 Softmax supports i8 or u8 (the same in and out) over the last axis only".into());
     }
     let (x, y) = (cx.qp(0, false)?, cx.qp(0, true)?);

@@ -33,21 +33,22 @@ struct Unary {
     dtype: DType,
 }
 
-pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+/// A quantized Unary (`unary`), or a requantizing QuantizeLinear (`None`).
+pub(crate) fn prepare(cx: &Ctx, unary: Option<UnaryOp>) -> Result<Box<dyn Int8Kernel>, String> {
     let x = cx.qp(0, false)?;
     let dtype = cx.output(0)?.dtype;
     let range = super::dtype_range(dtype);
-    let y = match cx.op() {
-        Op::QuantizeLinear { .. } => requant_params(cx)?,
-        _ => cx.qp(0, true)?,
+    let y = match unary {
+        None => requant_params(cx)?,
+        Some(_) => cx.qp(0, true)?,
     };
-    let kind = match cx.op() {
-        Op::QuantizeLinear { .. } => {
+    let kind = match unary {
+        None => {
             Kind::Rescale { m: quantize_multiplier(x.scale as f64 / y.scale as f64), lo: range.0, hi: range.1 }
         }
-        Op::Unary(u) => match u {
-            _ if relu_like(u).is_some() => {
-                let (lo, hi) = activation_range(relu_like(u), y, range);
+        Some(u) => match u {
+            _ if relu_like(&u).is_some() => {
+                let (lo, hi) = activation_range(relu_like(&u), y, range);
                 Kind::Rescale { m: quantize_multiplier((x.scale / y.scale) as f64), lo, hi }
             }
             UnaryOp::LeakyRelu { alpha } => Kind::Leaky {
@@ -67,7 +68,6 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
             UnaryOp::Tanh => lut(x, y, range, f32::tanh),
             other => return Err(format!("{other:?} on quantized values is not supported")),
         },
-        other => return Err(format!("{} is not an element-wise op", other.name())),
     };
     Ok(Box::new(Unary { kind, x, y, dtype }))
 }
@@ -157,8 +157,7 @@ struct Concat {
     dtype: DType,
 }
 
-pub(crate) fn prepare_concat(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
-    let Op::Concat { axis } = cx.op() else { return Err("not a Concat".into()) };
+pub(crate) fn prepare_concat(cx: &Ctx, axis: usize) -> Result<Box<dyn Int8Kernel>, String> {
     let y = cx.qp(0, true)?;
     let dtype = cx.output(0)?.dtype;
     let n = cx.g.nodes[cx.n].inputs.len();
@@ -172,7 +171,7 @@ pub(crate) fn prepare_concat(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
         let sc = x.scale * (1.0 / y.scale);
         rescale_f.push((sc, -(x.zp as f32) * sc));
     }
-    Ok(Box::new(Concat { axis: *axis, rescale, rescale_f, y, dtype }))
+    Ok(Box::new(Concat { axis, rescale, rescale_f, y, dtype }))
 }
 
 impl Int8Kernel for Concat {
