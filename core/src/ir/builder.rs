@@ -125,13 +125,7 @@ impl<'e> GraphBuilder<'e> {
 mod tests {
     use super::*;
 
-    /// Nothing in the test graph is foldable (its constant feeds a node with a graph input).
-    struct NoFold;
-    impl ConstEval for NoFold {
-        fn eval(&self, _: &Op, _: &[Option<&Tensor>], _: &mut [Tensor]) -> std::result::Result<(), String> {
-            unreachable!("nothing to fold")
-        }
-    }
+    use crate::ir::infer::NoFold;
 
     #[test]
     fn reports_a_shape_error_at_the_offending_op_and_stays_usable() {

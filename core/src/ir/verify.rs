@@ -129,15 +129,9 @@ fn check_types(g: &Graph, idx: usize) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{infer::infer_graph, BinaryOp, ConstEval, DType, Op, Tensor};
+    use crate::ir::infer::{infer_graph, NoFold};
+    use crate::ir::{BinaryOp, DType, Op};
 
-    /// The graphs here have no constants: nothing is folded.
-    struct NoFold;
-    impl ConstEval for NoFold {
-        fn eval(&self, _: &Op, _: &[Option<&Tensor>], _: &mut [Tensor]) -> std::result::Result<(), String> {
-            unreachable!("nothing to fold")
-        }
-    }
 
     fn small() -> Graph {
         let mut g = Graph::new("t");

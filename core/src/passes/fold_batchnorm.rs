@@ -101,8 +101,7 @@ pub fn run(g: &mut Graph) -> usize {
         remove[bn_idx] = true;
         folded += 1;
     }
-    let mut it = remove.iter();
-    g.nodes.retain(|_| !*it.next().expect("one flag per node"));
+    super::remove_nodes(g, &remove);
     folded
 }
 

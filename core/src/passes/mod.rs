@@ -28,3 +28,9 @@ pub fn optimize(g: &mut Graph) -> Result<()> {
 pub(crate) fn is_graph_output(g: &Graph, v: crate::ir::ValueId) -> bool {
     g.outputs.contains(&v)
 }
+
+/// Removes the nodes whose flag in `remove` (one per node) is set.
+pub(crate) fn remove_nodes(g: &mut Graph, remove: &[bool]) {
+    let mut it = remove.iter();
+    g.nodes.retain(|_| !*it.next().expect("one flag per node"));
+}

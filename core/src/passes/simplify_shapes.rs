@@ -61,8 +61,7 @@ pub fn run(g: &mut Graph) -> usize {
             changed += 1;
         }
     }
-    let mut it = remove.iter();
-    g.nodes.retain(|_| !*it.next().expect("one flag per node"));
+    super::remove_nodes(g, &remove);
     changed
 }
 

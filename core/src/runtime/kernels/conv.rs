@@ -12,9 +12,10 @@
 //! output block is in cache. Threading follows [`super::matmul`]: one rayon region per op; matrixmultiply
 //! calls are sized to stay single-threaded.
 
-use super::matmul::{from_f32, to_f32, Batched, MatRef, Real};
+use super::matmul::{from_f32, to_f32, Batched, MatRef};
+use super::numeric::Real;
 use super::{input, Scratch};
-use crate::ir::ops::conv::{check_dtypes, conv_plan, transpose_plan, ConvPlan, Geom};
+use crate::ir::ops::conv::{check_dtypes, conv_plan, transpose_plan, ConvPlan, Geom, TPlan};
 use crate::ir::{Activation, ConvAttrs, ConvTransposeAttrs, DType, Tensor};
 
 mod depthwise;
@@ -28,24 +29,7 @@ pub(super) fn conv(a: &ConvAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Ten
     check_dtypes("Conv", x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
     let out = outputs.first_mut().ok_or("missing output")?;
     let p = conv_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
-    let shape = p.out_shape();
-    match x.dtype() {
-        DType::F32 => {
-            let (xv, wv, bv) = views::<f32>(x, w, b)?;
-            conv_real(&p, xv, wv, bv, a.activation, out.reset(&shape), &mut scratch.f32)
-        }
-        DType::F64 => {
-            let (xv, wv, bv) = views::<f64>(x, w, b)?;
-            conv_real(&p, xv, wv, bv, a.activation, out.reset(&shape), &mut scratch.f64)
-        }
-        _ => {
-            let (xv, wv, bv) = (to_f32(x)?, to_f32(w)?, b.map(to_f32).transpose()?);
-            let mut y = vec![0f32; shape.iter().product()];
-            conv_real(&p, &xv, &wv, bv.as_deref(), a.activation, &mut y, &mut scratch.f32)?;
-            from_f32(&y, x.dtype(), &shape, out);
-            Ok(())
-        }
-    }
+    run_float(&Forward(&p, a.activation), [x, w], b, &p.out_shape(), out, scratch)
 }
 
 /// Runs ConvTranspose.
@@ -55,21 +39,48 @@ pub(super) fn conv_transpose(a: &ConvTransposeAttrs, inputs: &[Option<&Tensor>],
     check_dtypes("ConvTranspose", x.dtype(), w.dtype(), b.map(|b| b.dtype()))?;
     let out = outputs.first_mut().ok_or("missing output")?;
     let p = transpose_plan(&x.shape, &w.shape, b.map(|b| &b.shape[..]), a)?;
-    let shape = p.out_shape();
+    run_float(&Transposed(&p, a.conv.activation), [x, w], b, &p.out_shape(), out, scratch)
+}
+
+/// A planned convolution, runnable in f32 or f64.
+trait RealConv {
+    /// Computes `y` from the input, weights and bias.
+    fn run<T: Real>(&self, x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T], scratch: &mut Vec<T>) -> Result<(), String>;
+}
+
+/// Conv with its fused activation.
+struct Forward<'a>(&'a ConvPlan, Option<Activation>);
+/// ConvTranspose with its fused activation.
+struct Transposed<'a>(&'a TPlan, Option<Activation>);
+
+impl RealConv for Forward<'_> {
+    fn run<T: Real>(&self, x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T], scratch: &mut Vec<T>) -> Result<(), String> {
+        conv_real(self.0, x, w, b, self.1, y, scratch)
+    }
+}
+
+impl RealConv for Transposed<'_> {
+    fn run<T: Real>(&self, x: &[T], w: &[T], b: Option<&[T]>, y: &mut [T], scratch: &mut Vec<T>) -> Result<(), String> {
+        transpose::run(self.0, x, w, b, self.1, y, scratch)
+    }
+}
+
+/// Runs `k` in the inputs' float type: f32 and f64 directly, f16/bf16 through f32.
+fn run_float(k: &impl RealConv, [x, w]: [&Tensor; 2], b: Option<&Tensor>, shape: &[usize], out: &mut Tensor, scratch: &mut Scratch) -> Result<(), String> {
     match x.dtype() {
         DType::F32 => {
             let (xv, wv, bv) = views::<f32>(x, w, b)?;
-            transpose::run(&p, xv, wv, bv, a.conv.activation, out.reset(&shape), &mut scratch.f32)
+            k.run(xv, wv, bv, out.reset(shape), &mut scratch.f32)
         }
         DType::F64 => {
             let (xv, wv, bv) = views::<f64>(x, w, b)?;
-            transpose::run(&p, xv, wv, bv, a.conv.activation, out.reset(&shape), &mut scratch.f64)
+            k.run(xv, wv, bv, out.reset(shape), &mut scratch.f64)
         }
         _ => {
             let (xv, wv, bv) = (to_f32(x)?, to_f32(w)?, b.map(to_f32).transpose()?);
             let mut y = vec![0f32; shape.iter().product()];
-            transpose::run(&p, &xv, &wv, bv.as_deref(), a.conv.activation, &mut y, &mut scratch.f32)?;
-            from_f32(&y, x.dtype(), &shape, out);
+            k.run(&xv, &wv, bv.as_deref(), &mut y, &mut scratch.f32)?;
+            from_f32(&y, x.dtype(), shape, out);
             Ok(())
         }
     }

@@ -4,7 +4,7 @@
 //! and out-of-range indices are an error. Gather copies whole contiguous rows (for axis 0, the embedding
 //! lookup, each index copies one row of the table), in parallel when the output is large.
 
-use super::shape::for_rows;
+use super::layout::for_rows;
 use super::util::strides;
 use super::input;
 use crate::ir::ops::gather::{elements_check, gather_nd_shape, gather_shape, reduction_ok, scatter_nd_check};
@@ -177,14 +177,9 @@ fn rows_of(
     Ok(())
 }
 
-fn gather_elements<T: Element, I: Index>(
-    data: &[T],
-    dshape: &[usize],
-    idx: &[I],
-    ishape: &[usize],
-    axis: usize,
-    out: &mut [T],
-) -> Result<(), String> {
+/// Calls `f(k, p)` for every element `k` of the indices (row-major over `ishape`), with `p` the data offset
+/// it addresses along `axis`, after checking the index.
+fn along_axis<I: Index>(dshape: &[usize], idx: &[I], ishape: &[usize], axis: usize, mut f: impl FnMut(usize, usize)) -> Result<(), String> {
     let mut dst = strides(dshape);
     let (n, sa) = (dshape[axis], dst[axis]);
     dst[axis] = 0;
@@ -194,10 +189,21 @@ fn gather_elements<T: Element, I: Index>(
     rows_of(ishape, &dst, |o, base| {
         for j in 0..row {
             let a = wrap(idx[o + j].get(), n, axis)?;
-            out[o + j] = data[base + j * step + a * sa];
+            f(o + j, base + j * step + a * sa);
         }
         Ok(())
     })
+}
+
+fn gather_elements<T: Element, I: Index>(
+    data: &[T],
+    dshape: &[usize],
+    idx: &[I],
+    ishape: &[usize],
+    axis: usize,
+    out: &mut [T],
+) -> Result<(), String> {
+    along_axis(dshape, idx, ishape, axis, |k, p| out[k] = data[p])
 }
 
 fn gather_nd<T: Element, I: Index>(
@@ -319,20 +325,7 @@ fn scatter_elements<T: Element, I: Index>(
     axis: usize,
     f: &dyn Fn(T, T) -> T,
 ) -> Result<(), String> {
-    let mut dst = strides(dshape);
-    let (n, sa) = (dshape[axis], dst[axis]);
-    dst[axis] = 0;
-    let r = dshape.len();
-    let step = dst[r - 1];
-    let row = ishape[r - 1];
-    rows_of(ishape, &dst, |o, base| {
-        for j in 0..row {
-            let a = wrap(idx[o + j].get(), n, axis)?;
-            let p = base + j * step + a * sa;
-            out[p] = f(out[p], upd[o + j]);
-        }
-        Ok(())
-    })
+    along_axis(dshape, idx, ishape, axis, |k, p| out[p] = f(out[p], upd[k]))
 }
 
 fn scatter_nd<T: Element, I: Index>(

@@ -15,7 +15,6 @@
 //! rayon pool themselves, like the CLI.
 
 use std::marker::PhantomData;
-use std::ops::{Add, Mul};
 
 use half::{bf16, f16};
 use rayon::prelude::*;
@@ -23,6 +22,7 @@ use rayon::prelude::*;
 use super::util::strides;
 use super::input;
 use crate::ir::ops::matmul::{gemm_dims, matmul_dims, MatMulDims};
+use super::numeric::Real;
 use crate::ir::{Activation, DType, Element, Tensor};
 
 /// Largest `m·k + k·n` (in elements) of one matrixmultiply call when matrixmultiply may thread. It decides
@@ -46,149 +46,6 @@ fn call_budget() -> usize {
 /// Below this many multiply-adds a GEMM runs on the calling thread (rayon's fork/join costs more).
 const PAR_MIN_MACS: usize = 1 << 16;
 
-/// A real element type with a BLAS-like GEMM: f32 and f64.
-pub(super) trait Real: Element + Add<Output = Self> + Mul<Output = Self> {
-    /// Zero.
-    const ZERO: Self;
-    /// One.
-    const ONE: Self;
-    /// Conversion from an f32 attribute (alpha, clip bounds).
-    fn from_f32(x: f32) -> Self;
-    /// `C ← alpha·A·B + beta·C` on strided matrices (single-threaded for sizes within [`CALL_BUDGET`]).
-    ///
-    /// # Safety
-    /// Every element addressed through `a`, `b` (`i·rs + j·cs` for `i < rows`, `j < cols`) must be in bounds
-    /// of one live allocation, and the addressed elements of `c` must be in bounds and not accessed by
-    /// anything else during the call.
-    #[allow(clippy::too_many_arguments)]
-    unsafe fn gemm_raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        alpha: Self,
-        a: *const Self,
-        rsa: isize,
-        csa: isize,
-        b: *const Self,
-        rsb: isize,
-        csb: isize,
-        beta: Self,
-        c: *mut Self,
-        rsc: isize,
-        csc: isize,
-    );
-    /// `self · a + b`, rounded once (only fast where the target has FMA instructions).
-    fn mul_add_(self, a: Self, b: Self) -> Self;
-    /// The larger of two values; NaN loses to a number.
-    fn max_(self, other: Self) -> Self;
-    /// `max(x, 0)` with the NaN behaviour of [`Activation::apply`].
-    fn relu(self) -> Self;
-    /// `clamp(x, lo, hi)` with the NaN behaviour of [`Activation::apply`] for Relu6.
-    fn clamp_to(self, lo: Self, hi: Self) -> Self;
-    /// `max(x, lo).min(hi)` with the NaN behaviour of [`Activation::apply`] for Clip.
-    fn max_min(self, lo: Self, hi: Self) -> Self;
-}
-
-impl Real for f32 {
-    const ZERO: f32 = 0.0;
-    const ONE: f32 = 1.0;
-    #[inline]
-    fn from_f32(x: f32) -> f32 {
-        x
-    }
-    unsafe fn gemm_raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        alpha: f32,
-        a: *const f32,
-        rsa: isize,
-        csa: isize,
-        b: *const f32,
-        rsb: isize,
-        csb: isize,
-        beta: f32,
-        c: *mut f32,
-        rsc: isize,
-        csc: isize,
-    ) {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { matrixmultiply::sgemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
-    }
-    #[inline(always)]
-    fn mul_add_(self, a: f32, b: f32) -> f32 {
-        self.mul_add(a, b)
-    }
-    #[inline(always)]
-    fn max_(self, other: f32) -> f32 {
-        self.max(other)
-    }
-    #[inline]
-    fn relu(self) -> f32 {
-        self.max(0.0)
-    }
-    #[inline]
-    fn clamp_to(self, lo: f32, hi: f32) -> f32 {
-        self.clamp(lo, hi)
-    }
-    #[inline]
-    fn max_min(self, lo: f32, hi: f32) -> f32 {
-        self.max(lo).min(hi)
-    }
-}
-
-impl Real for f64 {
-    const ZERO: f64 = 0.0;
-    const ONE: f64 = 1.0;
-    #[inline]
-    fn from_f32(x: f32) -> f64 {
-        x as f64
-    }
-    unsafe fn gemm_raw(
-        m: usize,
-        k: usize,
-        n: usize,
-        alpha: f64,
-        a: *const f64,
-        rsa: isize,
-        csa: isize,
-        b: *const f64,
-        rsb: isize,
-        csb: isize,
-        beta: f64,
-        c: *mut f64,
-        rsc: isize,
-        csc: isize,
-    ) {
-        // SAFETY: forwarded from this function's contract.
-        unsafe { matrixmultiply::dgemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
-    }
-    #[inline(always)]
-    fn mul_add_(self, a: f64, b: f64) -> f64 {
-        self.mul_add(a, b)
-    }
-    #[inline(always)]
-    fn max_(self, other: f64) -> f64 {
-        self.max(other)
-    }
-    #[inline]
-    fn relu(self) -> f64 {
-        self.max(0.0)
-    }
-    #[inline]
-    fn clamp_to(self, lo: f64, hi: f64) -> f64 {
-        // f64::clamp panics when lo > hi; Activation bounds come from attributes.
-        if lo <= hi {
-            self.clamp(lo, hi)
-        } else {
-            self.max(lo).min(hi)
-        }
-    }
-    #[inline]
-    fn max_min(self, lo: f64, hi: f64) -> f64 {
-        self.max(lo).min(hi)
-    }
-}
 
 /// `row[i] = act(row[i] + bias)`, with the activation chosen once outside the loop.
 pub(super) fn bias_act<T: Real>(row: &mut [T], bias: Option<T>, act: Option<Activation>) {

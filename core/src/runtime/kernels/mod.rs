@@ -13,18 +13,23 @@ use crate::ir::{Op, Tensor};
 
 pub mod util;
 
+mod broadcast;
+mod cast;
 mod conv;
+mod dispatch;
 mod elementwise;
 mod gather;
 pub mod int8;
 mod matmul;
 mod normalize;
+mod numeric;
 mod pool;
 mod quantize;
 mod reduce;
+mod layout;
 mod resize;
-mod shape;
 mod softmax;
+mod tensor_ops;
 
 /// Reusable scratch memory for kernels (im2col buffers and the like), kept by the session between runs.
 #[derive(Debug, Default)]
@@ -63,7 +68,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         Variadic(b) => elementwise::variadic(Some(*b), inputs, first(outputs, op)?),
         VariadicMean => elementwise::variadic(None, inputs, first(outputs, op)?),
         Where => elementwise::where_op(input(inputs, 0)?, input(inputs, 1)?, input(inputs, 2)?, first(outputs, op)?),
-        Cast { to } => elementwise::cast(input(inputs, 0)?, *to, first(outputs, op)?),
+        Cast { to } => cast::cast(input(inputs, 0)?, *to, first(outputs, op)?),
         MaxPool(a) => pool::run_max_pool(a, inputs, outputs, scratch),
         AveragePool(a) => pool::window_pool("AveragePool", a, None, inputs, outputs, scratch),
         LpPool(a, p) => pool::window_pool("LpPool", a, Some(*p), inputs, outputs, scratch),
@@ -84,31 +89,31 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         &ArgReduce { max, axis, keepdims, select_last_index } => reduce::arg_reduce_op(max, axis, keepdims, select_last_index, inputs, outputs),
         CumSum { exclusive, reverse } => reduce::cumsum_op(*exclusive, *reverse, inputs, outputs),
         TopK { axis, largest, .. } => reduce::topk(*axis, *largest, inputs, outputs),
-        Reshape { allowzero } => shape::run_reshape(*allowzero, inputs, outputs),
-        Flatten { axis } => shape::run_flatten(*axis, inputs, outputs),
-        Squeeze { axes } => shape::run_squeeze(axes.as_deref(), inputs, outputs),
-        Unsqueeze { axes } => shape::run_unsqueeze(axes.as_deref(), inputs, outputs),
-        Transpose { perm } => shape::run_transpose(perm, inputs, outputs),
-        Concat { axis } => shape::run_concat(*axis, inputs, outputs),
+        Reshape { allowzero } => layout::run_reshape(*allowzero, inputs, outputs),
+        Flatten { axis } => layout::run_flatten(*axis, inputs, outputs),
+        Squeeze { axes } => layout::run_squeeze(axes.as_deref(), inputs, outputs),
+        Unsqueeze { axes } => layout::run_unsqueeze(axes.as_deref(), inputs, outputs),
+        Transpose { perm } => layout::run_transpose(perm, inputs, outputs),
+        Concat { axis } => layout::run_concat(*axis, inputs, outputs),
         Split { axis, split, num_outputs } => {
-            shape::eval_split(input(inputs, 0)?, *axis, split.as_deref(), inputs.get(1).copied().flatten(), *num_outputs, outputs)
+            layout::eval_split(input(inputs, 0)?, *axis, split.as_deref(), inputs.get(1).copied().flatten(), *num_outputs, outputs)
         }
-        Slice => shape::run_slice(inputs, outputs),
-        Pad { mode } => shape::run_pad(*mode, inputs, outputs),
-        Expand => shape::run_expand(inputs, outputs),
-        Tile => shape::run_tile(inputs, outputs),
-        Identity => shape::run_identity(inputs, outputs),
-        DepthToSpace { blocksize, crd } => shape::run_depth_to_space(*blocksize, *crd, inputs, outputs),
-        SpaceToDepth { blocksize } => shape::run_space_to_depth(*blocksize, inputs, outputs),
-        Shape { start, end } => shape::run_shape(*start, *end, inputs, outputs),
-        Size => shape::run_size(inputs, outputs),
-        ConstantOfShape { value } => shape::run_constant_of_shape(value, inputs, outputs),
-        Range => shape::run_range(inputs, outputs),
-        Trilu { upper } => shape::run_trilu(*upper, inputs, outputs),
-        OneHot { axis } => shape::run_onehot(*axis, inputs, outputs),
-        EyeLike { dtype, k } => shape::run_eye_like(*dtype, *k, inputs, outputs),
-        NonZero => shape::run_nonzero(inputs, outputs),
-        ReverseSequence { batch_axis, time_axis } => shape::run_reverse_sequence(*batch_axis, *time_axis, inputs, outputs),
+        Slice => layout::run_slice(inputs, outputs),
+        Pad { mode } => layout::run_pad(*mode, inputs, outputs),
+        Expand => layout::run_expand(inputs, outputs),
+        Tile => layout::run_tile(inputs, outputs),
+        Identity => layout::run_identity(inputs, outputs),
+        DepthToSpace { blocksize, crd } => layout::run_depth_to_space(*blocksize, *crd, inputs, outputs),
+        SpaceToDepth { blocksize } => layout::run_space_to_depth(*blocksize, inputs, outputs),
+        Shape { start, end } => tensor_ops::run_shape(*start, *end, inputs, outputs),
+        Size => tensor_ops::run_size(inputs, outputs),
+        ConstantOfShape { value } => tensor_ops::run_constant_of_shape(value, inputs, outputs),
+        Range => tensor_ops::run_range(inputs, outputs),
+        Trilu { upper } => tensor_ops::run_trilu(*upper, inputs, outputs),
+        OneHot { axis } => tensor_ops::run_onehot(*axis, inputs, outputs),
+        EyeLike { dtype, k } => tensor_ops::run_eye_like(*dtype, *k, inputs, outputs),
+        NonZero => tensor_ops::run_nonzero(inputs, outputs),
+        ReverseSequence { batch_axis, time_axis } => tensor_ops::run_reverse_sequence(*batch_axis, *time_axis, inputs, outputs),
         Gather { axis } => gather::gather_op(*axis, inputs, outputs),
         GatherElements { axis } => gather::gather_elements_op(*axis, inputs, outputs),
         GatherNd { batch_dims } => gather::gather_nd_op(*batch_dims, inputs, outputs),

@@ -11,7 +11,7 @@
 
 use rayon::prelude::*;
 
-use super::matmul::Real;
+use super::numeric::Real;
 use super::{input, Scratch};
 use crate::ir::ops::conv::Geom;
 use crate::ir::ops::pool::{check_dtype, geom_of, global_shape, out_shape};

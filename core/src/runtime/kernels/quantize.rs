@@ -7,7 +7,9 @@
 //! `round_half_away(x / scale)` in f64 for the tail), per axis the reference's f64 division.
 //! Blocked quantization (a scale of rank > 1) is not supported.
 
-use super::elementwise::{data, par_chunks, with_float, Float, Real, CHUNK, PAR_MIN};
+use super::broadcast::{data, par_chunks, CHUNK, PAR_MIN};
+use super::dispatch::with_float;
+use super::numeric::{Float, Real};
 use super::input;
 use crate::ir::ops::quantize::{dequant_dtype, layout, quant_dtype};
 use crate::ir::{DType, Element, QuantRounding, Tensor};
@@ -99,7 +101,7 @@ fn for_rows<A: Sync, O: Send>(a: &[A], o: &mut [O], lay: &Layout, f: impl Fn(usi
 }
 
 fn quantize<X: Float, Q: Element>(a: &[X], o: &mut [Q], lay: &Layout, params: &[(f64, f64)], lo: f64, hi: f64) {
-    let c = <X::C as Real>::from_f64;
+    let c = <X::C as Element>::from_f64;
     let (lo, hi) = (c(lo), c(hi));
     for_rows(a, o, lay, |ch, ar, or| {
         let (s, z) = (c(params[ch].0), c(params[ch].1));
@@ -147,15 +149,15 @@ fn dequantize<X: Element, T: Float>(a: &[X], o: &mut [T], lay: &Layout, params: 
     let wide = X::DTYPE == DType::I32;
     for_rows(a, o, lay, |ch, ar, or| {
         let (s, z) = params[ch];
-        let sc = <T::C as Real>::from_f64(s);
+        let sc = <T::C as Element>::from_f64(s);
         let zf = z as f32;
         for (o, v) in or.iter_mut().zip(ar) {
             *o = T::store(if wide {
                 // the reference subtracts an i32 zero point from x as f32, which numpy does in f64
-                <T::C as Real>::from_f64(((v.to_f64() as f32) as f64 - z) * s)
+                <T::C as Element>::from_f64(((v.to_f64() as f32) as f64 - z) * s)
             } else {
                 // exact in f32 for 8/16-bit values, then times the scale in the output's compute type
-                <T::C as Real>::from_f64((v.to_f64() as f32 - zf) as f64) * sc
+                <T::C as Element>::from_f64((v.to_f64() as f32 - zf) as f64) * sc
             });
         }
     });

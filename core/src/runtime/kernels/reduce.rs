@@ -13,9 +13,9 @@
 
 use std::cmp::Ordering;
 
-use half::{bf16, f16};
 use rayon::prelude::*;
 
+use super::numeric::Arith;
 use super::{input, Scratch};
 use crate::ir::ops::reduce::{arg_reduce_shape, axes_values, check_axis, check_reduce_dtype, cumsum_axis, reduce_mask, reduced_shape, topk_k};
 use crate::ir::{DType, Element, ReduceOp, Tensor, TensorData};
@@ -103,239 +103,13 @@ fn outer_inner(shape: &[usize], axis: usize) -> (usize, usize) {
     (shape[..axis].iter().product(), shape[axis + 1..].iter().product())
 }
 
-/// Element arithmetic the reductions and the scan need, for every element type. Integers wrap; f16/bf16 go
-/// through f32 per operation (rounding each result, like numpy); bool uses or/and.
-trait Num: Element {
-    const ZERO: Self;
-    const ONE: Self;
-    /// Identity of max: -inf or the integer minimum.
-    const LOWEST: Self;
-    /// Identity of min: +inf or the integer maximum.
-    const HIGHEST: Self;
-    fn add(self, o: Self) -> Self;
-    fn sub(self, o: Self) -> Self;
-    fn mul(self, o: Self) -> Self;
-    fn abs(self) -> Self;
-    fn sqrt(self) -> Self;
-    fn ln(self) -> Self;
-    fn exp(self) -> Self;
-    /// `self / n`; integers truncate toward zero, and a zero count gives 0.
-    fn div_count(self, n: usize) -> Self;
-    fn finite(self) -> bool;
-    /// Maximum propagating NaN (numpy `maximum`).
-    #[inline]
-    fn max_(self, o: Self) -> Self {
-        #[allow(clippy::eq_op)]
-        if self >= o || self != self {
-            self
-        } else {
-            o
-        }
-    }
-    /// Minimum propagating NaN (numpy `minimum`).
-    #[inline]
-    fn min_(self, o: Self) -> Self {
-        #[allow(clippy::eq_op)]
-        if self <= o || self != self {
-            self
-        } else {
-            o
-        }
-    }
-}
-
-macro_rules! num_float {
-    ($t:ty) => {
-        impl Num for $t {
-            const ZERO: Self = 0.0;
-            const ONE: Self = 1.0;
-            const LOWEST: Self = <$t>::NEG_INFINITY;
-            const HIGHEST: Self = <$t>::INFINITY;
-            #[inline]
-            fn add(self, o: Self) -> Self {
-                self + o
-            }
-            #[inline]
-            fn sub(self, o: Self) -> Self {
-                self - o
-            }
-            #[inline]
-            fn mul(self, o: Self) -> Self {
-                self * o
-            }
-            #[inline]
-            fn abs(self) -> Self {
-                <$t>::abs(self)
-            }
-            #[inline]
-            fn sqrt(self) -> Self {
-                <$t>::sqrt(self)
-            }
-            #[inline]
-            fn ln(self) -> Self {
-                <$t>::ln(self)
-            }
-            #[inline]
-            fn exp(self) -> Self {
-                <$t>::exp(self)
-            }
-            #[inline]
-            fn div_count(self, n: usize) -> Self {
-                self / n as $t
-            }
-            #[inline]
-            fn finite(self) -> bool {
-                self.is_finite()
-            }
-        }
-    };
-}
-num_float!(f32);
-num_float!(f64);
-
-macro_rules! num_half {
-    ($t:ty) => {
-        impl Num for $t {
-            const ZERO: Self = <$t>::ZERO;
-            const ONE: Self = <$t>::ONE;
-            const LOWEST: Self = <$t>::NEG_INFINITY;
-            const HIGHEST: Self = <$t>::INFINITY;
-            #[inline]
-            fn add(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() + o.to_f32())
-            }
-            #[inline]
-            fn sub(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() - o.to_f32())
-            }
-            #[inline]
-            fn mul(self, o: Self) -> Self {
-                <$t>::from_f32(self.to_f32() * o.to_f32())
-            }
-            #[inline]
-            fn abs(self) -> Self {
-                <$t>::from_f32(self.to_f32().abs())
-            }
-            #[inline]
-            fn sqrt(self) -> Self {
-                <$t>::from_f32(self.to_f32().sqrt())
-            }
-            #[inline]
-            fn ln(self) -> Self {
-                <$t>::from_f32(self.to_f32().ln())
-            }
-            #[inline]
-            fn exp(self) -> Self {
-                <$t>::from_f32(self.to_f32().exp())
-            }
-            #[inline]
-            fn div_count(self, n: usize) -> Self {
-                <$t>::from_f32(self.to_f32() / n as f32)
-            }
-            #[inline]
-            fn finite(self) -> bool {
-                self.is_finite()
-            }
-        }
-    };
-}
-num_half!(f16);
-num_half!(bf16);
-
-macro_rules! num_int {
-    ($t:ty, $abs:expr) => {
-        impl Num for $t {
-            const ZERO: Self = 0;
-            const ONE: Self = 1;
-            const LOWEST: Self = <$t>::MIN;
-            const HIGHEST: Self = <$t>::MAX;
-            #[inline]
-            fn add(self, o: Self) -> Self {
-                self.wrapping_add(o)
-            }
-            #[inline]
-            fn sub(self, o: Self) -> Self {
-                self.wrapping_sub(o)
-            }
-            #[inline]
-            fn mul(self, o: Self) -> Self {
-                self.wrapping_mul(o)
-            }
-            #[inline]
-            fn abs(self) -> Self {
-                let f: fn($t) -> $t = $abs;
-                f(self)
-            }
-            fn sqrt(self) -> Self {
-                (self as f64).sqrt() as $t
-            }
-            fn ln(self) -> Self {
-                (self as f64).ln() as $t
-            }
-            fn exp(self) -> Self {
-                (self as f64).exp() as $t
-            }
-            fn div_count(self, n: usize) -> Self {
-                if n == 0 {
-                    0
-                } else {
-                    (self as i128 / n as i128) as $t
-                }
-            }
-            #[inline]
-            fn finite(self) -> bool {
-                true
-            }
-        }
-    };
-}
-num_int!(i8, |x| x.wrapping_abs());
-num_int!(i16, |x| x.wrapping_abs());
-num_int!(i32, |x| x.wrapping_abs());
-num_int!(i64, |x| x.wrapping_abs());
-num_int!(u8, |x| x);
-
-impl Num for bool {
-    const ZERO: Self = false;
-    const ONE: Self = true;
-    const LOWEST: Self = false;
-    const HIGHEST: Self = true;
-    fn add(self, o: Self) -> Self {
-        self | o
-    }
-    fn sub(self, o: Self) -> Self {
-        self & !o
-    }
-    fn mul(self, o: Self) -> Self {
-        self & o
-    }
-    fn abs(self) -> Self {
-        self
-    }
-    fn sqrt(self) -> Self {
-        self
-    }
-    fn ln(self) -> Self {
-        self
-    }
-    fn exp(self) -> Self {
-        true
-    }
-    fn div_count(self, _n: usize) -> Self {
-        self
-    }
-    fn finite(self) -> bool {
-        true
-    }
-}
-
 // ---------------------------------------------------------------------------------------------------------
 // Reduce
 // ---------------------------------------------------------------------------------------------------------
 
 /// One fold of a reduction: `step` folds an input element into an accumulator (applying the per-element
 /// transform), `merge` combines two accumulators. `SHIFT` folds read a per-output shift (LogSumExp's max).
-trait Fold<T: Num> {
+trait Fold<T: Arith> {
     const SHIFT: bool = false;
     fn step(acc: T, x: T, shift: T) -> T;
     fn merge(a: T, b: T) -> T;
@@ -350,98 +124,32 @@ struct MaxF;
 struct MinF;
 struct ExpSumF;
 
-impl<T: Num> Fold<T> for SumF {
-    #[inline(always)]
-    fn step(a: T, x: T, _: T) -> T {
-        a.add(x)
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.add(b)
-    }
-    fn init() -> T {
-        T::ZERO
-    }
+/// Implements [`Fold`] for `$f`: `step(acc, x, shift)`, `merge(a, b)` and the initial value.
+macro_rules! fold {
+    ($f:ident, $shift:expr, |$a:ident, $x:ident, $s:ident| $step:expr, |$m:ident, $n:ident| $merge:expr, $init:ident) => {
+        impl<T: Arith> Fold<T> for $f {
+            const SHIFT: bool = $shift;
+            #[inline(always)]
+            fn step($a: T, $x: T, $s: T) -> T {
+                $step
+            }
+            #[inline(always)]
+            fn merge($m: T, $n: T) -> T {
+                $merge
+            }
+            fn init() -> T {
+                T::$init
+            }
+        }
+    };
 }
-impl<T: Num> Fold<T> for AbsSumF {
-    #[inline(always)]
-    fn step(a: T, x: T, _: T) -> T {
-        a.add(x.abs())
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.add(b)
-    }
-    fn init() -> T {
-        T::ZERO
-    }
-}
-impl<T: Num> Fold<T> for SqSumF {
-    #[inline(always)]
-    fn step(a: T, x: T, _: T) -> T {
-        a.add(x.mul(x))
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.add(b)
-    }
-    fn init() -> T {
-        T::ZERO
-    }
-}
-impl<T: Num> Fold<T> for ProdF {
-    #[inline(always)]
-    fn step(a: T, x: T, _: T) -> T {
-        a.mul(x)
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.mul(b)
-    }
-    fn init() -> T {
-        T::ONE
-    }
-}
-impl<T: Num> Fold<T> for MaxF {
-    #[inline(always)]
-    fn step(a: T, x: T, _: T) -> T {
-        a.max_(x)
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.max_(b)
-    }
-    fn init() -> T {
-        T::LOWEST
-    }
-}
-impl<T: Num> Fold<T> for MinF {
-    #[inline(always)]
-    fn step(a: T, x: T, _: T) -> T {
-        a.min_(x)
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.min_(b)
-    }
-    fn init() -> T {
-        T::HIGHEST
-    }
-}
-impl<T: Num> Fold<T> for ExpSumF {
-    const SHIFT: bool = true;
-    #[inline(always)]
-    fn step(a: T, x: T, s: T) -> T {
-        a.add(x.sub(s).exp())
-    }
-    #[inline(always)]
-    fn merge(a: T, b: T) -> T {
-        a.add(b)
-    }
-    fn init() -> T {
-        T::ZERO
-    }
-}
+fold!(SumF, false, |a, x, _s| a.add(x), |a, b| a.add(b), ZERO);
+fold!(AbsSumF, false, |a, x, _s| a.add(x.abs()), |a, b| a.add(b), ZERO);
+fold!(SqSumF, false, |a, x, _s| a.add(x.mul(x)), |a, b| a.add(b), ZERO);
+fold!(ProdF, false, |a, x, _s| a.mul(x), |a, b| a.mul(b), ONE);
+fold!(MaxF, false, |a, x, _s| a.max_(x), |a, b| a.max_(b), LOWEST);
+fold!(MinF, false, |a, x, _s| a.min_(x), |a, b| a.min_(b), HIGHEST);
+fold!(ExpSumF, true, |a, x, s| a.add(x.sub(s).exp()), |a, b| a.add(b), ZERO);
 
 /// Dispatches a reduction on the input dtype; f16/bf16 are reduced in f32 through the scratch buffer.
 fn reduce_tensor(
@@ -491,7 +199,7 @@ fn reduce_via_f32<T: Element>(
 }
 
 /// Reduces `x` (shape `shape`) over the dims flagged in `mask` into `out` (the kept dims, row-major).
-fn reduce_slice<T: Num>(x: &[T], shape: &[usize], mask: &[bool], op: ReduceOp, out: &mut [T]) {
+fn reduce_slice<T: Arith>(x: &[T], shape: &[usize], mask: &[bool], op: ReduceOp, out: &mut [T]) {
     let count: usize = shape.iter().zip(mask).filter(|(_, &m)| m).map(|(&d, _)| d).product();
     // Merge adjacent dims of the same kind; drop size-1 dims.
     let mut dims: Vec<usize> = Vec::with_capacity(shape.len() + 1);
@@ -539,7 +247,7 @@ fn reduce_slice<T: Num>(x: &[T], shape: &[usize], mask: &[bool], op: ReduceOp, o
 }
 
 /// Fills `out` with the fold's identity, then folds `x` into it (when `run`).
-fn fold_all<T: Num, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], out: &mut [T], shift: &[T], run: bool) {
+fn fold_all<T: Arith, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], out: &mut [T], shift: &[T], run: bool) {
     out.fill(F::init());
     if !run || out.is_empty() {
         return;
@@ -598,7 +306,7 @@ fn fold_all<T: Num, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], out: &mut
 
 /// Sequential fold over merged groups; the last group is either folded as contiguous slices (reduced) or
 /// row by row into a contiguous output row (kept).
-fn fold_seq<T: Num, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], ostr: &[usize], out: &mut [T], shift: &[T]) {
+fn fold_seq<T: Arith, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], ostr: &[usize], out: &mut [T], shift: &[T]) {
     let m = dims.len();
     let l = dims[m - 1];
     if l == 0 {
@@ -640,7 +348,7 @@ fn fold_seq<T: Num, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], ostr: &[u
 
 /// Folds a contiguous slice with 8 independent accumulators (vectorisable, and more accurate for sums).
 #[inline]
-fn fold_slice<T: Num, F: Fold<T>>(xs: &[T], s: T) -> T {
+fn fold_slice<T: Arith, F: Fold<T>>(xs: &[T], s: T) -> T {
     let mut acc = [F::init(); 8];
     let mut chunks = xs.chunks_exact(8);
     for c in &mut chunks {
@@ -713,7 +421,7 @@ fn arg_reduce<T: Element>(x: &[T], outer: usize, len: usize, inner: usize, max: 
 // CumSum
 // ---------------------------------------------------------------------------------------------------------
 
-fn cumsum<T: Num>(x: &[T], outer: usize, len: usize, inner: usize, exclusive: bool, reverse: bool, out: &mut [T]) {
+fn cumsum<T: Arith>(x: &[T], outer: usize, len: usize, inner: usize, exclusive: bool, reverse: bool, out: &mut [T]) {
     if out.is_empty() {
         return;
     }

@@ -9,7 +9,9 @@ use std::mem::size_of;
 
 use rayon::prelude::*;
 
-use super::elementwise::{data, with_float, Float, Real, CHUNK, PAR_MIN};
+use super::broadcast::{data, CHUNK, PAR_MIN};
+use super::dispatch::with_float;
+use super::numeric::{Float, Real};
 use super::input;
 use crate::ir::ops::softmax::geometry;
 use crate::ir::Tensor;
@@ -95,40 +97,34 @@ fn lane_max<T: Float>(x: &[T]) -> T::C {
     m
 }
 
-/// Sum of `exp(x_i - m)` over a row.
+/// Sum of `f(x_i)` over a row, in `LANES` independent accumulators.
 #[inline(always)]
-fn lane_sum_exp<T: Float>(x: &[T], m: T::C) -> T::C {
+fn lane_sum_of<T: Float>(x: &[T], f: impl Fn(T::C) -> T::C) -> T::C {
     let zero = <T::C as Real>::ZERO;
     let mut acc = [zero; LANES];
     let mut chunks = x.chunks_exact(LANES);
     for c in &mut chunks {
         for (a, v) in acc.iter_mut().zip(c) {
-            *a = *a + (v.load() - m).exp();
+            *a = *a + f(v.load());
         }
     }
     let mut s = zero;
-    for v in acc.into_iter().chain(chunks.remainder().iter().map(|v| (v.load() - m).exp())) {
+    for v in acc.into_iter().chain(chunks.remainder().iter().map(|v| f(v.load()))) {
         s = s + v;
     }
     s
 }
 
+/// Sum of `exp(x_i - m)` over a row.
+#[inline(always)]
+fn lane_sum_exp<T: Float>(x: &[T], m: T::C) -> T::C {
+    lane_sum_of(x, |v| (v - m).exp())
+}
+
 /// Sum of a row.
 #[inline(always)]
 fn lane_sum<T: Float>(x: &[T]) -> T::C {
-    let zero = <T::C as Real>::ZERO;
-    let mut acc = [zero; LANES];
-    let mut chunks = x.chunks_exact(LANES);
-    for c in &mut chunks {
-        for (a, v) in acc.iter_mut().zip(c) {
-            *a = *a + v.load();
-        }
-    }
-    let mut s = zero;
-    for v in acc.into_iter().chain(chunks.remainder().iter().map(|v| v.load())) {
-        s = s + v;
-    }
-    s
+    lane_sum_of(x, |v| v)
 }
 
 /// One contiguous slice.

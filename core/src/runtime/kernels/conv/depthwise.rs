@@ -13,7 +13,8 @@
 
 use rayon::prelude::*;
 
-use super::super::matmul::{bias_act, threads, Real};
+use super::super::matmul::{bias_act, threads};
+use super::super::numeric::Real;
 use super::ConvPlan;
 use crate::ir::Activation;
 

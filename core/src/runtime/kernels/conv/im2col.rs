@@ -8,7 +8,8 @@
 
 use rayon::prelude::*;
 
-use super::super::matmul::{bias_act, threads, BlockOut, MatRef, Real};
+use super::super::matmul::{bias_act, threads, BlockOut, MatRef};
+use super::super::numeric::Real;
 use super::{ConvPlan, Geom};
 use crate::ir::Activation;
 

@@ -11,7 +11,8 @@
 
 use rayon::prelude::*;
 
-use super::super::matmul::{bias_act, threads, Batched, MatRef, Real};
+use super::super::matmul::{bias_act, threads, Batched, MatRef};
+use super::super::numeric::Real;
 use crate::ir::ops::conv::TPlan;
 use crate::ir::Activation;
 
