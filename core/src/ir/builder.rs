@@ -1,12 +1,13 @@
 //! A builder for graphs written in Rust: add inputs, constants and ops; shapes are inferred as you go, so a
 //! mistake (shapes that do not fit) is reported at the line that makes it.
 //!
-//! Constants are folded as you go by the [`ConstEval`] you pass (the CPU runtime's `runtime::CpuEval`).
+//! Nodes whose inputs are all constant are folded by the [`ConstEval`] given to
+//! [`GraphBuilder::with_eval`] (the CPU runtime's is `runtime::CpuEval`); [`GraphBuilder::new`] folds nothing.
 //!
 //! ```
 //! use tpu_sdk_core::ir::{builder::GraphBuilder, DType, Tensor};
 //! use tpu_sdk_core::runtime::CpuEval;
-//! let mut b = GraphBuilder::new("mlp", &CpuEval);
+//! let mut b = GraphBuilder::with_eval("mlp", &CpuEval);
 //! let x = b.input("x", DType::F32, &[1, 4]);
 //! let w = b.constant("w", Tensor::from_f32(vec![4, 2], vec![0.5; 8]));
 //! let h = b.matmul(x, w).unwrap();
@@ -16,7 +17,8 @@
 //! assert_eq!(g.value(g.outputs[0]).shape, vec![1, 2]);
 //! ```
 
-use super::{infer, verify, BinaryOp, ConstEval, DType, Graph, Op, Tensor, UnaryOp, ValueId};
+use super::infer::{self, NoFold};
+use super::{verify, BinaryOp, ConstEval, DType, Graph, Op, Tensor, UnaryOp, ValueId};
 use crate::Result;
 
 /// Builds a [`Graph`] node by node.
@@ -31,9 +33,16 @@ impl std::fmt::Debug for GraphBuilder<'_> {
     }
 }
 
+impl GraphBuilder<'static> {
+    /// An empty graph called `name` that folds nothing (see [`GraphBuilder::with_eval`]).
+    pub fn new(name: impl Into<String>) -> GraphBuilder<'static> {
+        GraphBuilder::with_eval(name, &NoFold)
+    }
+}
+
 impl<'e> GraphBuilder<'e> {
     /// An empty graph called `name`; `eval` folds nodes whose inputs are all constant.
-    pub fn new(name: impl Into<String>, eval: &'e dyn ConstEval) -> GraphBuilder<'e> {
+    pub fn with_eval(name: impl Into<String>, eval: &'e dyn ConstEval) -> GraphBuilder<'e> {
         GraphBuilder { g: Graph::new(name), eval }
     }
 
@@ -125,11 +134,10 @@ impl<'e> GraphBuilder<'e> {
 mod tests {
     use super::*;
 
-    use crate::ir::infer::NoFold;
 
     #[test]
     fn reports_a_shape_error_at_the_offending_op_and_stays_usable() {
-        let mut b = GraphBuilder::new("t", &NoFold);
+        let mut b = GraphBuilder::new("t");
         let x = b.input("x", DType::F32, &[2, 3]);
         let w = b.constant("w", Tensor::zeros(DType::F32, vec![4, 5]));
         assert!(b.matmul(x, w).is_err());

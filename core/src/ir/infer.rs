@@ -19,6 +19,24 @@ pub trait ConstEval {
     /// Computes the outputs of `op` (one tensor per node output, which it overwrites); errors are plain
     /// messages (the caller adds the node name).
     fn eval(&self, op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> std::result::Result<(), String>;
+    /// Whether this evaluator folds at all; when `false`, nodes whose inputs are all constant get their
+    /// types from the op's rule like any other node and are never passed to [`ConstEval::eval`].
+    fn folds(&self) -> bool {
+        true
+    }
+}
+
+/// A [`ConstEval`] that folds nothing: constant nodes stay nodes and run with the rest of the graph.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct NoFold;
+
+impl ConstEval for NoFold {
+    fn eval(&self, op: &Op, _: &[Option<&Tensor>], _: &mut [Tensor]) -> std::result::Result<(), String> {
+        Err(format!("constant folding is off, {} was not evaluated", op.name()))
+    }
+    fn folds(&self) -> bool {
+        false
+    }
 }
 
 /// Folding is skipped when a folded output would exceed this many elements (keeps models small and import fast;
@@ -105,7 +123,8 @@ pub fn infer_node(g: &mut Graph, node: usize, eval: &dyn ConstEval) -> Result<()
     // Quantized arithmetic runs integer kernels prepared by the session: it is inferred from the float rule on
     // the shapes and never folded here.
     let inferred = if quantized { infer_quantized(&n.op, &infos) } else { ops::infer(&n.op, &infos) };
-    let foldable = !quantized
+    let foldable = eval.folds()
+        && !quantized
         && all_const
         && match &inferred {
             Ok(out) => out.iter().map(|(_, s)| s.iter().product::<usize>()).sum::<usize>() <= MAX_FOLD_ELEMENTS,
@@ -154,13 +173,3 @@ pub fn infer_node(g: &mut Graph, node: usize, eval: &dyn ConstEval) -> Result<()
     }
 }
 
-/// For tests of graphs that have nothing to fold: a [`ConstEval`] that is never called.
-#[cfg(test)]
-pub(crate) struct NoFold;
-
-#[cfg(test)]
-impl ConstEval for NoFold {
-    fn eval(&self, _: &Op, _: &[Option<&Tensor>], _: &mut [Tensor]) -> std::result::Result<(), String> {
-        unreachable!("nothing to fold")
-    }
-}

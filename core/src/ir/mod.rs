@@ -15,5 +15,5 @@ pub use ops::{
     Activation, AutoPad, BinaryOp, ConvAttrs, ConvTransposeAttrs, CoordTransform, NearestMode, Op, PadMode, PoolAttrs, QuantRounding,
     ReduceOp, ResizeAttrs, ResizeMode, UnaryOp,
 };
-pub use infer::ConstEval;
+pub use infer::{ConstEval, NoFold};
 pub use tensor::{Element, Tensor, TensorData};

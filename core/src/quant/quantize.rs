@@ -440,7 +440,7 @@ mod tests {
 
     /// Conv(bias-free) → MaxPool → Reshape → Softmax, calibrated on one ramp input.
     fn quantized(float_io: bool) -> (Graph, Graph) {
-        let mut b = GraphBuilder::new("t", &crate::runtime::CpuEval);
+        let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
         let x = b.input("x", DType::F32, &[1, 2, 4, 4]);
         // Channel 0 weights reach ±0.5, channel 1 ±2.0.
         let w: Vec<f32> = (0..3 * 2 * 9).map(|i| if i < 18 { 0.5 - (i as f32) / 18.0 } else { 2.0 - 4.0 * ((i - 18) % 18) as f32 / 17.0 }).collect();
@@ -511,7 +511,7 @@ mod tests {
 
     #[test]
     fn an_op_without_int8_kernel_is_named() {
-        let mut b = GraphBuilder::new("t", &crate::runtime::CpuEval);
+        let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
         let x = b.input("x", DType::F32, &[4]);
         let y = b.op(Op::Unary(UnaryOp::Erf), &[x]).unwrap();
         b.output(y);
