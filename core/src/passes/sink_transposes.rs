@@ -81,7 +81,18 @@ fn sinkable(g: &Graph, producers: &[Option<usize>], i: usize) -> Option<Vec<usiz
             }
             1
         }
-        _ => return None,
+        // Layout-sensitive ops and the rest: a transpose does not move through them.
+        Op::Conv(_) | Op::ConvTranspose(_) | Op::Gemm { .. } | Op::MatMul | Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean => return None,
+        Op::Where | Op::MaxPool(_) | Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool | Op::GlobalMaxPool => return None,
+        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::Lrn { .. } => return None,
+        Op::LpNorm { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. } | Op::Hardmax { .. } | Op::Reduce { .. } => return None,
+        Op::ArgReduce { .. } | Op::CumSum { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } => return None,
+        Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Gather { .. } => return None,
+        Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::Resize(_) => return None,
+        Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } => return None,
+        Op::Identity | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } => return None,
+        Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero | Op::ReverseSequence { .. } => return None,
+        Op::DequantizeLinear { .. } | Op::QuantizeLinear { .. } => return None,
     };
     let mut perm: Option<Vec<usize>> = None;
     for v in n.inputs.iter().take(data_inputs) {

@@ -124,3 +124,17 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         &QuantizeLinear { axis, to, rounding } => quantize::eval(Some((to, rounding)), axis, inputs, outputs),
     }
 }
+
+/// Helpers of the kernel tests.
+#[cfg(test)]
+pub(crate) mod test_util {
+    use super::{eval, Scratch};
+    use crate::ir::{Op, Tensor};
+
+    /// Runs `op` into `n_out` fresh outputs, panicking on an error.
+    pub(crate) fn run(op: Op, inputs: &[Option<&Tensor>], n_out: usize) -> Vec<Tensor> {
+        let mut outs = vec![Tensor::default(); n_out];
+        eval(&op, inputs, &mut outs, &mut Scratch::default()).unwrap();
+        outs
+    }
+}

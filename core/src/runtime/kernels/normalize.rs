@@ -447,14 +447,9 @@ fn lp_norm(xs: &[f32], ys: &mut [f32], outer: usize, len: usize, inner: usize, p
 mod tests {
     use super::*;
     use crate::ir::Op;
-    use crate::runtime::kernels::eval;
+    use crate::runtime::kernels::test_util::run;
     use half::f16;
 
-    fn run(op: Op, inputs: &[Option<&Tensor>], n_out: usize) -> Vec<Tensor> {
-        let mut outs = vec![Tensor::default(); n_out];
-        eval(&op, inputs, &mut outs, &mut Scratch::default()).unwrap();
-        outs
-    }
 
     fn close(a: &[f32], b: &[f32]) {
         assert_eq!(a.len(), b.len());

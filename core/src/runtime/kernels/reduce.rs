@@ -564,14 +564,10 @@ fn top_k<T: Element>(
 mod tests {
     use super::*;
     use crate::ir::Op;
+    use crate::runtime::kernels::test_util::run;
     use crate::runtime::kernels::eval;
     use crate::ir::ops::{infer, InferError, TypeInfo};
 
-    fn run(op: Op, inputs: &[Option<&Tensor>], n_out: usize) -> Vec<Tensor> {
-        let mut outs = vec![Tensor::default(); n_out];
-        eval(&op, inputs, &mut outs, &mut Scratch::default()).unwrap();
-        outs
-    }
 
     fn red(op: ReduceOp, axes: Option<Vec<usize>>, keepdims: bool) -> Op {
         Op::Reduce { op, axes, keepdims, noop_with_empty_axes: false }
