@@ -11,14 +11,9 @@ use super::{builtin_operator, voffset, AnyTable, OptionsTable};
 fb_table! {
     /// The root table.
     Model {
-        0 version: scalar<u32>;
-        1 operator_codes: tables<OperatorCode>;
-        2 subgraphs: tables<SubGraph>;
-        3 description: string<str>;
-        4 buffers: tables<Buffer>;
-        5 metadata_buffer: vector<i32>;
-        6 metadata: tables<Metadata>;
-        7 signature_defs: tables<SignatureDef>;
+        0 version: scalar<u32>; 1 operator_codes: tables<OperatorCode>; 2 subgraphs: tables<SubGraph>;
+        3 description: string<str>; 4 buffers: tables<Buffer>; 5 metadata_buffer: vector<i32>;
+        6 metadata: tables<Metadata>; 7 signature_defs: tables<SignatureDef>;
     }
 }
 
@@ -27,8 +22,7 @@ fb_table! {
     OperatorCode {
         /// The builtin code when it is below 127 (older files only have this field).
         0 deprecated_builtin_code: scalar<i8>;
-        1 custom_code: string<str>;
-        2 version: scalar<i32> = 1;
+        1 custom_code: string<str>; 2 version: scalar<i32> = 1;
         /// The builtin code (newer files; 0 in older ones).
         3 builtin_code: scalar<i32>;
     }
@@ -53,10 +47,7 @@ impl OperatorCode<'_> {
 fb_table! {
     /// One graph: tensors, operators in execution order, inputs and outputs.
     SubGraph {
-        0 tensors: tables<Tensor>;
-        1 inputs: vector<i32>;
-        2 outputs: vector<i32>;
-        3 operators: tables<Operator>;
+        0 tensors: tables<Tensor>; 1 inputs: vector<i32>; 2 outputs: vector<i32>; 3 operators: tables<Operator>;
         4 name: string<str>;
     }
 }
@@ -69,14 +60,11 @@ fb_table! {
         1 type_: scalar<i8>;
         /// Index into [`Model::buffers`]; 0 (the empty sentinel buffer) for tensors without data.
         2 buffer: scalar<u32>;
-        3 name: string<str>;
-        4 quantization: table<QuantizationParameters>;
-        5 is_variable: scalar<bool>;
+        3 name: string<str>; 4 quantization: table<QuantizationParameters>; 5 is_variable: scalar<bool>;
         6 sparsity: table<SparsityParameters>;
         /// The shape with -1 for unknown dimensions.
         7 shape_signature: vector<i32>;
-        8 has_rank: scalar<bool>;
-        9 variant_tensors: tables<AnyTable>;
+        8 has_rank: scalar<bool>; 9 variant_tensors: tables<AnyTable>;
     }
 }
 
@@ -84,9 +72,7 @@ fb_table! {
     /// How a sparse constant is stored (see [`crate::format::tflite::sparsity`]): the dims in traversal order
     /// (the original dims, then the block dims), which original dim each block dim splits, and per traversed dim its format.
     SparsityParameters {
-        0 traversal_order: vector<i32>;
-        1 block_map: vector<i32>;
-        2 dim_metadata: tables<DimensionMetadata>;
+        0 traversal_order: vector<i32>; 1 block_map: vector<i32>; 2 dim_metadata: tables<DimensionMetadata>;
     }
 }
 
@@ -140,13 +126,8 @@ fn verify_sparse_index_vector(key: u8, v: &mut Verifier, pos: usize) -> Result<(
 fb_table! {
     /// Affine quantization: `real = scale * (q - zero_point)`, per tensor or per `quantized_dimension`.
     QuantizationParameters {
-        0 min: vector<f32>;
-        1 max: vector<f32>;
-        2 scale: vector<f32>;
-        3 zero_point: vector<i64>;
-        4 details_type: scalar<u8>;
-        5 details: union<verify_any_union>;
-        6 quantized_dimension: scalar<i32>;
+        0 min: vector<f32>; 1 max: vector<f32>; 2 scale: vector<f32>; 3 zero_point: vector<i64>;
+        4 details_type: scalar<u8>; 5 details: union<verify_any_union>; 6 quantized_dimension: scalar<i32>;
     }
 }
 
@@ -169,15 +150,10 @@ fb_table! {
         2 outputs: vector<i32>;
         /// A [`builtin_options`] discriminant.
         3 builtin_options_type: scalar<u8>;
-        4 builtin_options: union<verify_builtin_options>;
-        5 custom_options: vector<u8>;
-        6 custom_options_format: scalar<i8>;
-        7 mutating_variable_inputs: vector<bool>;
-        8 intermediates: vector<i32>;
-        9 large_custom_options_offset: scalar<u64>;
-        10 large_custom_options_size: scalar<u64>;
-        11 builtin_options_2_type: scalar<u8>;
-        12 builtin_options_2: union<verify_any_union>;
+        4 builtin_options: union<verify_builtin_options>; 5 custom_options: vector<u8>;
+        6 custom_options_format: scalar<i8>; 7 mutating_variable_inputs: vector<bool>; 8 intermediates: vector<i32>;
+        9 large_custom_options_offset: scalar<u64>; 10 large_custom_options_size: scalar<u64>;
+        11 builtin_options_2_type: scalar<u8>; 12 builtin_options_2: union<verify_any_union>;
     }
 }
 
@@ -194,27 +170,22 @@ impl<'a> Operator<'a> {
 fb_table! {
     /// Named metadata pointing at a buffer.
     Metadata {
-        0 name: string<str>;
-        1 buffer: scalar<u32>;
+        0 name: string<str>; 1 buffer: scalar<u32>;
     }
 }
 
 fb_table! {
     /// An alias name for a tensor in a signature.
     TensorMap {
-        0 name: string<str>;
-        1 tensor_index: scalar<u32>;
+        0 name: string<str>; 1 tensor_index: scalar<u32>;
     }
 }
 
 fb_table! {
     /// A SavedModel signature: named inputs and outputs of a subgraph.
     SignatureDef {
-        0 inputs: tables<TensorMap>;
-        1 outputs: tables<TensorMap>;
-        2 signature_key: string<str>;
-        3 deprecated_tag: string<str>;
-        4 subgraph_index: scalar<u32>;
+        0 inputs: tables<TensorMap>; 1 outputs: tables<TensorMap>; 2 signature_key: string<str>;
+        3 deprecated_tag: string<str>; 4 subgraph_index: scalar<u32>;
     }
 }
 

@@ -47,8 +47,8 @@ fb_options! {
     FullyConnectedOptions = FULLY_CONNECTED {
         0 fused_activation_function: scalar<i8>;
         /// 0: DEFAULT, 1: SHUFFLED4x16INT8.
-        1 weights_format: scalar<i8>; 2 keep_num_dims: scalar<bool>; 3 asymmetric_quantize_inputs: scalar<bool>;
-        4 quantized_bias_type: scalar<i8>;
+        1 weights_format: scalar<i8>;
+        2 keep_num_dims: scalar<bool>; 3 asymmetric_quantize_inputs: scalar<bool>; 4 quantized_bias_type: scalar<i8>;
     }
     /// SOFTMAX options.
     SoftmaxOptions = SOFTMAX { 0 beta: scalar<f32>; }

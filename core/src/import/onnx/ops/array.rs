@@ -1,7 +1,7 @@
 //! Shape and layout: reshaping, transposing, joining and splitting, slicing, tiling, padding, depth/space
 //! rearrangement, and the ops that make tensors from shapes (Shape, ConstantOfShape, EyeLike, Range).
 
-use super::{aux, axis_of, base, dtype_attr, pass, scalar_const, scalar_of, single, trimmed, MapFn};
+use super::{aux, axis_of, base, choice, dtype_attr, pass, scalar_const, scalar_of, single, trimmed, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::import::onnx::tensor::to_tensor;
 use crate::ir::{BinaryOp, DType, Op, PadMode, Tensor};
@@ -207,13 +207,8 @@ fn split(cx: &mut Cx, n: &NodeIn) -> Result<()> {
 fn pad(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let a = &n.attrs;
     let x = n.req(0)?;
-    let mode = match a.string_or("mode", "constant")?.as_str() {
-        "constant" => PadMode::Constant,
-        "reflect" => PadMode::Reflect,
-        "edge" => PadMode::Edge,
-        "wrap" => PadMode::Wrap,
-        s => return Err(a.invalid("mode", format!("has unknown value '{s}'"))),
-    };
+    let modes = [("constant", PadMode::Constant), ("reflect", PadMode::Reflect), ("edge", PadMode::Edge), ("wrap", PadMode::Wrap)];
+    let mode = choice(n, "mode", "constant", &modes)?;
     if n.opset >= 11 {
         return pass(cx, n, Op::Pad { mode });
     }

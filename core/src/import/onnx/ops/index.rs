@@ -1,17 +1,15 @@
 //! Indexing: gathers, scatters, NonZero and OneHot.
 
-use super::{axis_of, pass, single, MapFn};
+use super::{axis_of, choice, pass, single, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::ir::{BinaryOp, Op};
 use crate::Result;
 
 /// The ops of this family.
 pub(super) const OPS: &[(&str, MapFn)] = &[
-    ("Gather", gather),
-    ("GatherElements", gather),
+    ("Gather", gather), ("GatherElements", gather),
     ("GatherND", |cx, n| pass(cx, n, Op::GatherNd { batch_dims: n.attrs.usize_or("batch_dims", 0)? })),
-    ("Scatter", scatter_elements),
-    ("ScatterElements", scatter_elements),
+    ("Scatter", scatter_elements), ("ScatterElements", scatter_elements),
     ("ScatterND", |cx, n| {
         let reduction = scatter_reduction(n)?;
         pass(cx, n, Op::ScatterNd { reduction })
@@ -37,12 +35,6 @@ fn scatter_elements(cx: &mut Cx, n: &NodeIn) -> Result<()> {
 }
 
 fn scatter_reduction(n: &NodeIn) -> Result<Option<BinaryOp>> {
-    Ok(match n.attrs.string_or("reduction", "none")?.as_str() {
-        "none" => None,
-        "add" => Some(BinaryOp::Add),
-        "mul" => Some(BinaryOp::Mul),
-        "max" => Some(BinaryOp::Max),
-        "min" => Some(BinaryOp::Min),
-        s => return Err(n.attrs.invalid("reduction", format!("has unknown value '{s}'"))),
-    })
+    use BinaryOp::*;
+    choice(n, "reduction", "none", &[("none", None), ("add", Some(Add)), ("mul", Some(Mul)), ("max", Some(Max)), ("min", Some(Min))])
 }

@@ -56,10 +56,7 @@ pub(super) const OPS: &[(&str, MapFn)] = &[
     ("Xor", |cx, n| binary(cx, n, BinaryOp::Xor, true)),
     ("Mod", modulo),
     // variadic and selection
-    ("Max", variadic),
-    ("Mean", variadic),
-    ("Min", variadic),
-    ("Sum", variadic),
+    ("Max", variadic), ("Mean", variadic), ("Min", variadic), ("Sum", variadic),
     ("Where", |cx, n| pass(cx, n, Op::Where)),
     ("Clip", clip),
     // conversions
@@ -76,8 +73,7 @@ pub(super) const OPS: &[(&str, MapFn)] = &[
     ("ReduceProd", |cx, n| reduce(cx, n, ReduceOp::Prod)),
     ("ReduceSum", |cx, n| reduce(cx, n, ReduceOp::Sum)),
     ("ReduceSumSquare", |cx, n| reduce(cx, n, ReduceOp::SumSquare)),
-    ("ArgMax", arg_reduce),
-    ("ArgMin", arg_reduce),
+    ("ArgMax", arg_reduce), ("ArgMin", arg_reduce),
     ("CumSum", |cx, n| {
         let a = &n.attrs;
         pass(cx, n, Op::CumSum { exclusive: a.bool_or("exclusive", false)?, reverse: a.bool_or("reverse", false)? })

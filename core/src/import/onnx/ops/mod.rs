@@ -288,6 +288,13 @@ fn dtype_attr(n: &NodeIn, attr: &str, code: i64) -> Result<DType> {
 }
 
 
+/// String attribute `attr` (default `default`) looked up in `choices`; another string is an `InvalidModel`
+/// error ("has unknown value").
+fn choice<T: Copy>(n: &NodeIn, attr: &str, default: &str, choices: &[(&str, T)]) -> Result<T> {
+    let s = n.attrs.string_or(attr, default)?;
+    choices.iter().find(|(k, _)| *k == s).map(|&(_, v)| v).ok_or_else(|| n.attrs.invalid(attr, format!("has unknown value '{s}'")))
+}
+
 /// `v` unless it is an empty constant (opset 11 Resize passes empty tensors for unused roi/scales).
 fn non_empty(cx: &Cx, v: Option<ValueId>) -> Option<ValueId> {
     v.filter(|&v| cx.constant(v).is_none_or(|t| !t.is_empty()))

@@ -1,6 +1,6 @@
 //! Neural-network layers: convolutions, Gemm/MatMul, pooling, and Dropout at inference.
 
-use super::{aux, aux_name, base, pass, scalar_const, scalar_of, single, MapFn};
+use super::{aux, aux_name, base, choice, pass, scalar_const, scalar_of, single, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::ir::{AutoPad, BinaryOp, ConvAttrs, ConvTransposeAttrs, DType, Op, PoolAttrs, Tensor, TensorData, ValueId};
 use crate::Result;
@@ -79,13 +79,8 @@ fn global_lp_pool(cx: &mut Cx, n: &NodeIn) -> Result<()> {
 }
 
 fn auto_pad(n: &NodeIn) -> Result<AutoPad> {
-    Ok(match n.attrs.string_or("auto_pad", "NOTSET")?.as_str() {
-        "NOTSET" | "" => AutoPad::NotSet,
-        "SAME_UPPER" => AutoPad::SameUpper,
-        "SAME_LOWER" => AutoPad::SameLower,
-        "VALID" => AutoPad::Valid,
-        s => return Err(n.attrs.invalid("auto_pad", format!("has unknown value '{s}'"))),
-    })
+    use AutoPad::*;
+    choice(n, "auto_pad", "NOTSET", &[("NOTSET", NotSet), ("", NotSet), ("SAME_UPPER", SameUpper), ("SAME_LOWER", SameLower), ("VALID", Valid)])
 }
 
 pub(super) fn conv_attrs(n: &NodeIn) -> Result<ConvAttrs> {

@@ -1,6 +1,6 @@
 //! Resize (every opset's coordinate modes, `axes`, `keep_aspect_ratio_policy`) and the older Upsample.
 
-use super::{aux, axis_of, base, non_empty, single, trimmed, vec_of, MapFn};
+use super::{aux, axis_of, base, choice, non_empty, single, trimmed, vec_of, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::ir::{CoordTransform, DType, NearestMode, Op, ResizeAttrs, ResizeMode, Tensor, ValueId};
 use crate::Result;
@@ -9,12 +9,9 @@ use crate::Result;
 pub(super) const OPS: &[(&str, MapFn)] = &[("Resize", resize), ("Upsample", upsample)];
 
 fn resize_mode(n: &NodeIn) -> Result<ResizeMode> {
-    Ok(match n.attrs.string_or("mode", "nearest")?.as_str() {
-        "nearest" => ResizeMode::Nearest,
-        "linear" | "bilinear" | "trilinear" => ResizeMode::Linear,
-        "cubic" | "bicubic" => ResizeMode::Cubic,
-        s => return Err(n.attrs.invalid("mode", format!("has unknown value '{s}'"))),
-    })
+    use ResizeMode::*;
+    let modes = [("nearest", Nearest), ("linear", Linear), ("bilinear", Linear), ("trilinear", Linear), ("cubic", Cubic), ("bicubic", Cubic)];
+    choice(n, "mode", "nearest", &modes)
 }
 
 /// Attributes of Upsample and Resize-10: asymmetric coordinates, floor for nearest.
@@ -70,35 +67,32 @@ struct ResizeInputs {
 /// stretch; `Some(true)`: not larger; `Some(false)`: not smaller).
 fn resize_attrs(n: &NodeIn, mode: ResizeMode) -> Result<(ResizeAttrs, String, Option<bool>)> {
     let a = &n.attrs;
-    let coord = match a.string_or("coordinate_transformation_mode", "half_pixel")?.as_str() {
-        "half_pixel" => CoordTransform::HalfPixel,
-        "half_pixel_symmetric" => CoordTransform::HalfPixelSymmetric,
-        "pytorch_half_pixel" => CoordTransform::PytorchHalfPixel,
-        "align_corners" => CoordTransform::AlignCorners,
-        "asymmetric" => CoordTransform::Asymmetric,
-        "tf_crop_and_resize" => CoordTransform::TfCropAndResize,
-        "tf_half_pixel_for_nn" => {
-            return Err(a.unsupported("coordinate_transformation_mode", "= tf_half_pixel_for_nn is not supported"));
-        }
-        s => return Err(a.invalid("coordinate_transformation_mode", format!("has unknown value '{s}'"))),
-    };
-    let nearest = match a.string_or("nearest_mode", "round_prefer_floor")?.as_str() {
-        "round_prefer_floor" => NearestMode::RoundPreferFloor,
-        "round_prefer_ceil" => NearestMode::RoundPreferCeil,
-        "floor" => NearestMode::Floor,
-        "ceil" => NearestMode::Ceil,
-        s => return Err(a.invalid("nearest_mode", format!("has unknown value '{s}'"))),
-    };
+    if a.string_or("coordinate_transformation_mode", "half_pixel")? == "tf_half_pixel_for_nn" {
+        return Err(a.unsupported("coordinate_transformation_mode", "= tf_half_pixel_for_nn is not supported"));
+    }
+    use CoordTransform::*;
+    let coords = [
+        ("half_pixel", HalfPixel),
+        ("half_pixel_symmetric", HalfPixelSymmetric),
+        ("pytorch_half_pixel", PytorchHalfPixel),
+        ("align_corners", AlignCorners),
+        ("asymmetric", Asymmetric),
+        ("tf_crop_and_resize", TfCropAndResize),
+    ];
+    let coord = choice(n, "coordinate_transformation_mode", "half_pixel", &coords)?;
+    let nearests = [
+        ("round_prefer_floor", NearestMode::RoundPreferFloor),
+        ("round_prefer_ceil", NearestMode::RoundPreferCeil),
+        ("floor", NearestMode::Floor),
+        ("ceil", NearestMode::Ceil),
+    ];
+    let nearest = choice(n, "nearest_mode", "round_prefer_floor", &nearests)?;
     if a.int_or("antialias", 0)? != 0 {
         return Err(a.unsupported("antialias", "= 1 is not supported"));
     }
+    let policies = [("stretch", None), ("not_larger", Some(true)), ("not_smaller", Some(false))];
+    let not_larger = choice(n, "keep_aspect_ratio_policy", "stretch", &policies)?;
     let policy = a.string_or("keep_aspect_ratio_policy", "stretch")?;
-    let not_larger = match policy.as_str() {
-        "stretch" => None,
-        "not_larger" => Some(true),
-        "not_smaller" => Some(false),
-        s => return Err(a.invalid("keep_aspect_ratio_policy", format!("has unknown value '{s}'"))),
-    };
     let attrs = ResizeAttrs {
         mode,
         coord,

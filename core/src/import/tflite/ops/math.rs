@@ -8,10 +8,7 @@ use crate::Result;
 
 /// The ops of this family.
 pub(super) const OPS: &[(i32, ImportFn)] = &[
-    (bo::ADD, arithmetic),
-    (bo::SUB, arithmetic),
-    (bo::MUL, arithmetic),
-    (bo::DIV, arithmetic),
+    (bo::ADD, arithmetic), (bo::SUB, arithmetic), (bo::MUL, arithmetic), (bo::DIV, arithmetic),
     (bo::MAXIMUM, |imp, o| binary(imp, o, BinaryOp::Max)),
     (bo::MINIMUM, |imp, o| binary(imp, o, BinaryOp::Min)),
     (bo::POW, |imp, o| binary(imp, o, BinaryOp::Pow)),
@@ -47,8 +44,7 @@ pub(super) const OPS: &[(i32, ImportFn)] = &[
     (bo::REDUCE_MAX, |imp, o| reduce(imp, o, ReduceOp::Max)),
     (bo::REDUCE_MIN, |imp, o| reduce(imp, o, ReduceOp::Min)),
     (bo::REDUCE_PROD, |imp, o| reduce(imp, o, ReduceOp::Prod)),
-    (bo::ARG_MAX, arg_reduce),
-    (bo::ARG_MIN, arg_reduce),
+    (bo::ARG_MAX, arg_reduce), (bo::ARG_MIN, arg_reduce),
     (bo::CAST, cast),
 ];
 

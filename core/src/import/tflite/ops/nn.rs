@@ -10,14 +10,11 @@ use crate::Result;
 
 /// The ops of this family.
 pub(super) const OPS: &[(i32, ImportFn)] = &[
-    (bo::CONV_2D, conv),
-    (bo::DEPTHWISE_CONV_2D, conv),
-    (bo::AVERAGE_POOL_2D, pool),
-    (bo::MAX_POOL_2D, pool),
+    (bo::CONV_2D, conv), (bo::DEPTHWISE_CONV_2D, conv),
+    (bo::AVERAGE_POOL_2D, pool), (bo::MAX_POOL_2D, pool),
     (bo::FULLY_CONNECTED, fully_connected),
     (bo::BATCH_MATMUL, batch_matmul),
-    (bo::SOFTMAX, softmax),
-    (bo::LOG_SOFTMAX, softmax),
+    (bo::SOFTMAX, softmax), (bo::LOG_SOFTMAX, softmax),
 ];
 
 /// CONV_2D and DEPTHWISE_CONV_2D: the NHWC input transposed to NCHW, the filter permuted to OIHW (depthwise
