@@ -88,23 +88,7 @@ pub fn from_bytes(bytes: &[u8]) -> Result<Tensor> {
         return Err(bad(format!("truncated data: shape {shape:?} needs {need} bytes, file has {}", body.len())));
     }
     let body = &body[..need];
-    macro_rules! le {
-        ($t:ty, $w:expr) => {
-            body.chunks_exact($w).map(|c| <$t>::from_le_bytes(c.try_into().unwrap())).collect()
-        };
-    }
-    let data = match dtype {
-        DType::F32 => TensorData::F32(le!(f32, 4)),
-        DType::F64 => TensorData::F64(le!(f64, 8)),
-        DType::F16 => TensorData::F16(body.chunks_exact(2).map(|c| half::f16::from_le_bytes([c[0], c[1]])).collect()),
-        DType::I8 => TensorData::I8(body.iter().map(|&b| b as i8).collect()),
-        DType::U8 => TensorData::U8(body.to_vec()),
-        DType::I16 => TensorData::I16(le!(i16, 2)),
-        DType::I32 => TensorData::I32(le!(i32, 4)),
-        DType::I64 => TensorData::I64(le!(i64, 8)),
-        DType::Bool => TensorData::Bool(body.iter().map(|&b| b != 0).collect()),
-        DType::BF16 => unreachable!("descr_dtype never yields bf16"),
-    };
+    let data = crate::format::decode_le(dtype, body);
     Ok(Tensor { shape, data })
 }
 

@@ -305,6 +305,44 @@ impl Tensor {
     }
 }
 
+impl Tensor {
+    /// The tensor with its dimensions permuted: `out.shape[i] = shape[perm[i]]`, the data moved to match
+    /// (as a Transpose computes it).
+    pub fn permuted(&self, perm: &[usize]) -> Tensor {
+        fn go<T: Copy>(v: &[T], shape: &[usize], perm: &[usize]) -> Vec<T> {
+            let rank = shape.len();
+            let mut in_strides = vec![1usize; rank];
+            for i in (0..rank.saturating_sub(1)).rev() {
+                in_strides[i] = in_strides[i + 1] * shape[i + 1];
+            }
+            let out_shape: Vec<usize> = perm.iter().map(|&p| shape[p]).collect();
+            let strides: Vec<usize> = perm.iter().map(|&p| in_strides[p]).collect();
+            let n = v.len();
+            let mut out = Vec::with_capacity(n);
+            if n == 0 {
+                return out;
+            }
+            let mut idx = vec![0usize; rank];
+            let mut off = 0usize;
+            for _ in 0..n {
+                out.push(v[off]);
+                for d in (0..rank).rev() {
+                    idx[d] += 1;
+                    off += strides[d];
+                    if idx[d] < out_shape[d] {
+                        break;
+                    }
+                    off -= strides[d] * out_shape[d];
+                    idx[d] = 0;
+                }
+            }
+            out
+        }
+        let shape: Vec<usize> = perm.iter().map(|&p| self.shape[p]).collect();
+        Tensor { data: map_data!(&self.data, v => go(v, &self.shape, perm)), shape }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -144,7 +144,7 @@ fn sink(g: &mut Graph, producers: &[Option<usize>], i: usize, perm: &[usize]) {
                 let mut shape = vec![1; rank - c.shape.len()];
                 shape.extend_from_slice(&c.shape);
                 let full = Tensor { shape, data: c.data.clone() };
-                let moved = crate::import::tflite::permute_tensor(&full, &inverse);
+                let moved = full.permuted(&inverse);
                 let name = format!("{}/untransposed", g.value(*v).name);
                 let quant = g.value(*v).quant.clone();
                 let c = g.add_constant(name, moved);

@@ -101,7 +101,7 @@ pub fn to_tensor(t: &TensorProto, base_dir: Option<&Path>, what: &str) -> Result
     let nbytes = n.checked_mul(size).ok_or_else(|| Error::InvalidModel(format!("{what} is too large")))?;
     let data = if t.data_location == Some(tensor_proto::EXTERNAL) {
         let bytes = read_external(t, base_dir, nbytes, what)?;
-        from_le_bytes(dtype, &bytes)
+        crate::format::decode_le(dtype, &bytes)
     } else if let Some(raw) = &t.raw_data {
         if raw.len() != nbytes {
             return Err(Error::InvalidModel(format!(
@@ -111,7 +111,7 @@ pub fn to_tensor(t: &TensorProto, base_dir: Option<&Path>, what: &str) -> Result
                 shape
             )));
         }
-        from_le_bytes(dtype, raw)
+        crate::format::decode_le(dtype, raw)
     } else {
         from_typed_fields(t, dtype, n, what)?
     };
@@ -153,27 +153,6 @@ fn from_typed_fields(t: &TensorProto, dtype: DType, n: usize, what: &str) -> Res
             }
         }
     })
-}
-
-/// Decodes little-endian element bytes; `b.len()` is a multiple of the element size (checked by callers).
-fn from_le_bytes(dtype: DType, b: &[u8]) -> TensorData {
-    macro_rules! le {
-        ($t:ty, $n:expr) => {
-            b.chunks_exact($n).map(|c| <$t>::from_le_bytes(c.try_into().expect("chunk has the element size"))).collect()
-        };
-    }
-    match dtype {
-        DType::F32 => TensorData::F32(le!(f32, 4)),
-        DType::F64 => TensorData::F64(le!(f64, 8)),
-        DType::I64 => TensorData::I64(le!(i64, 8)),
-        DType::I32 => TensorData::I32(le!(i32, 4)),
-        DType::I16 => TensorData::I16(le!(i16, 2)),
-        DType::F16 => TensorData::F16(b.chunks_exact(2).map(|c| f16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect()),
-        DType::BF16 => TensorData::BF16(b.chunks_exact(2).map(|c| bf16::from_bits(u16::from_le_bytes([c[0], c[1]]))).collect()),
-        DType::I8 => TensorData::I8(b.iter().map(|&x| x as i8).collect()),
-        DType::U8 => TensorData::U8(b.to_vec()),
-        DType::Bool => TensorData::Bool(b.iter().map(|&x| x != 0).collect()),
-    }
 }
 
 /// Reads the bytes of an externally stored tensor: `location` (relative to the model's folder, never leaving

@@ -30,7 +30,7 @@ struct Plan<'s> {
 
 /// The dense bytes of a sparse tensor of dense `shape` whose elements are `elem` bytes wide; `values` are the
 /// stored (non-zero) elements in traversal order. Every index is checked: a malformed description is an error.
-pub(super) fn densify(sp: &SparsityParameters, shape: &[usize], elem: usize, values: &[u8]) -> Result<Vec<u8>, String> {
+pub(crate) fn densify(sp: &SparsityParameters, shape: &[usize], elem: usize, values: &[u8]) -> Result<Vec<u8>, String> {
     let n = shape.len();
     let as_usize = |v: i32, what: &str| usize::try_from(v).map_err(|_| format!("{what} {v} is negative"));
     let traversal: Vec<usize> = schema::to_vec(sp.traversal_order()).into_iter().map(|v| as_usize(v, "traversal_order entry")).collect::<Result<_, _>>()?;
