@@ -193,7 +193,7 @@ impl<'a> Importer<'a> {
             .collect();
         self.g.add_node(name, op, inputs, outs.clone());
         let idx = self.g.nodes.len() - 1;
-        infer::infer_node(&mut self.g, idx).map_err(|e| match e {
+        infer::infer_node(&mut self.g, idx, &crate::runtime::CpuEval).map_err(|e| match e {
             Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", self.ctx())),
             other => Error::InvalidModel(format!("{}: {other}", self.ctx())),
         })?;
