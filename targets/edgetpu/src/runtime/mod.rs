@@ -16,6 +16,19 @@ use tpu_sdk_core::ir::{DType, Graph, Tensor};
 use tpu_sdk_core::target::{Executable, Target};
 use tpu_sdk_core::{Error, Result};
 
+/// Resolves symbol `$name` of the loaded library `$lib` as the type of the field it initialises; a missing
+/// symbol returns `Err($missing($name))` from the enclosing function.
+macro_rules! sym {
+    ($lib:expr, $name:literal, $missing:expr) => {{
+        // SAFETY: see the docs of the binding that uses it (`tflite_ffi`, `edgetpu_ffi`): the name and the
+        // field's type come from the library's published C header.
+        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
+            Ok(s) => *s,
+            Err(_) => return Err($missing($name)),
+        }
+    }};
+}
+
 pub mod edgetpu_ffi;
 pub mod tflite_ffi;
 
