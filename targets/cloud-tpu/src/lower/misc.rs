@@ -4,6 +4,7 @@
 use tpu_sdk_core::ir::{DType, Node, QuantRounding, Tensor, TensorData};
 
 use super::emit::{highest, list, lowest, ty, Combine, Cx, V};
+use super::gather::{element_coordinates, wrap_negative};
 use crate::error::Result;
 
 /// Shape (sliced by start/end): a constant of the static shape.
@@ -81,11 +82,7 @@ pub(super) fn one_hot(cx: &mut Cx, node: &Node, axis: i64) -> Result<V> {
     }
     let ax = ax as usize;
     let idx = cx.convert(&idx, DType::I64);
-    let zero = cx.splat_like(0.0, &idx);
-    let neg = cx.compare("LT", &idx, &zero);
-    let d = cx.splat_like(depth as f64, &idx);
-    let wrapped = cx.add(&idx, &d);
-    let idx = cx.select(&neg, &wrapped, &idx);
+    let idx = wrap_negative(cx, &idx, depth as f64);
     let dims: Vec<usize> = (0..oshape.len()).filter(|&i| i != ax).collect();
     let ib = cx.broadcast_in_dim(&idx, &dims, &oshape);
     let io = cx.iota(ax, DType::I64, &oshape);
@@ -168,23 +165,10 @@ pub(super) fn gather_elements(cx: &mut Cx, node: &Node, axis: usize) -> Result<V
     if axis >= data.rank() || idx.rank() != data.rank() {
         return Err(cx.unsupported(node, "indices must have the rank of the data, and axis be in range"));
     }
-    let d = data.shape[axis] as f64;
     let idx = cx.convert(&idx, DType::I64);
-    let zero = cx.splat_like(0.0, &idx);
-    let neg = cx.compare("LT", &idx, &zero);
-    let dv = cx.splat_like(d, &idx);
-    let wrapped = cx.add(&idx, &dv);
-    let idx = cx.select(&neg, &wrapped, &idx);
-    // Full coordinates [.., rank]: iota for every dim, the indices for `axis`.
+    let idx = wrap_negative(cx, &idx, data.shape[axis] as f64);
     let r = data.rank();
-    let mut cshape = idx.shape.clone();
-    cshape.push(1);
-    let mut parts = Vec::new();
-    for dim in 0..r {
-        let c = if dim == axis { idx.clone() } else { cx.iota(dim, DType::I64, &idx.shape.clone()) };
-        parts.push(cx.reshape(&c, &cshape));
-    }
-    let coords = cx.concat(&parts, r);
+    let coords = element_coordinates(cx, &idx, axis, r);
     let all: Vec<usize> = (0..r).collect();
     let out = ty(data.dtype, &idx.shape);
     let ones: Vec<String> = vec!["1".to_string(); r];

@@ -13,13 +13,7 @@ unsafe impl Send for BufferHandle {}
 // SAFETY: as above.
 unsafe impl Sync for BufferHandle {}
 
-impl Drop for BufferHandle {
-    fn drop(&mut self) {
-        let mut a = PJRT_Buffer_Destroy_Args::new();
-        a.buffer = self.raw;
-        let _ = call!(&self.client.api, PJRT_Buffer_Destroy, &mut a);
-    }
-}
+destroy_on_drop!(BufferHandle, PJRT_Buffer_Destroy, PJRT_Buffer_Destroy_Args.buffer, client.api);
 
 impl BufferHandle {
     pub(super) fn wrap(client: &Arc<ClientHandle>, raw: *mut PJRT_Buffer) -> Result<BufferHandle> {
@@ -31,16 +25,12 @@ impl BufferHandle {
 
     /// `PJRT_Buffer_Type` of the elements.
     pub(crate) fn element_type(&self) -> Result<i32> {
-        let mut a = PJRT_Buffer_ElementType_Args::new();
-        a.buffer = self.raw;
-        call!(&self.client.api, PJRT_Buffer_ElementType, &mut a)?;
+        let a = query!(&self.client.api, PJRT_Buffer_ElementType, PJRT_Buffer_ElementType_Args { buffer: self.raw })?;
         Ok(a.type_)
     }
 
     pub(crate) fn dims(&self) -> Result<Vec<i64>> {
-        let mut a = PJRT_Buffer_Dimensions_Args::new();
-        a.buffer = self.raw;
-        call!(&self.client.api, PJRT_Buffer_Dimensions, &mut a)?;
+        let a = query!(&self.client.api, PJRT_Buffer_Dimensions, PJRT_Buffer_Dimensions_Args { buffer: self.raw })?;
         if a.dims.is_null() || a.num_dims == 0 {
             return Ok(Vec::new());
         }
@@ -59,10 +49,10 @@ impl BufferHandle {
         tiled.minor_to_major_size = rank;
         layout.value.tiled = tiled;
         // First ask for the size the host copy needs.
-        let mut q = PJRT_Buffer_ToHostBuffer_Args::new();
-        q.src = self.raw;
-        q.host_layout = &mut layout;
-        call!(&self.client.api, PJRT_Buffer_ToHostBuffer, &mut q)?;
+        let q = query!(&self.client.api, PJRT_Buffer_ToHostBuffer, PJRT_Buffer_ToHostBuffer_Args {
+            src: self.raw,
+            host_layout: &mut layout,
+        })?;
         if !q.event.is_null() {
             self.client.api.destroy_event(q.event);
         }
@@ -73,12 +63,12 @@ impl BufferHandle {
                 dst.len()
             )));
         }
-        let mut a = PJRT_Buffer_ToHostBuffer_Args::new();
-        a.src = self.raw;
-        a.host_layout = &mut layout;
-        a.dst = dst.as_mut_ptr().cast();
-        a.dst_size = dst.len();
-        call!(&self.client.api, PJRT_Buffer_ToHostBuffer, &mut a)?;
+        let a = query!(&self.client.api, PJRT_Buffer_ToHostBuffer, PJRT_Buffer_ToHostBuffer_Args {
+            src: self.raw,
+            host_layout: &mut layout,
+            dst: dst.as_mut_ptr().cast(),
+            dst_size: dst.len(),
+        })?;
         // `dst` stays borrowed until the copy has finished.
         self.client.api.await_event(a.event, "PJRT_Buffer_ToHostBuffer")
     }

@@ -13,22 +13,16 @@ unsafe impl Send for ClientHandle {}
 // SAFETY: as above.
 unsafe impl Sync for ClientHandle {}
 
-impl Drop for ClientHandle {
-    fn drop(&mut self) {
-        let mut a = PJRT_Client_Destroy_Args::new();
-        a.client = self.raw;
-        let _ = call!(&self.api, PJRT_Client_Destroy, &mut a);
-    }
-}
+destroy_on_drop!(ClientHandle, PJRT_Client_Destroy, PJRT_Client_Destroy_Args.client, api);
 
 impl ClientHandle {
     /// `PJRT_Client_Create` with the given options (no key-value store).
     pub(crate) fn create(api: &Arc<Api>, options: &[(String, NamedValue)]) -> Result<Arc<ClientHandle>> {
         let opts = NamedValues::new(options);
-        let mut a = PJRT_Client_Create_Args::new();
-        a.create_options = opts.ptr();
-        a.num_options = options.len();
-        call!(api, PJRT_Client_Create, &mut a)?;
+        let a = query!(api, PJRT_Client_Create, PJRT_Client_Create_Args {
+            create_options: opts.ptr(),
+            num_options: options.len(),
+        })?;
         if a.client.is_null() {
             return Err(Error::Invalid("PJRT_Client_Create succeeded but returned no client".into()));
         }
@@ -36,39 +30,31 @@ impl ClientHandle {
     }
 
     pub(crate) fn platform_name(&self) -> Result<String> {
-        let mut a = PJRT_Client_PlatformName_Args::new();
-        a.client = self.raw;
-        call!(&self.api, PJRT_Client_PlatformName, &mut a)?;
+        let a = query!(&self.api, PJRT_Client_PlatformName, PJRT_Client_PlatformName_Args { client: self.raw })?;
         // SAFETY: the name is owned by the client, alive while `self` is.
         Ok(unsafe { copy_str(a.platform_name, a.platform_name_size) })
     }
 
     pub(crate) fn platform_version(&self) -> Result<String> {
-        let mut a = PJRT_Client_PlatformVersion_Args::new();
-        a.client = self.raw;
-        call!(&self.api, PJRT_Client_PlatformVersion, &mut a)?;
+        let a = query!(&self.api, PJRT_Client_PlatformVersion, PJRT_Client_PlatformVersion_Args { client: self.raw })?;
         // SAFETY: the version string is owned by the client, alive while `self` is.
         Ok(unsafe { copy_str(a.platform_version, a.platform_version_size) })
     }
 
     pub(crate) fn process_index(&self) -> Result<i32> {
-        let mut a = PJRT_Client_ProcessIndex_Args::new();
-        a.client = self.raw;
-        call!(&self.api, PJRT_Client_ProcessIndex, &mut a)?;
+        let a = query!(&self.api, PJRT_Client_ProcessIndex, PJRT_Client_ProcessIndex_Args { client: self.raw })?;
         Ok(a.process_index)
     }
 
     /// All devices (`addressable == false`) or the addressable ones.
     pub(crate) fn devices(self: &Arc<Self>, addressable: bool) -> Result<Vec<DeviceHandle>> {
         let (p, n) = if addressable {
-            let mut a = PJRT_Client_AddressableDevices_Args::new();
-            a.client = self.raw;
-            call!(&self.api, PJRT_Client_AddressableDevices, &mut a)?;
+            let a = query!(&self.api, PJRT_Client_AddressableDevices, PJRT_Client_AddressableDevices_Args {
+                client: self.raw,
+            })?;
             (a.addressable_devices, a.num_addressable_devices)
         } else {
-            let mut a = PJRT_Client_Devices_Args::new();
-            a.client = self.raw;
-            call!(&self.api, PJRT_Client_Devices, &mut a)?;
+            let a = query!(&self.api, PJRT_Client_Devices, PJRT_Client_Devices_Args { client: self.raw })?;
             (a.devices, a.num_devices)
         };
         // SAFETY: the array of `n` device pointers is owned by the client and alive while it is.
@@ -78,28 +64,23 @@ impl ClientHandle {
 
     /// `PJRT_Client_Compile`: compiles `code` in `format` ("mlir", "hlo") with serialized `CompileOptionsProto`.
     pub(crate) fn compile(self: &Arc<Self>, code: &[u8], format: &str, options: &[u8]) -> Result<LoadedExecutableHandle> {
-        let mut program = PJRT_Program::new();
-        // The plugin only reads `code` during the call (the header's `char*` is for an unrelated out-use).
-        program.code = code.as_ptr() as *mut c_char;
-        program.code_size = code.len();
-        program.format = format.as_ptr().cast();
-        program.format_size = format.len();
-        let mut a = PJRT_Client_Compile_Args::new();
-        a.client = self.raw;
-        a.program = &program;
-        a.compile_options = options.as_ptr().cast();
-        a.compile_options_size = options.len();
-        call!(&self.api, PJRT_Client_Compile, &mut a)?;
+        let program = PJRT_Program::of(code, format);
+        let a = query!(&self.api, PJRT_Client_Compile, PJRT_Client_Compile_Args {
+            client: self.raw,
+            program: &program,
+            compile_options: options.as_ptr().cast(),
+            compile_options_size: options.len(),
+        })?;
         LoadedExecutableHandle::wrap(self, a.executable)
     }
 
     /// `PJRT_Executable_DeserializeAndLoad`: loads an executable serialized by [`ExecutableHandle::serialize`].
     pub(crate) fn deserialize_and_load(self: &Arc<Self>, bytes: &[u8]) -> Result<LoadedExecutableHandle> {
-        let mut a = PJRT_Executable_DeserializeAndLoad_Args::new();
-        a.client = self.raw;
-        a.serialized_executable = bytes.as_ptr().cast();
-        a.serialized_executable_size = bytes.len();
-        call!(&self.api, PJRT_Executable_DeserializeAndLoad, &mut a)?;
+        let a = query!(&self.api, PJRT_Executable_DeserializeAndLoad, PJRT_Executable_DeserializeAndLoad_Args {
+            client: self.raw,
+            serialized_executable: bytes.as_ptr().cast(),
+            serialized_executable_size: bytes.len(),
+        })?;
         LoadedExecutableHandle::wrap(self, a.loaded_executable)
     }
 
@@ -115,15 +96,15 @@ impl ClientHandle {
         if !Arc::ptr_eq(&device.client, self) {
             return Err(Error::Invalid("the device belongs to another client".into()));
         }
-        let mut a = PJRT_Client_BufferFromHostBuffer_Args::new();
-        a.client = self.raw;
-        a.data = data.as_ptr().cast();
-        a.type_ = element_type;
-        a.dims = dims.as_ptr();
-        a.num_dims = dims.len();
-        a.host_buffer_semantics = HOST_BUFFER_IMMUTABLE_UNTIL_TRANSFER_COMPLETES;
-        a.device = device.raw;
-        call!(&self.api, PJRT_Client_BufferFromHostBuffer, &mut a)?;
+        let a = query!(&self.api, PJRT_Client_BufferFromHostBuffer, PJRT_Client_BufferFromHostBuffer_Args {
+            client: self.raw,
+            data: data.as_ptr().cast(),
+            type_: element_type,
+            dims: dims.as_ptr(),
+            num_dims: dims.len(),
+            host_buffer_semantics: HOST_BUFFER_IMMUTABLE_UNTIL_TRANSFER_COMPLETES,
+            device: device.raw,
+        })?;
         // Own the buffer first so that it is destroyed even if waiting for the transfer fails.
         let buffer = BufferHandle::wrap(self, a.buffer)?;
         // `data` is borrowed until this function returns; waiting here ends the plugin's use of it.
@@ -137,13 +118,7 @@ pub(super) struct TopologyHandle {
     pub(super) raw: *mut PJRT_TopologyDescription,
 }
 
-impl Drop for TopologyHandle {
-    fn drop(&mut self) {
-        let mut a = PJRT_TopologyDescription_Destroy_Args::new();
-        a.topology = self.raw;
-        let _ = call!(&self.api, PJRT_TopologyDescription_Destroy, &mut a);
-    }
-}
+destroy_on_drop!(TopologyHandle, PJRT_TopologyDescription_Destroy, PJRT_TopologyDescription_Destroy_Args.topology, api);
 
 /// Copies a plugin-owned array of pointers.
 ///
@@ -177,9 +152,9 @@ impl PartialEq for DeviceHandle {
 
 impl DeviceHandle {
     pub(super) fn description(&self) -> Result<*mut PJRT_DeviceDescription> {
-        let mut a = PJRT_Device_GetDescription_Args::new();
-        a.device = self.raw;
-        call!(&self.client.api, PJRT_Device_GetDescription, &mut a)?;
+        let a = query!(&self.client.api, PJRT_Device_GetDescription, PJRT_Device_GetDescription_Args {
+            device: self.raw,
+        })?;
         Ok(a.device_description)
     }
 
@@ -190,16 +165,16 @@ impl DeviceHandle {
     }
 
     pub(crate) fn is_addressable(&self) -> Result<bool> {
-        let mut a = PJRT_Device_IsAddressable_Args::new();
-        a.device = self.raw;
-        call!(&self.client.api, PJRT_Device_IsAddressable, &mut a)?;
+        let a = query!(&self.client.api, PJRT_Device_IsAddressable, PJRT_Device_IsAddressable_Args {
+            device: self.raw,
+        })?;
         Ok(a.is_addressable)
     }
 
     pub(crate) fn local_hardware_id(&self) -> Result<i32> {
-        let mut a = PJRT_Device_LocalHardwareId_Args::new();
-        a.device = self.raw;
-        call!(&self.client.api, PJRT_Device_LocalHardwareId, &mut a)?;
+        let a = query!(&self.client.api, PJRT_Device_LocalHardwareId, PJRT_Device_LocalHardwareId_Args {
+            device: self.raw,
+        })?;
         Ok(a.local_hardware_id)
     }
 }
@@ -216,24 +191,20 @@ pub(crate) struct DeviceDescription {
 }
 
 pub(super) fn describe(api: &Api, d: *mut PJRT_DeviceDescription) -> Result<DeviceDescription> {
-    let mut id = PJRT_DeviceDescription_Id_Args::new();
-    id.device_description = d;
-    call!(api, PJRT_DeviceDescription_Id, &mut id)?;
-    let mut pi = PJRT_DeviceDescription_ProcessIndex_Args::new();
-    pi.device_description = d;
-    call!(api, PJRT_DeviceDescription_ProcessIndex, &mut pi)?;
-    let mut kind = PJRT_DeviceDescription_Kind_Args::new();
-    kind.device_description = d;
-    call!(api, PJRT_DeviceDescription_Kind, &mut kind)?;
-    let mut dbg = PJRT_DeviceDescription_DebugString_Args::new();
-    dbg.device_description = d;
-    call!(api, PJRT_DeviceDescription_DebugString, &mut dbg)?;
-    let mut ts = PJRT_DeviceDescription_ToString_Args::new();
-    ts.device_description = d;
-    call!(api, PJRT_DeviceDescription_ToString, &mut ts)?;
-    let mut at = PJRT_DeviceDescription_Attributes_Args::new();
-    at.device_description = d;
-    call!(api, PJRT_DeviceDescription_Attributes, &mut at)?;
+    let id = query!(api, PJRT_DeviceDescription_Id, PJRT_DeviceDescription_Id_Args { device_description: d })?;
+    let pi = query!(api, PJRT_DeviceDescription_ProcessIndex, PJRT_DeviceDescription_ProcessIndex_Args {
+        device_description: d,
+    })?;
+    let kind = query!(api, PJRT_DeviceDescription_Kind, PJRT_DeviceDescription_Kind_Args { device_description: d })?;
+    let dbg = query!(api, PJRT_DeviceDescription_DebugString, PJRT_DeviceDescription_DebugString_Args {
+        device_description: d,
+    })?;
+    let ts = query!(api, PJRT_DeviceDescription_ToString, PJRT_DeviceDescription_ToString_Args {
+        device_description: d,
+    })?;
+    let at = query!(api, PJRT_DeviceDescription_Attributes, PJRT_DeviceDescription_Attributes_Args {
+        device_description: d,
+    })?;
     // SAFETY: all strings and the attribute array are owned by the description, which lives as long as the
     // device's client (alive: the caller holds a handle); we copy them out here.
     unsafe {

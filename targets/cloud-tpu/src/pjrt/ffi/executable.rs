@@ -8,43 +8,33 @@ pub(crate) struct ExecutableHandle {
     pub(super) raw: *mut PJRT_Executable,
 }
 
-impl Drop for ExecutableHandle {
-    fn drop(&mut self) {
-        let mut a = PJRT_Executable_Destroy_Args::new();
-        a.executable = self.raw;
-        let _ = call!(&self.api, PJRT_Executable_Destroy, &mut a);
-    }
-}
+destroy_on_drop!(ExecutableHandle, PJRT_Executable_Destroy, PJRT_Executable_Destroy_Args.executable, api);
 
 impl ExecutableHandle {
     pub(crate) fn name(&self) -> Result<String> {
-        let mut a = PJRT_Executable_Name_Args::new();
-        a.executable = self.raw;
-        call!(&self.api, PJRT_Executable_Name, &mut a)?;
+        let a = query!(&self.api, PJRT_Executable_Name, PJRT_Executable_Name_Args { executable: self.raw })?;
         // SAFETY: owned by the executable, alive while `self` is.
         Ok(unsafe { copy_str(a.executable_name, a.executable_name_size) })
     }
 
     pub(crate) fn num_outputs(&self) -> Result<usize> {
-        let mut a = PJRT_Executable_NumOutputs_Args::new();
-        a.executable = self.raw;
-        call!(&self.api, PJRT_Executable_NumOutputs, &mut a)?;
+        let a = query!(&self.api, PJRT_Executable_NumOutputs, PJRT_Executable_NumOutputs_Args {
+            executable: self.raw,
+        })?;
         Ok(a.num_outputs)
     }
 
     pub(crate) fn fingerprint(&self) -> Result<String> {
-        let mut a = PJRT_Executable_Fingerprint_Args::new();
-        a.executable = self.raw;
-        call!(&self.api, PJRT_Executable_Fingerprint, &mut a)?;
+        let a = query!(&self.api, PJRT_Executable_Fingerprint, PJRT_Executable_Fingerprint_Args {
+            executable: self.raw,
+        })?;
         // SAFETY: owned by the executable, alive while `self` is.
         Ok(unsafe { copy_str(a.executable_fingerprint, a.executable_fingerprint_size) })
     }
 
     /// `PJRT_Executable_Serialize`: the platform-specific serialization (copied; the plugin's copy is freed).
     pub(crate) fn serialize(&self) -> Result<Vec<u8>> {
-        let mut a = PJRT_Executable_Serialize_Args::new();
-        a.executable = self.raw;
-        call!(&self.api, PJRT_Executable_Serialize, &mut a)?;
+        let a = query!(&self.api, PJRT_Executable_Serialize, PJRT_Executable_Serialize_Args { executable: self.raw })?;
         let bytes = if a.serialized_bytes.is_null() {
             Vec::new()
         } else {
@@ -72,13 +62,7 @@ unsafe impl Send for LoadedExecutableHandle {}
 // SAFETY: as above.
 unsafe impl Sync for LoadedExecutableHandle {}
 
-impl Drop for LoadedExecutableHandle {
-    fn drop(&mut self) {
-        let mut a = PJRT_LoadedExecutable_Destroy_Args::new();
-        a.executable = self.raw;
-        let _ = call!(&self.client.api, PJRT_LoadedExecutable_Destroy, &mut a);
-    }
-}
+destroy_on_drop!(LoadedExecutableHandle, PJRT_LoadedExecutable_Destroy, PJRT_LoadedExecutable_Destroy_Args.executable, client.api);
 
 impl LoadedExecutableHandle {
     pub(super) fn wrap(client: &Arc<ClientHandle>, raw: *mut PJRT_LoadedExecutable) -> Result<LoadedExecutableHandle> {
@@ -92,9 +76,9 @@ impl LoadedExecutableHandle {
 
     /// The compiled executable behind this loaded one (a new object, destroyed with the returned handle).
     pub(crate) fn executable(&self) -> Result<ExecutableHandle> {
-        let mut a = PJRT_LoadedExecutable_GetExecutable_Args::new();
-        a.loaded_executable = self.raw;
-        call!(&self.client.api, PJRT_LoadedExecutable_GetExecutable, &mut a)?;
+        let a = query!(&self.client.api, PJRT_LoadedExecutable_GetExecutable, PJRT_LoadedExecutable_GetExecutable_Args {
+            loaded_executable: self.raw,
+        })?;
         if a.executable.is_null() {
             return Err(Error::Invalid("PJRT_LoadedExecutable_GetExecutable returned no executable".into()));
         }
@@ -106,9 +90,9 @@ impl LoadedExecutableHandle {
     }
 
     pub(crate) fn addressable_devices(&self) -> Result<Vec<DeviceHandle>> {
-        let mut a = PJRT_LoadedExecutable_AddressableDevices_Args::new();
-        a.executable = self.raw;
-        call!(&self.client.api, PJRT_LoadedExecutable_AddressableDevices, &mut a)?;
+        let a = query!(&self.client.api, PJRT_LoadedExecutable_AddressableDevices, PJRT_LoadedExecutable_AddressableDevices_Args {
+            executable: self.raw,
+        })?;
         // SAFETY: the array is owned by the executable and alive while `self` is; we copy the pointers, which are
         // devices owned by the client.
         let raw = unsafe { ptr_slice(a.addressable_devices, a.num_addressable_devices) };
@@ -137,16 +121,16 @@ impl LoadedExecutableHandle {
         let out_lists: Vec<*mut *mut PJRT_Buffer> = outs.iter_mut().map(|l| l.as_mut_ptr()).collect();
         let mut events: Vec<*mut PJRT_Event> = vec![ptr::null_mut(); num_devices];
         let mut options = PJRT_ExecuteOptions::new();
-        let mut a = PJRT_LoadedExecutable_Execute_Args::new();
-        a.executable = self.raw;
-        a.options = &mut options;
-        a.argument_lists = arg_lists.as_ptr();
-        a.num_devices = num_devices;
-        a.num_args = num_args;
-        a.output_lists = out_lists.as_ptr();
-        a.device_complete_events = events.as_mut_ptr();
-        a.execute_device = device.map_or(ptr::null_mut(), |d| d.raw);
-        call!(&self.client.api, PJRT_LoadedExecutable_Execute, &mut a)?;
+        query!(&self.client.api, PJRT_LoadedExecutable_Execute, PJRT_LoadedExecutable_Execute_Args {
+            executable: self.raw,
+            options: &mut options,
+            argument_lists: arg_lists.as_ptr(),
+            num_devices: num_devices,
+            num_args: num_args,
+            output_lists: out_lists.as_ptr(),
+            device_complete_events: events.as_mut_ptr(),
+            execute_device: device.map_or(ptr::null_mut(), |d| d.raw),
+        })?;
         // The plugin wrote the output pointers through `out_lists` into `outs` (and the events into `events`).
         drop(out_lists);
         // Take ownership of every output and event before anything can fail.

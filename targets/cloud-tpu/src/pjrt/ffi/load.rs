@@ -79,8 +79,7 @@ impl Api {
         };
         check_version(&canonical, major, minor)?;
         let api = Api { raw, table_size, path: canonical.clone(), major, minor, _lib: Some(lib) };
-        let mut init = PJRT_Plugin_Initialize_Args::new();
-        call!(&api, PJRT_Plugin_Initialize, &mut init)?;
+        query!(&api, PJRT_Plugin_Initialize, PJRT_Plugin_Initialize_Args {})?;
         let api = Arc::new(api);
         plugins.insert(canonical, api.clone());
         Ok(api)
@@ -101,8 +100,7 @@ impl Api {
         if slot!(self, PJRT_Plugin_Attributes).is_err() {
             return Ok(Vec::new());
         }
-        let mut a = PJRT_Plugin_Attributes_Args::new();
-        call!(self, PJRT_Plugin_Attributes, &mut a)?;
+        let a = query!(self, PJRT_Plugin_Attributes, PJRT_Plugin_Attributes_Args {  })?;
         // SAFETY: the attributes array has process lifetime (header) and `num_attributes` entries.
         Ok(unsafe { read_named_values(a.attributes, a.num_attributes) })
     }
@@ -118,40 +116,36 @@ impl Api {
         compile_options: &[u8],
     ) -> Result<(String, usize, Vec<u8>)> {
         let opts = NamedValues::new(options);
-        let mut t = PJRT_TopologyDescription_Create_Args::new();
-        t.topology_name = topology.as_ptr().cast();
-        t.topology_name_size = topology.len();
-        t.create_options = opts.ptr();
-        t.num_options = options.len();
-        call!(self, PJRT_TopologyDescription_Create, &mut t)?;
+        let t = query!(self, PJRT_TopologyDescription_Create, PJRT_TopologyDescription_Create_Args {
+            topology_name: topology.as_ptr().cast(),
+            topology_name_size: topology.len(),
+            create_options: opts.ptr(),
+            num_options: options.len(),
+        })?;
         if t.topology.is_null() {
             return Err(Error::Invalid("PJRT_TopologyDescription_Create succeeded but returned no topology".into()));
         }
         let topo = TopologyHandle { api: self.clone(), raw: t.topology };
         let platform = {
-            let mut a = PJRT_TopologyDescription_PlatformName_Args::new();
-            a.topology = topo.raw;
-            call!(self, PJRT_TopologyDescription_PlatformName, &mut a)?;
+            let a = query!(self, PJRT_TopologyDescription_PlatformName, PJRT_TopologyDescription_PlatformName_Args {
+                topology: topo.raw,
+            })?;
             // SAFETY: owned by the topology, alive while `topo` is.
             unsafe { copy_str(a.platform_name, a.platform_name_size) }
         };
         let num_devices = {
-            let mut a = PJRT_TopologyDescription_GetDeviceDescriptions_Args::new();
-            a.topology = topo.raw;
-            call!(self, PJRT_TopologyDescription_GetDeviceDescriptions, &mut a)?;
+            let a = query!(self, PJRT_TopologyDescription_GetDeviceDescriptions, PJRT_TopologyDescription_GetDeviceDescriptions_Args {
+                topology: topo.raw,
+            })?;
             a.num_descriptions
         };
-        let mut program = PJRT_Program::new();
-        program.code = code.as_ptr() as *mut c_char;
-        program.code_size = code.len();
-        program.format = format.as_ptr().cast();
-        program.format_size = format.len();
-        let mut a = PJRT_Compile_Args::new();
-        a.topology = topo.raw;
-        a.program = &program;
-        a.compile_options = compile_options.as_ptr().cast();
-        a.compile_options_size = compile_options.len();
-        call!(self, PJRT_Compile, &mut a)?;
+        let program = PJRT_Program::of(code, format);
+        let a = query!(self, PJRT_Compile, PJRT_Compile_Args {
+            topology: topo.raw,
+            program: &program,
+            compile_options: compile_options.as_ptr().cast(),
+            compile_options_size: compile_options.len(),
+        })?;
         if a.executable.is_null() {
             return Err(Error::Invalid("PJRT_Compile succeeded but returned no executable".into()));
         }

@@ -68,6 +68,28 @@ macro_rules! call {
     }};
 }
 
+/// Builds args struct `$args` with the given fields (the rest zero), calls `$slot` with it and returns the
+/// struct, whose out-fields the call filled, or the call's error.
+macro_rules! query {
+    ($api:expr, $slot:ident, $args:ident { $($field:ident : $value:expr),* $(,)? }) => {{
+        let mut a = $args::new();
+        $(a.$field = $value;)*
+        call!($api, $slot, &mut a).map(|()| a)
+    }};
+}
+
+/// Implements `Drop` for an owning handle: `$slot` destroys the object in `self.raw` (passed as field `$field`
+/// of `$args`), through the API at `self.$api...`; an error while destroying is ignored (there is no caller).
+macro_rules! destroy_on_drop {
+    ($handle:ty, $slot:ident, $args:ident . $field:ident, $($api:ident).+) => {
+        impl Drop for $handle {
+            fn drop(&mut self) {
+                let _ = query!(&self.$($api).+, $slot, $args { $field: self.raw });
+            }
+        }
+    };
+}
+
 mod buffer;
 mod bytes;
 mod client;

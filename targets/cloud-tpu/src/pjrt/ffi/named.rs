@@ -75,6 +75,14 @@ pub(crate) struct NamedValues {
     pub(super) _lists: Vec<Vec<i64>>,
 }
 
+/// Moves `v` into `store` and returns its (pointer, length): the heap block of `v` does not move when `store`
+/// grows, so the pointer stays valid as long as `store` lives.
+fn keep<T>(store: &mut Vec<Vec<T>>, v: Vec<T>) -> (*const T, usize) {
+    let r = (v.as_ptr(), v.len());
+    store.push(v);
+    r
+}
+
 impl NamedValues {
     pub(crate) fn new(items: &[(String, NamedValue)]) -> NamedValues {
         let mut names = Vec::new();
@@ -83,38 +91,21 @@ impl NamedValues {
         let mut raw = Vec::new();
         for (name, value) in items {
             let mut nv = PJRT_NamedValue::new();
-            let n = name.as_bytes().to_vec();
-            nv.name = n.as_ptr().cast();
-            nv.name_size = n.len();
-            names.push(n);
+            let (p, n) = keep(&mut names, name.as_bytes().to_vec());
+            (nv.name, nv.name_size) = (p.cast(), n);
             nv.value_size = 1;
             match value {
                 NamedValue::String(s) => {
-                    let b = s.as_bytes().to_vec();
-                    nv.type_ = NAMED_STRING;
-                    nv.value.string_value = b.as_ptr().cast();
-                    nv.value_size = b.len();
-                    strings.push(b);
+                    let (p, n) = keep(&mut strings, s.as_bytes().to_vec());
+                    (nv.type_, nv.value.string_value, nv.value_size) = (NAMED_STRING, p.cast(), n);
                 }
-                NamedValue::Int64(i) => {
-                    nv.type_ = NAMED_INT64;
-                    nv.value.int64_value = *i;
-                }
+                NamedValue::Int64(i) => (nv.type_, nv.value.int64_value) = (NAMED_INT64, *i),
                 NamedValue::Int64List(l) => {
-                    let l = l.clone();
-                    nv.type_ = NAMED_INT64_LIST;
-                    nv.value.int64_array_value = l.as_ptr();
-                    nv.value_size = l.len();
-                    lists.push(l);
+                    let (p, n) = keep(&mut lists, l.clone());
+                    (nv.type_, nv.value.int64_array_value, nv.value_size) = (NAMED_INT64_LIST, p, n);
                 }
-                NamedValue::Float(f) => {
-                    nv.type_ = NAMED_FLOAT;
-                    nv.value.float_value = *f;
-                }
-                NamedValue::Bool(b) => {
-                    nv.type_ = NAMED_BOOL;
-                    nv.value.bool_value = *b;
-                }
+                NamedValue::Float(f) => (nv.type_, nv.value.float_value) = (NAMED_FLOAT, *f),
+                NamedValue::Bool(b) => (nv.type_, nv.value.bool_value) = (NAMED_BOOL, *b),
             }
             raw.push(nv);
         }

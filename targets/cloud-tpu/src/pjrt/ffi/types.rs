@@ -132,6 +132,18 @@ args!(PJRT_Client_AddressableDevices_Args {
 } last num_addressable_devices: usize);
 
 args!(PJRT_Program { code: *mut c_char, code_size: usize, format: *const c_char } last format_size: usize);
+impl PJRT_Program {
+    /// The program `code` in `format` ("mlir", "hlo"), pointing into both (which must outlive its use).
+    pub(crate) fn of(code: &[u8], format: &str) -> PJRT_Program {
+        let mut program = PJRT_Program::new();
+        // The plugin only reads `code` during the call (the header's `char*` is for an unrelated out-use).
+        program.code = code.as_ptr() as *mut c_char;
+        program.code_size = code.len();
+        program.format = format.as_ptr().cast();
+        program.format_size = format.len();
+        program
+    }
+}
 args!(PJRT_Client_Compile_Args {
     client: *mut PJRT_Client,
     program: *const PJRT_Program,
