@@ -2,7 +2,7 @@
 
 use tpu_sdk_core::import::tflite::builder::*;
 use tpu_sdk_core::import::tflite::schema::{activation as act, builtin_operator as bo};
-use tpu_sdk_core::ir::{Node, PadMode, Tensor, ValueId};
+use tpu_sdk_core::ir::{Node, PadMode, Tensor};
 use tpu_sdk_core::Result;
 
 use super::layout::{ident, inverse};
@@ -14,8 +14,7 @@ impl Ex<'_> {
     /// Identity: the same tensor, in the same layout.
     pub(super) fn identity(&mut self, n: &Node) -> Result<()> {
         let y = n.outputs[0];
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
+        let x = required(n, 0)?;
         let p = self.layout(x);
         let t = self.get(x, &p)?;
         self.layouts.insert(y, (t, p));
@@ -26,28 +25,23 @@ impl Ex<'_> {
     pub(super) fn reshape(&mut self, n: &Node) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        let xt = self.get(x, &ident(rank(x)))?;
+        let x = required(n, 0)?;
+        let xt = self.get(x, &ident(self.rank(x)))?;
         let shape = i32s(g.value(y).shape.iter().copied());
         let st = self.const_i32(&format!("{}/shape", n.name), shape.clone())?;
-        let yt = self.out(y, ident(rank(y)))?;
+        let yt = self.out(y, ident(self.rank(y)))?;
         self.op(bo::RESHAPE, 1, vec![xt, st], vec![yt], Some(OptionsT::reshape(shape)));
         Ok(())
     }
 
     /// Transpose: a change of layout, not an op (see the comment).
     pub(super) fn transpose(&mut self, n: &Node, q: &[usize]) -> Result<()> {
-        let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
         // A relabelling, not a data movement: y's dim j is x's dim q[j], so the tensor holding x in
         // layout p holds y in layout p' with p'[i] = inverse(q)[p[i]]. Consumers transpose only if
         // they need another layout (NCHW↔NHWC pairs around convolutions vanish).
-        let x = req(0)?;
-        let r = rank(x);
+        let x = required(n, 0)?;
+        let r = self.rank(x);
         let q = if q.is_empty() { (0..r).rev().collect() } else { q.to_vec() };
         let p = self.layout(x);
         let xt = self.get(x, &p)?;
@@ -61,8 +55,7 @@ impl Ex<'_> {
     pub(super) fn concat(&mut self, n: &Node, axis: usize) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let r = rank(y);
+        let r = self.rank(y);
         let first = n.inputs.iter().flatten().find(|&&v| g.value(v).constant.is_none()).copied();
         let perm = first.map(|v| self.layout(v)).unwrap_or_else(|| ident(r));
         let mut ins = Vec::new();
@@ -79,10 +72,8 @@ impl Ex<'_> {
     pub(super) fn pad(&mut self, n: &Node, mode: PadMode) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        let r = rank(x);
+        let x = required(n, 0)?;
+        let r = self.rank(x);
         let pads = n.input(1).and_then(|p| g.value(p).constant.clone()).ok_or_else(|| self.unsupported("non-constant pads"))?.to_i64_vec();
         let axes: Vec<usize> = match n.input(3).and_then(|a| g.value(a).constant.clone()) {
             Some(a) => a.to_i64_vec().iter().map(|&a| if a < 0 { (a + r as i64) as usize } else { a as usize }).collect(),
@@ -118,8 +109,7 @@ impl Ex<'_> {
     pub(super) fn slice(&mut self, n: &Node) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
+        let x = required(n, 0)?;
         let xs = g.value(x).shape.clone();
         let r = xs.len();
         let ints = |i: usize| n.input(i).and_then(|v| g.value(v).constant.as_ref().map(|c| c.to_i64_vec()));
@@ -163,15 +153,12 @@ impl Ex<'_> {
 
     /// Gather: a GATHER in the IR layout.
     pub(super) fn gather(&mut self, n: &Node, axis: usize) -> Result<()> {
-        let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        let idx = req(1)?;
-        let xt = self.get(x, &ident(rank(x)))?;
-        let it = self.get(idx, &ident(rank(idx)))?;
-        let yt = self.out(y, ident(rank(y)))?;
+        let x = required(n, 0)?;
+        let idx = required(n, 1)?;
+        let xt = self.get(x, &ident(self.rank(x)))?;
+        let it = self.get(idx, &ident(self.rank(idx)))?;
+        let yt = self.out(y, ident(self.rank(y)))?;
         self.op(bo::GATHER, 1, vec![xt, it], vec![yt], Some(OptionsT::gather(axis as i32)));
         Ok(())
     }

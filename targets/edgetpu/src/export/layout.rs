@@ -29,6 +29,11 @@ pub(super) fn inverse(perm: &[usize]) -> Vec<usize> {
 }
 
 impl Ex<'_> {
+    /// The rank of IR value `v`.
+    pub(super) fn rank(&self, v: ValueId) -> usize {
+        self.g.value(v).shape.len()
+    }
+
     /// Whether `v` feeds a layout-sensitive op, directly or through QUANTIZE/DEQUANTIZE (which export in
     /// their input's layout: a float-I/O int8 model's image input is NHWC too).
     pub(super) fn wants_nhwc(&self, v: ValueId) -> bool {

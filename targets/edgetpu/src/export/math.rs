@@ -17,10 +17,8 @@ impl Ex<'_> {
     pub(super) fn gemm(&mut self, n: &Node, alpha: f32, beta: f32, trans_a: bool, trans_b: bool, activation: Option<Activation>) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let a = req(0)?;
-        let b = req(1)?;
+        let a = required(n, 0)?;
+        let b = required(n, 1)?;
         let at = if trans_a { self.get(a, &[1, 0])? } else { self.get(a, &[0, 1])? };
         let bs = g.value(b).shape.clone();
         let n_out = if trans_b { bs[0] } else { bs[1] };
@@ -72,7 +70,7 @@ impl Ex<'_> {
                 }
             }
             Some(c) => {
-                let ct = self.get(c, &ident(rank(c)))?;
+                let ct = self.get(c, &ident(self.rank(c)))?;
                 let fc_out = self.tensor(&format!("{yname}/fc"), &ys, DType::F32)?;
                 self.op(bo::FULLY_CONNECTED, 1, vec![at, wt, -1], vec![fc_out], Some(OptionsT::fully_connected(act::NONE, false)));
                 let yt = self.out(y, vec![0, 1])?;
@@ -91,11 +89,9 @@ impl Ex<'_> {
     pub(super) fn matmul(&mut self, n: &Node) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let a = req(0)?;
-        let b = req(1)?;
-        let (ra, rb) = (rank(a), rank(b));
+        let a = required(n, 0)?;
+        let b = required(n, 1)?;
+        let (ra, rb) = (self.rank(a), self.rank(b));
         if ra < 2 || rb < 2 {
             return Err(self.unsupported("MatMul of a 1-D operand"));
         }
@@ -104,12 +100,12 @@ impl Ex<'_> {
             let w = permute_tensor(c, &[1, 0]);
             let wt = self.constant(&format!("{}/weights", g.value(b).name), &w)?;
             self.set_quant(wt, b, &[1, 0]);
-            let yt = self.out(y, ident(rank(y)))?;
+            let yt = self.out(y, ident(self.rank(y)))?;
             let version = if ra > 2 { 5 } else { 1 };
             self.op(bo::FULLY_CONNECTED, version, vec![at, wt, -1], vec![yt], Some(OptionsT::fully_connected(act::NONE, ra > 2)));
         } else {
             let bt = self.get(b, &ident(rb))?;
-            let yt = self.out(y, ident(rank(y)))?;
+            let yt = self.out(y, ident(self.rank(y)))?;
             self.op(bo::BATCH_MATMUL, 1, vec![at, bt], vec![yt], Some(OptionsT::batch_matmul(false, false)));
         }
         Ok(())
@@ -119,8 +115,6 @@ impl Ex<'_> {
     pub(super) fn binary(&mut self, n: &Node, bop: BinaryOp, activation: Option<Activation>) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
         let code = match bop {
             BinaryOp::Add => bo::ADD,
             BinaryOp::Sub => bo::SUB,
@@ -132,22 +126,22 @@ impl Ex<'_> {
             BinaryOp::PRelu => bo::PRELU,
             other => return Err(self.unsupported(format!("binary op {other:?}"))),
         };
-        let (a, b) = (req(0)?, req(1)?);
-        let r = rank(y);
+        let (a, b) = (required(n, 0)?, required(n, 1)?);
+        let r = self.rank(y);
         // The layout of the first full-rank non-constant operand; others follow it.
         let perm = [a, b]
             .into_iter()
-            .find(|&v| g.value(v).constant.is_none() && rank(v) == r)
+            .find(|&v| g.value(v).constant.is_none() && self.rank(v) == r)
             .map(|v| self.layout(v))
             .unwrap_or_else(|| ident(r));
         let mut ins = Vec::new();
         for v in [a, b] {
             let t = if g.value(v).constant.is_some() {
                 self.broadcast_const(v, r, &perm)?
-            } else if rank(v) == r {
+            } else if self.rank(v) == r {
                 self.get(v, &perm)?
             } else if perm == ident(r) {
-                self.get(v, &ident(rank(v)))?
+                self.get(v, &ident(self.rank(v)))?
             } else {
                 return Err(self.unsupported("broadcasting a lower-rank non-constant operand against a transposed one"));
             };
@@ -171,8 +165,7 @@ impl Ex<'_> {
     /// Unary ops TFLite has a builtin for (Clip as the cheapest clip, Reciprocal as a DIV).
     pub(super) fn unary(&mut self, n: &Node, u: UnaryOp) -> Result<()> {
         let y = n.outputs[0];
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
+        let x = required(n, 0)?;
         let perm = self.layout(x);
         let xt = self.get(x, &perm)?;
         let simple = |c: i32| Some((c, None::<OptionsT>));
@@ -212,12 +205,9 @@ impl Ex<'_> {
 
     /// Softmax or LogSoftmax (`log`) over the last dim of a layout that puts `axis` last.
     pub(super) fn softmax(&mut self, n: &Node, axis: usize, log: bool) -> Result<()> {
-        let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        let r = rank(x);
+        let x = required(n, 0)?;
+        let r = self.rank(x);
         let mut perm = self.layout(x);
         if inverse(&perm)[axis] != r - 1 {
             perm = ident(r);
@@ -240,10 +230,8 @@ impl Ex<'_> {
     pub(super) fn reduce(&mut self, n: &Node, op: ReduceOp, axes: &Option<Vec<usize>>, keepdims: bool) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        let r = rank(x);
+        let x = required(n, 0)?;
+        let r = self.rank(x);
         let axes: Vec<usize> = match axes {
             Some(a) if a.is_empty() => return Err(self.unsupported("reduction with empty axes")),
             Some(a) => a.clone(),

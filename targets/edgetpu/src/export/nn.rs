@@ -16,9 +16,8 @@ impl Ex<'_> {
     pub(super) fn conv(&mut self, n: &Node, a: &ConvAttrs) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        let w = req(1)?;
+        let x = required(n, 0)?;
+        let w = required(n, 1)?;
         let ws = g.value(w).shape.clone();
         let xs = g.value(x).shape.clone();
         if xs.len() != 4 || ws.len() != 4 {
@@ -71,8 +70,7 @@ impl Ex<'_> {
     pub(super) fn pool(&mut self, n: &Node, a: &PoolAttrs, max: bool) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
+        let x = required(n, 0)?;
         if g.value(x).shape.len() != 4 || a.kernel_shape.len() != 2 {
             return Err(self.unsupported("only 2-D pooling exports"));
         }
@@ -100,12 +98,9 @@ impl Ex<'_> {
 
     /// GlobalAveragePool or GlobalMaxPool (`max`): MEAN or REDUCE_MAX over H and W, kept.
     pub(super) fn global_pool(&mut self, n: &Node, max: bool) -> Result<()> {
-        let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        if rank(x) != 4 {
+        let x = required(n, 0)?;
+        if self.rank(x) != 4 {
             return Err(self.unsupported("global pooling of a non-4-D tensor"));
         }
         let xt = self.get(x, &NHWC)?;
@@ -120,10 +115,8 @@ impl Ex<'_> {
     pub(super) fn resize(&mut self, n: &Node, a: &ResizeAttrs) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let rank = |v: ValueId| g.value(v).shape.len();
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
-        if rank(x) != 4 {
+        let x = required(n, 0)?;
+        if self.rank(x) != 4 {
             return Err(self.unsupported("resize of a non-4-D tensor"));
         }
         let ys = g.value(y).shape.clone();

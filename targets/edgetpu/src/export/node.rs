@@ -39,40 +39,14 @@ impl Ex<'_> {
             Op::Gather { axis } => self.gather(n, *axis),
             Op::QuantizeLinear { axis: _, to: _, rounding: _ } => self.quantize(n, true),
             Op::DequantizeLinear { axis: _ } => self.quantize(n, false),
-            Op::ConvTranspose(_)
-            | Op::ClipDynamic
-            | Op::Variadic(_)
-            | Op::VariadicMean
-            | Op::Where
-            | Op::LpPool(..)
-            | Op::BatchNorm { .. }
-            | Op::InstanceNorm { .. }
-            | Op::LayerNorm { .. }
-            | Op::GroupNorm { .. }
-            | Op::Lrn { .. }
-            | Op::LpNorm { .. }
-            | Op::Hardmax { .. }
-            | Op::ArgReduce { .. }
-            | Op::CumSum { .. }
-            | Op::Split { .. }
-            | Op::GatherElements { .. }
-            | Op::GatherNd { .. }
-            | Op::ScatterElements { .. }
-            | Op::ScatterNd { .. }
-            | Op::Expand
-            | Op::Tile
-            | Op::Shape { .. }
-            | Op::Size
-            | Op::ConstantOfShape { .. }
-            | Op::Range
-            | Op::Cast { .. }
-            | Op::Trilu { .. }
-            | Op::OneHot { .. }
-            | Op::EyeLike { .. }
-            | Op::DepthToSpace { .. }
-            | Op::SpaceToDepth { .. }
-            | Op::TopK { .. }
-            | Op::NonZero
+            // No TFLite writer yet.
+            Op::ConvTranspose(_) | Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::LpPool(..)
+            | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. }
+            | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Hardmax { .. } | Op::ArgReduce { .. } | Op::CumSum { .. }
+            | Op::Split { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. }
+            | Op::ScatterNd { .. } | Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. }
+            | Op::Range | Op::Cast { .. } | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
+            | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
         }
     }

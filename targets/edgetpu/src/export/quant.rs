@@ -12,8 +12,7 @@ impl Ex<'_> {
     pub(super) fn quantize(&mut self, n: &Node, quantize: bool) -> Result<()> {
         let g = self.g;
         let y = n.outputs[0];
-        let req = |i: usize| required(n, i);
-        let x = req(0)?;
+        let x = required(n, 0)?;
         if g.value(y).quant.is_none() && quantize || g.value(x).quant.is_none() && !quantize {
             return Err(self.unsupported("quantize/dequantize whose int8 side has no quantization parameters"));
         }

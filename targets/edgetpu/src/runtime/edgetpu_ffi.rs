@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use tpu_sdk_core::{Error, Result};
 
-use super::tflite_ffi::{cstr, TfLiteDelegate};
+use super::tflite_ffi::{cstr, version_string, TfLiteDelegate};
 
 /// `enum edgetpu_device_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -81,8 +81,7 @@ impl EdgeTpuC {
 
     /// `edgetpu_version()`, e.g. `BuildLabel(COMPILER=...), RuntimeVersion(14)`.
     pub fn version(&self) -> String {
-        // SAFETY: returns a static NUL-terminated string.
-        unsafe { cstr((self.version)()) }
+        version_string(self.version)
     }
 
     /// The Edge TPUs the library finds.

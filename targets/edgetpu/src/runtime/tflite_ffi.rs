@@ -116,8 +116,7 @@ impl TfLiteC {
 
     /// The library's version string.
     pub fn version(&self) -> String {
-        // SAFETY: returns a static NUL-terminated string (c_api.h).
-        unsafe { cstr((self.version)()) }
+        version_string(self.version)
     }
 }
 
@@ -286,4 +285,10 @@ pub unsafe fn cstr(p: *const c_char) -> String {
         // SAFETY: guaranteed by the caller.
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
+}
+
+/// The string a library's version function returns (`TfLiteVersion`, `edgetpu_version`).
+pub(super) fn version_string(f: unsafe extern "C" fn() -> *const c_char) -> String {
+    // SAFETY: both C APIs document the function as taking nothing and returning a static NUL-terminated string.
+    unsafe { cstr(f()) }
 }
