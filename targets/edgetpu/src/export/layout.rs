@@ -28,6 +28,36 @@ pub(super) fn inverse(perm: &[usize]) -> Vec<usize> {
     inv
 }
 
+/// What the export of an op asks of the layout of its input 0.
+enum InputLayout {
+    /// NHWC: the layout-sensitive ops (convolutions, pooling, resize).
+    Nhwc,
+    /// The op exports in its input's layout, so its output's consumers decide (QUANTIZE, DEQUANTIZE).
+    Passed,
+    /// No preference (the op follows its input or needs the IR layout).
+    Any,
+}
+
+/// The input layout each op asks for. Every op is named: a new op must say whether it is layout-sensitive.
+fn input_layout(op: &Op) -> InputLayout {
+    match op {
+        Op::Conv(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_) => {
+            InputLayout::Nhwc
+        }
+        Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } => InputLayout::Passed,
+        Op::ConvTranspose(_) | Op::LpPool(..) | Op::Gemm { .. } | Op::MatMul | Op::Binary(..) | Op::Unary(_) | Op::ClipDynamic
+        | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. }
+        | Op::GroupNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. }
+        | Op::Hardmax { .. } | Op::Reduce { .. } | Op::ArgReduce { .. } | Op::CumSum { .. } | Op::Reshape { .. }
+        | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Concat { .. }
+        | Op::Split { .. } | Op::Slice | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. }
+        | Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::Pad { .. } | Op::Expand | Op::Tile | Op::Shape { .. }
+        | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } | Op::Identity | Op::Trilu { .. }
+        | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. }
+        | Op::NonZero | Op::ReverseSequence { .. } => InputLayout::Any,
+    }
+}
+
 impl Ex<'_> {
     /// The rank of IR value `v`.
     pub(super) fn rank(&self, v: ValueId) -> usize {
@@ -39,8 +69,11 @@ impl Ex<'_> {
     pub(super) fn wants_nhwc(&self, v: ValueId) -> bool {
         self.g.nodes.iter().any(|n| {
             n.input(0) == Some(v)
-                && (matches!(n.op, Op::Conv(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_))
-                    || matches!(n.op, Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. }) && self.wants_nhwc(n.outputs[0]))
+                && match input_layout(&n.op) {
+                    InputLayout::Nhwc => true,
+                    InputLayout::Passed => self.wants_nhwc(n.outputs[0]),
+                    InputLayout::Any => false,
+                }
         })
     }
 
