@@ -17,9 +17,7 @@ destroy_on_drop!(BufferHandle, PJRT_Buffer_Destroy, PJRT_Buffer_Destroy_Args.buf
 
 impl BufferHandle {
     pub(super) fn wrap(client: &Arc<ClientHandle>, raw: *mut PJRT_Buffer) -> Result<BufferHandle> {
-        if raw.is_null() {
-            return Err(Error::Invalid("the plugin reported success but returned no buffer".into()));
-        }
+        non_null(raw, "the plugin reported success but returned no buffer")?;
         Ok(BufferHandle { client: client.clone(), raw })
     }
 

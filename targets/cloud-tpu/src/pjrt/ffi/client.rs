@@ -23,9 +23,7 @@ impl ClientHandle {
             create_options: opts.ptr(),
             num_options: options.len(),
         })?;
-        if a.client.is_null() {
-            return Err(Error::Invalid("PJRT_Client_Create succeeded but returned no client".into()));
-        }
+        non_null(a.client, "PJRT_Client_Create succeeded but returned no client")?;
         Ok(Arc::new(ClientHandle { api: api.clone(), raw: a.client }))
     }
 

@@ -72,3 +72,11 @@ impl Api {
         let _ = call!(self, PJRT_Event_Destroy, &mut a);
     }
 }
+
+/// `p`, or the error `msg` when the plugin returned null for an object it reported as created.
+pub(super) fn non_null<T>(p: *mut T, msg: &str) -> Result<*mut T> {
+    if p.is_null() {
+        return Err(Error::Invalid(msg.into()));
+    }
+    Ok(p)
+}

@@ -66,9 +66,7 @@ destroy_on_drop!(LoadedExecutableHandle, PJRT_LoadedExecutable_Destroy, PJRT_Loa
 
 impl LoadedExecutableHandle {
     pub(super) fn wrap(client: &Arc<ClientHandle>, raw: *mut PJRT_LoadedExecutable) -> Result<LoadedExecutableHandle> {
-        if raw.is_null() {
-            return Err(Error::Invalid("the plugin reported success but returned no executable".into()));
-        }
+        non_null(raw, "the plugin reported success but returned no executable")?;
         let mut h = LoadedExecutableHandle { client: client.clone(), raw, num_outputs: 0 };
         h.num_outputs = h.executable()?.num_outputs()?;
         Ok(h)
@@ -79,9 +77,7 @@ impl LoadedExecutableHandle {
         let a = query!(&self.client.api, PJRT_LoadedExecutable_GetExecutable, PJRT_LoadedExecutable_GetExecutable_Args {
             loaded_executable: self.raw,
         })?;
-        if a.executable.is_null() {
-            return Err(Error::Invalid("PJRT_LoadedExecutable_GetExecutable returned no executable".into()));
-        }
+        non_null(a.executable, "PJRT_LoadedExecutable_GetExecutable returned no executable")?;
         Ok(ExecutableHandle { api: self.client.api.clone(), raw: a.executable })
     }
 

@@ -122,9 +122,7 @@ impl Api {
             create_options: opts.ptr(),
             num_options: options.len(),
         })?;
-        if t.topology.is_null() {
-            return Err(Error::Invalid("PJRT_TopologyDescription_Create succeeded but returned no topology".into()));
-        }
+        non_null(t.topology, "PJRT_TopologyDescription_Create succeeded but returned no topology")?;
         let topo = TopologyHandle { api: self.clone(), raw: t.topology };
         let platform = {
             let a = query!(self, PJRT_TopologyDescription_PlatformName, PJRT_TopologyDescription_PlatformName_Args {
@@ -146,9 +144,7 @@ impl Api {
             compile_options: compile_options.as_ptr().cast(),
             compile_options_size: compile_options.len(),
         })?;
-        if a.executable.is_null() {
-            return Err(Error::Invalid("PJRT_Compile succeeded but returned no executable".into()));
-        }
+        non_null(a.executable, "PJRT_Compile succeeded but returned no executable")?;
         let exe = ExecutableHandle { api: self.clone(), raw: a.executable };
         Ok((platform, num_devices, exe.serialize()?))
     }

@@ -104,6 +104,7 @@ pub(crate) use buffer::*;
 pub(crate) use bytes::*;
 pub(crate) use client::*;
 pub(crate) use executable::*;
+use error::non_null;
 pub(crate) use load::*;
 pub use named::NamedValue;
 pub(crate) use named::*;
