@@ -126,82 +126,34 @@ fn gemm_and_matmul() {
     cs.run();
 }
 
+/// A pooling case: the ONNX node `onnx_op` over one input, with `n_out` outputs and attributes `onnx_attrs`.
+fn pool_case(cs: &mut Cases, onnx_op: &str, n_out: usize, onnx_attrs: &str, op: Op, input: In) {
+    let outs: Vec<String> = (0..n_out).map(|k| format!("\"o{k}\"")).collect();
+    cs.check(&format!(r#"helper.make_node("{onnx_op}", ["i0"], [{}], {onnx_attrs})"#, outs.join(", ")), op, vec![input], n_out);
+}
+
 #[test]
 fn pooling() {
     let mut cs = Cases::default();
-    let mut a = pool_attrs(&[3, 3]);
-    a.strides = vec![2, 2];
-    a.pads = vec![1, 1, 1, 1];
-    cs.check(
-        r#"helper.make_node("MaxPool", ["i0"], ["o0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])"#,
-        Op::MaxPool(a.clone()),
-        vec![x(&[2, 3, 9, 10], 200)],
-        1,
-    );
-    let mut m = a.clone();
-    m.ceil_mode = true;
-    m.pads = vec![0, 0, 0, 0];
-    m.dilations = vec![1, 2];
-    cs.check(
-        r#"helper.make_node("MaxPool", ["i0"], ["o0"], kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, dilations=[1, 2])"#,
-        Op::MaxPool(m),
-        vec![x(&[1, 2, 10, 11], 201)],
-        1,
-    );
+    let a = PoolAttrs { strides: vec![2, 2], pads: vec![1, 1, 1, 1], ..pool_attrs(&[3, 3]) };
+    let k3s2p1 = "kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]";
+    pool_case(&mut cs, "MaxPool", 1, k3s2p1, Op::MaxPool(a.clone()), x(&[2, 3, 9, 10], 200));
+    let m = PoolAttrs { ceil_mode: true, pads: vec![0, 0, 0, 0], dilations: vec![1, 2], ..a.clone() };
+    let attrs = "kernel_shape=[3, 3], strides=[2, 2], ceil_mode=1, dilations=[1, 2]";
+    pool_case(&mut cs, "MaxPool", 1, attrs, Op::MaxPool(m), x(&[1, 2, 10, 11], 201));
     // The second output: flat indices of the maxima (padding and ceil_mode cells never win).
-    cs.check(
-        r#"helper.make_node("MaxPool", ["i0"], ["o0", "o1"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])"#,
-        Op::MaxPool(a.clone()),
-        vec![x(&[2, 3, 9, 10], 209)],
-        2,
-    );
-    let mut mc = pool_attrs(&[2, 3]);
-    mc.strides = vec![2, 2];
-    mc.ceil_mode = true;
-    cs.check(
-        r#"helper.make_node("MaxPool", ["i0"], ["o0", "o1"], kernel_shape=[2, 3], strides=[2, 2], ceil_mode=1)"#,
-        Op::MaxPool(mc),
-        vec![x(&[1, 2, 7, 8], 210)],
-        2,
-    );
-    cs.check(
-        r#"helper.make_node("AveragePool", ["i0"], ["o0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1])"#,
-        Op::AveragePool(a.clone()),
-        vec![x(&[1, 3, 9, 10], 202)],
-        1,
-    );
-    let mut inc = a.clone();
-    inc.count_include_pad = true;
-    cs.check(
-        r#"helper.make_node("AveragePool", ["i0"], ["o0"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1], count_include_pad=1)"#,
-        Op::AveragePool(inc),
-        vec![x(&[1, 3, 9, 10], 203)],
-        1,
-    );
-    let mut ceil = pool_attrs(&[2, 2]);
-    ceil.strides = vec![2, 2];
-    ceil.ceil_mode = true;
-    cs.check(
-        r#"helper.make_node("AveragePool", ["i0"], ["o0"], kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1)"#,
-        Op::AveragePool(ceil),
-        vec![x(&[1, 2, 5, 7], 204)],
-        1,
-    );
-    let mut same = pool_attrs(&[3]);
-    same.auto_pad = AutoPad::SameUpper;
-    same.strides = vec![2];
-    cs.check(
-        r#"helper.make_node("MaxPool", ["i0"], ["o0"], kernel_shape=[3], strides=[2], auto_pad="SAME_UPPER")"#,
-        Op::MaxPool(same),
-        vec![x(&[2, 3, 10], 205)],
-        1,
-    );
-    cs.check(
-        r#"helper.make_node("LpPool", ["i0"], ["o0"], kernel_shape=[2, 2], p=2)"#,
-        Op::LpPool(pool_attrs(&[2, 2]), 2),
-        vec![x(&[1, 2, 4, 5], 206)],
-        1,
-    );
+    pool_case(&mut cs, "MaxPool", 2, k3s2p1, Op::MaxPool(a.clone()), x(&[2, 3, 9, 10], 209));
+    let mc = PoolAttrs { strides: vec![2, 2], ceil_mode: true, ..pool_attrs(&[2, 3]) };
+    pool_case(&mut cs, "MaxPool", 2, "kernel_shape=[2, 3], strides=[2, 2], ceil_mode=1", Op::MaxPool(mc), x(&[1, 2, 7, 8], 210));
+    pool_case(&mut cs, "AveragePool", 1, k3s2p1, Op::AveragePool(a.clone()), x(&[1, 3, 9, 10], 202));
+    let inc = PoolAttrs { count_include_pad: true, ..a.clone() };
+    let attrs = format!("{k3s2p1}, count_include_pad=1");
+    pool_case(&mut cs, "AveragePool", 1, &attrs, Op::AveragePool(inc), x(&[1, 3, 9, 10], 203));
+    let ceil = PoolAttrs { strides: vec![2, 2], ceil_mode: true, ..pool_attrs(&[2, 2]) };
+    pool_case(&mut cs, "AveragePool", 1, "kernel_shape=[2, 2], strides=[2, 2], ceil_mode=1", Op::AveragePool(ceil), x(&[1, 2, 5, 7], 204));
+    let same = PoolAttrs { auto_pad: AutoPad::SameUpper, strides: vec![2], ..pool_attrs(&[3]) };
+    pool_case(&mut cs, "MaxPool", 1, r#"kernel_shape=[3], strides=[2], auto_pad="SAME_UPPER""#, Op::MaxPool(same), x(&[2, 3, 10], 205));
+    pool_case(&mut cs, "LpPool", 1, "kernel_shape=[2, 2], p=2", Op::LpPool(pool_attrs(&[2, 2]), 2), x(&[1, 2, 4, 5], 206));
     cs.check(r#"helper.make_node("GlobalAveragePool", ["i0"], ["o0"])"#, Op::GlobalAveragePool, vec![x(&[2, 5, 6, 7], 207)], 1);
     cs.check(r#"helper.make_node("GlobalMaxPool", ["i0"], ["o0"])"#, Op::GlobalMaxPool, vec![x(&[2, 5, 6, 7], 208)], 1);
     cs.run();
