@@ -40,15 +40,8 @@ fn conv_attrs() -> ConvAttrs {
 }
 
 fn pool_attrs(k: &[usize]) -> PoolAttrs {
-    PoolAttrs {
-        kernel_shape: k.to_vec(),
-        strides: vec![],
-        dilations: vec![],
-        pads: vec![],
-        auto_pad: AutoPad::NotSet,
-        ceil_mode: false,
-        count_include_pad: false,
-    }
+    let (strides, dilations, pads) = (vec![], vec![], vec![]);
+    PoolAttrs { kernel_shape: k.to_vec(), strides, dilations, pads, auto_pad: AutoPad::NotSet, ceil_mode: false, count_include_pad: false }
 }
 
 /// A batch of cases: each an ONNX node (a `helper.make_node(...)` expression over inputs i0.. and outputs o0..)
