@@ -162,5 +162,4 @@ impl Ex<'_> {
         self.op(bo::GATHER, 1, vec![xt, it], vec![yt], Some(OptionsT::gather(axis as i32)));
         Ok(())
     }
-
 }

@@ -9,11 +9,12 @@
 //! exports with transposes only where the model itself reshapes a feature map. A 4-D graph input that
 //! feeds a layout-sensitive op becomes an NHWC input tensor; graph outputs keep the IR layout.
 //!
-//! Quantized graphs (from `tpu_sdk_core::quant`: I8 values with [`QuantParams`], I8 weights, I32 biases)
+//! Quantized graphs (from `tpu_sdk_core::quant`: I8 values with [`QuantParams`](tpu_sdk_core::ir::QuantParams), I8 weights, I32 biases)
 //! export as int8 TFLite models: every tensor carries its quantization (per-axis parameters get the
 //! `quantized_dimension` of the TFLite layout: OHWI filters axis 0, 1HWC depthwise filters axis 3), ops get
 //! the versions TFLite gives their int8 kernels, `QuantizeLinear`/`DequantizeLinear` become
-//! `QUANTIZE`/`DEQUANTIZE`, and the model records its `min_runtime_version` as TFLite's converter does.//!
+//! `QUANTIZE`/`DEQUANTIZE`, and the model records its `min_runtime_version` as TFLite's converter does.
+//!
 //! The export is split by concern: [`export`] walks the graph; `node` names every op (exported by an op-family
 //! writer: `nn`, `math`, `array`, `quant`, or refused); `layout` tracks the permutation each tensor holds its
 //! value in; `tensors` writes tensors and buffers; `operators` writes operator codes and versions.

@@ -23,5 +23,4 @@ impl Ex<'_> {
         self.op(code, 1, vec![xt], vec![yt], None);
         Ok(())
     }
-
 }

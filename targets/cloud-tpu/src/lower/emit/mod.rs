@@ -2,7 +2,6 @@
 //! the op-family lowerings use. Ops are written in StableHLO's pretty syntax, except the region ops
 //! (`reduce_window`, multi-operand `reduce`) and `gather`, which use the generic form.
 
-
 mod literal;
 mod ops;
 mod regions;

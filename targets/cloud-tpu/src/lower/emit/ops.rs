@@ -268,5 +268,4 @@ impl Cx<'_> {
         let out = ty(dtype, shape);
         self.emit(format!("stablehlo.iota dim = {dim} : {out}"), dtype, shape.to_vec())
     }
-
 }

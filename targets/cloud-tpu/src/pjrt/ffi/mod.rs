@@ -4,6 +4,11 @@
 //! (2) the function table `PJRT_Api`, and (3) small owning handles (client, device, executable, buffer) whose
 //! safe methods each make one or two C calls. Everything above this module (`super::*`) is safe Rust.
 //!
+//! Files: `types` holds (1), `table` holds (2); `load` loads a plugin and makes the plugin-level calls, `error`
+//! turns `PJRT_Error`s and `PJRT_Event`s into results; `client`, `executable` and `buffer` hold (3); `named` and
+//! `bytes` carry strings, named values and host data across the boundary. The macros `slot!`, `call!`, `query!`
+//! and `destroy_on_drop!` below hold the unsafe slot read and call that every C call goes through.
+//!
 //! **Versioning.** The header is versioned through struct sizes: every args struct starts with `struct_size`,
 //! which we set to the size the struct has in *our* transcription ([`HEADER_MINOR`]); a plugin built against an
 //! older header reads only the prefix it knows, a newer plugin sees that we know fewer fields. The function table
@@ -30,7 +35,6 @@ use crate::error::{Error, Result};
 pub const HEADER_MAJOR: i32 = 0;
 /// Minor version of the header transcribed here (`PJRT_API_MINOR`, openxla/xla `pjrt_c_api.h`).
 pub const HEADER_MINOR: i32 = 113;
-
 
 /// Reads slot `$slot` of the plugin's table: checks that it lies inside the plugin's table and is non-null.
 macro_rules! slot {
