@@ -183,7 +183,7 @@ impl Ex<'_> {
             UnaryOp::Ceil => simple(bo::CEIL),
             UnaryOp::Sin => simple(bo::SIN),
             UnaryOp::Cos => simple(bo::COS),
-            UnaryOp::Elu { alpha } if alpha == 1.0 => simple(bo::ELU),
+            UnaryOp::Elu { alpha: 1.0 } => simple(bo::ELU),
             UnaryOp::LeakyRelu { alpha } => Some((bo::LEAKY_RELU, Some(OptionsT::new(builtin_options::LEAKY_RELU).with(0, FieldT::F32(alpha))))),
             UnaryOp::Gelu { tanh } => Some((bo::GELU, Some(OptionsT::new(builtin_options::GELU).with(0, FieldT::Bool(tanh))))),
             UnaryOp::Clip { min, max } => {
