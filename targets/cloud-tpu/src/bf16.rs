@@ -20,39 +20,65 @@ pub fn to_bf16(g: &Graph) -> Graph {
         }
     }
     for n in out.nodes.iter_mut() {
-        match &mut n.op {
-            Op::Cast { to } if *to == DType::F32 => *to = DType::BF16,
-            Op::EyeLike { dtype: Some(d), .. } if *d == DType::F32 => *d = DType::BF16,
-            _ => {}
-        }
+        retype(&mut n.op);
     }
     // The f32 interface: new f32 inputs cast in, new f32 outputs cast out.
     let mut front = Vec::new();
     for k in 0..out.inputs.len() {
         let inner = out.inputs[k];
-        if g.value(inner).dtype != DType::F32 {
-            continue;
-        }
-        let name = g.value(inner).name.clone();
-        out.value_mut(inner).name = format!("{name}.bf16");
-        let outer = out.add_value(name.clone(), DType::F32, g.value(inner).shape.clone());
+        let Some((name, outer)) = f32_twin(g, &mut out, inner) else { continue };
         out.inputs[k] = outer;
         front.push(Node { name: format!("{name}.to_bf16"), op: Op::Cast { to: DType::BF16 }, inputs: vec![Some(outer)], outputs: vec![inner] });
     }
     out.nodes.splice(0..0, front);
     for k in 0..out.outputs.len() {
         let inner = out.outputs[k];
-        if g.value(inner).dtype != DType::F32 {
-            continue;
-        }
-        let name = g.value(inner).name.clone();
         // An output that is also an input or a constant is cast too; its f32 name moves to the cast.
-        out.value_mut(inner).name = format!("{name}.bf16");
-        let outer: ValueId = out.add_value(name.clone(), DType::F32, g.value(inner).shape.clone());
+        let Some((name, outer)) = f32_twin(g, &mut out, inner) else { continue };
         out.add_node(format!("{name}.to_f32"), Op::Cast { to: DType::F32 }, vec![Some(inner)], vec![outer]);
         out.outputs[k] = outer;
     }
     out
+}
+
+/// For an f32 interface value `inner` of `g`: renames it `NAME.bf16` in `out` and adds a new f32 value `NAME` of
+/// its shape there; returns (NAME, the new value). `None` for a value that is not f32.
+fn f32_twin(g: &Graph, out: &mut Graph, inner: ValueId) -> Option<(String, ValueId)> {
+    if g.value(inner).dtype != DType::F32 {
+        return None;
+    }
+    let name = g.value(inner).name.clone();
+    out.value_mut(inner).name = format!("{name}.bf16");
+    let outer = out.add_value(name.clone(), DType::F32, g.value(inner).shape.clone());
+    Some((name, outer))
+}
+
+/// Makes the f32 dtype attributes of `op` bf16. Every op is named: one that gains a dtype attribute must decide.
+fn retype(op: &mut Op) {
+    let bf16 = |d: &mut DType| {
+        if *d == DType::F32 {
+            *d = DType::BF16
+        }
+    };
+    match op {
+        Op::Cast { to } => bf16(to),
+        Op::EyeLike { dtype, k: _ } => dtype.iter_mut().for_each(bf16),
+        // QuantizeLinear's `to` is its integer type; ConstantOfShape's value is converted to the (retyped)
+        // output's dtype where it is used.
+        Op::QuantizeLinear { .. } | Op::ConstantOfShape { .. } => {}
+        // No dtype attribute.
+        Op::Conv(_) | Op::ConvTranspose(_) | Op::Gemm { .. } | Op::MatMul | Op::Binary(..) | Op::Unary(_) => {}
+        Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::Identity | Op::DequantizeLinear { .. } => {}
+        Op::MaxPool(_) | Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool | Op::GlobalMaxPool => {}
+        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. } | Op::Lrn { .. } => {}
+        Op::LpNorm { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. } | Op::Hardmax { .. } | Op::TopK { .. } => {}
+        Op::Reduce { .. } | Op::ArgReduce { .. } | Op::CumSum { .. } | Op::Range | Op::NonZero | Op::OneHot { .. } => {}
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => {}
+        Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } | Op::Expand | Op::Tile | Op::Trilu { .. } => {}
+        Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } => {}
+        Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) | Op::DepthToSpace { .. } => {}
+        Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => {}
+    }
 }
 
 #[cfg(test)]

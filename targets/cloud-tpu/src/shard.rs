@@ -139,7 +139,7 @@ pub fn plan(graph: &Graph, specs: &[String], parts: usize) -> Result<Option<Shar
     // Constants that are operands of a MatMul/Gemm, with the node and operand index.
     let mut operands: HashMap<ValueId, (usize, usize)> = HashMap::new();
     for (n, node) in graph.nodes.iter().enumerate() {
-        if matches!(node.op, Op::MatMul | Op::Gemm { .. }) {
+        if split_operands(&node.op).is_some() {
             for (k, v) in node.inputs.iter().enumerate() {
                 if let Some(v) = v.filter(|v| graph.value(*v).constant.is_some()) {
                     operands.entry(v).or_insert((n, k));
@@ -192,16 +192,33 @@ pub fn plan(graph: &Graph, specs: &[String], parts: usize) -> Result<Option<Shar
     Ok(Some(ShardPlan { partitioner, parts, replicas: 1, weights }))
 }
 
+/// For the matrix products, whose constant operands a plan may split: whether the right-hand operand is
+/// transposed (`[N, K]`). `None` for every other op (each is named, so that a new op must decide).
+fn split_operands(op: &Op) -> Option<bool> {
+    match op {
+        Op::MatMul => Some(false),
+        Op::Gemm { trans_b, .. } => Some(*trans_b),
+        Op::Conv(_) | Op::ConvTranspose(_) | Op::Binary(..) | Op::Unary(_) | Op::ClipDynamic | Op::Variadic(_) => None,
+        Op::VariadicMean | Op::Where | Op::Identity | Op::Cast { .. } | Op::QuantizeLinear { .. } => None,
+        Op::DequantizeLinear { .. } | Op::MaxPool(_) | Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool => None,
+        Op::GlobalMaxPool | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } => None,
+        Op::GroupNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. } => None,
+        Op::Hardmax { .. } | Op::TopK { .. } | Op::Reduce { .. } | Op::ArgReduce { .. } | Op::CumSum { .. } => None,
+        Op::Range | Op::NonZero | Op::OneHot { .. } | Op::EyeLike { .. } | Op::ConstantOfShape { .. } => None,
+        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => None,
+        Op::Transpose { .. } | Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } | Op::Expand => None,
+        Op::Tile | Op::Trilu { .. } | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } => None,
+        Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) => None,
+        Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => None,
+    }
+}
+
 /// Megatron-style choice: alternate column and row splits over the constant 2-D right-hand operands.
 fn auto(graph: &Graph, parts: usize) -> Vec<(ValueId, usize)> {
     let mut out = Vec::new();
     let mut column = true;
     for node in &graph.nodes {
-        let trans_b = match node.op {
-            Op::MatMul => false,
-            Op::Gemm { trans_b, .. } => trans_b,
-            _ => continue,
-        };
+        let Some(trans_b) = split_operands(&node.op) else { continue };
         let Some(w) = node.input(1).filter(|w| graph.value(*w).constant.is_some()) else { continue };
         let shape = &graph.value(w).shape;
         if shape.len() != 2 {

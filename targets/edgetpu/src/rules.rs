@@ -281,6 +281,11 @@ fn check_op(code: i32, name: &str, op: &schema::Operator, ins: &[TensorInfo], ou
         }
     }
     // 5. Per-op limitations.
+    op_limitations(code, op, ins, outs)
+}
+
+/// The published limitations of each supported op (the TFLite builtin `code`), on its options and tensors.
+fn op_limitations(code: i32, op: &schema::Operator, ins: &[TensorInfo], outs: &[TensorInfo]) -> Verdict {
     let input = |k: usize| ins.get(k);
     match code {
         bo::AVERAGE_POOL_2D | bo::MAX_POOL_2D if fused(op.options::<schema::Pool2DOptions>().map(|o| o.fused_activation_function())) != 0 => {
@@ -300,18 +305,14 @@ fn check_op(code: i32, name: &str, op: &schema::Operator, ins: &[TensorInfo], ou
                 }
             }
         }
-        bo::CONV_2D => {
-            if let Some(o) = op.options::<schema::Conv2DOptions>() {
-                if o.dilation_w_factor() != o.dilation_h_factor() {
-                    return limit(format!("different dilations in x ({}) and y ({})", o.dilation_w_factor(), o.dilation_h_factor()));
-                }
-            }
-        }
-        bo::DEPTHWISE_CONV_2D => {
-            if let Some(o) = op.options::<schema::DepthwiseConv2DOptions>() {
-                if o.dilation_w_factor() != o.dilation_h_factor() {
-                    return limit(format!("different dilations in x ({}) and y ({})", o.dilation_w_factor(), o.dilation_h_factor()));
-                }
+        bo::CONV_2D | bo::DEPTHWISE_CONV_2D => {
+            let dilations = if code == bo::CONV_2D {
+                op.options::<schema::Conv2DOptions>().map(|o| (o.dilation_w_factor(), o.dilation_h_factor()))
+            } else {
+                op.options::<schema::DepthwiseConv2DOptions>().map(|o| (o.dilation_w_factor(), o.dilation_h_factor()))
+            };
+            if let Some((w, h)) = dilations.filter(|(w, h)| w != h) {
+                return limit(format!("different dilations in x ({w}) and y ({h})"));
             }
         }
         bo::FULLY_CONNECTED => {

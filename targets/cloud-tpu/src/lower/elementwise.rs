@@ -1,75 +1,87 @@
 //! Elementwise ops: binary ops with numpy broadcasting, unary functions and activations, Clip, Where, Cast,
 //! variadic Sum/Max/Min/Mean, Identity.
 
-use tpu_sdk_core::ir::{BinaryOp, DType, Node, Op, UnaryOp};
+use tpu_sdk_core::ir::{Activation, BinaryOp, DType, Node, UnaryOp};
 
 use super::emit::{Cx, V};
 use crate::error::Result;
 
-pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
+/// Identity: the input itself.
+pub(super) fn identity(cx: &mut Cx, node: &Node) -> Result<V> {
+    cx.input(node, 0)
+}
+
+/// Cast to `to`.
+pub(super) fn cast(cx: &mut Cx, node: &Node, to: DType) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    Ok(cx.convert(&x, to))
+}
+
+/// A unary elementwise function.
+pub(super) fn unary_op(cx: &mut Cx, node: &Node, u: UnaryOp) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    unary(cx, node, u, &x)
+}
+
+/// A broadcasting binary op with its fused activation.
+pub(super) fn binary_op(cx: &mut Cx, node: &Node, b: BinaryOp, act: Option<Activation>) -> Result<V> {
     let (_, oshape) = cx.out(node, 0);
-    match &node.op {
-        Op::Identity => cx.input(node, 0),
-        Op::Cast { to } => {
-            let x = cx.input(node, 0)?;
-            Ok(cx.convert(&x, *to))
-        }
-        Op::Unary(u) => {
-            let x = cx.input(node, 0)?;
-            unary(cx, node, *u, &x)
-        }
-        Op::Binary(b, act) => {
-            let x = cx.input(node, 0)?;
-            let y = cx.input(node, 1)?;
-            let r = binary(cx, node, *b, &x, &y, &oshape)?;
-            Ok(cx.activation(r, *act))
-        }
-        Op::Variadic(b) => {
-            let first = cx.input(node, 0)?;
-            let mut acc = cx.broadcast_to(&first, &oshape)?;
-            for i in 1..node.inputs.len() {
-                let x = cx.input(node, i)?;
-                acc = binary(cx, node, *b, &acc, &x, &oshape)?;
-            }
-            Ok(acc)
-        }
-        Op::VariadicMean => {
-            let first = cx.input(node, 0)?;
-            let mut acc = cx.broadcast_to(&first, &oshape)?;
-            for i in 1..node.inputs.len() {
-                let x = cx.input(node, i)?;
-                acc = binary(cx, node, BinaryOp::Add, &acc, &x, &oshape)?;
-            }
-            Ok(cx.binary_scalar("divide", &acc, node.inputs.len() as f64))
-        }
-        Op::Where => {
-            let c = cx.input(node, 0)?;
-            let x = cx.input(node, 1)?;
-            let y = cx.input(node, 2)?;
-            if x.dtype != y.dtype || c.dtype != DType::Bool {
-                return Err(cx.unsupported(node, "Where needs a bool condition and two values of one dtype"));
-            }
-            let c = cx.broadcast_to(&c, &oshape)?;
-            let x = cx.broadcast_to(&x, &oshape)?;
-            let y = cx.broadcast_to(&y, &oshape)?;
-            Ok(cx.select(&c, &x, &y))
-        }
-        Op::ClipDynamic => {
-            let mut x = cx.input(node, 0)?;
-            if let Some(lo) = cx.opt_input(node, 1)? {
-                let lo = cx.convert(&lo, x.dtype);
-                let lo = cx.broadcast_to(&lo, &x.shape.clone())?;
-                x = cx.binary("maximum", &x, &lo);
-            }
-            if let Some(hi) = cx.opt_input(node, 2)? {
-                let hi = cx.convert(&hi, x.dtype);
-                let hi = cx.broadcast_to(&hi, &x.shape.clone())?;
-                x = cx.binary("minimum", &x, &hi);
-            }
-            Ok(x)
-        }
-        other => Err(cx.unsupported(node, format!("{} is not an elementwise op", other.name()))),
+    let x = cx.input(node, 0)?;
+    let y = cx.input(node, 1)?;
+    let r = binary(cx, node, b, &x, &y, &oshape)?;
+    Ok(cx.activation(r, act))
+}
+
+/// `op` folded over all inputs (Sum, Max, Min of N inputs), broadcast to the output shape.
+pub(super) fn variadic(cx: &mut Cx, node: &Node, b: BinaryOp) -> Result<V> {
+    let (_, oshape) = cx.out(node, 0);
+    fold(cx, node, b, &oshape)
+}
+
+/// Mean of all inputs.
+pub(super) fn variadic_mean(cx: &mut Cx, node: &Node) -> Result<V> {
+    let (_, oshape) = cx.out(node, 0);
+    let acc = fold(cx, node, BinaryOp::Add, &oshape)?;
+    Ok(cx.binary_scalar("divide", &acc, node.inputs.len() as f64))
+}
+
+/// The inputs of `node` combined left to right with `b`, broadcast to `oshape`.
+fn fold(cx: &mut Cx, node: &Node, b: BinaryOp, oshape: &[usize]) -> Result<V> {
+    let first = cx.input(node, 0)?;
+    let mut acc = cx.broadcast_to(&first, oshape)?;
+    for i in 1..node.inputs.len() {
+        let x = cx.input(node, i)?;
+        acc = binary(cx, node, b, &acc, &x, oshape)?;
     }
+    Ok(acc)
+}
+
+/// Where(cond, x, y).
+pub(super) fn where_(cx: &mut Cx, node: &Node) -> Result<V> {
+    let (_, oshape) = cx.out(node, 0);
+    let c = cx.input(node, 0)?;
+    let x = cx.input(node, 1)?;
+    let y = cx.input(node, 2)?;
+    if x.dtype != y.dtype || c.dtype != DType::Bool {
+        return Err(cx.unsupported(node, "Where needs a bool condition and two values of one dtype"));
+    }
+    let c = cx.broadcast_to(&c, &oshape)?;
+    let x = cx.broadcast_to(&x, &oshape)?;
+    let y = cx.broadcast_to(&y, &oshape)?;
+    Ok(cx.select(&c, &x, &y))
+}
+
+/// Clip with bounds given as (optional) inputs.
+pub(super) fn clip_dynamic(cx: &mut Cx, node: &Node) -> Result<V> {
+    let mut x = cx.input(node, 0)?;
+    for (i, op) in [(1, "maximum"), (2, "minimum")] {
+        if let Some(bound) = cx.opt_input(node, i)? {
+            let bound = cx.convert(&bound, x.dtype);
+            let bound = cx.broadcast_to(&bound, &x.shape.clone())?;
+            x = cx.binary(op, &x, &bound);
+        }
+    }
+    Ok(x)
 }
 
 /// `a op b` with both operands broadcast to `shape`.

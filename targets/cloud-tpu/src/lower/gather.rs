@@ -157,20 +157,8 @@ pub(super) fn scatter_elements(cx: &mut Cx, node: &Node, axis: usize, reduction:
         return Err(cx.unsupported(node, format!("indices of type {}", iv.dtype)));
     }
     let i = cx.convert(&iv, DType::I64);
-    let zero = cx.splat_like(0.0, &i);
-    let neg = cx.compare("LT", &i, &zero);
-    let n = cx.splat_like(data.shape[axis] as f64, &i);
-    let wrapped = cx.add(&i, &n);
-    let i = cx.select(&neg, &wrapped, &i);
-    // Full coordinates [..., r]: an iota for every dim, the indices for `axis`.
-    let mut cshape = i.shape.clone();
-    cshape.push(1);
-    let mut parts = Vec::new();
-    for dim in 0..r {
-        let c = if dim == axis { i.clone() } else { cx.iota(dim, DType::I64, &i.shape.clone()) };
-        parts.push(cx.reshape(&c, &cshape));
-    }
-    let coords = cx.concat(&parts, r);
+    let i = wrap_negative(cx, &i, data.shape[axis] as f64);
+    let coords = element_coordinates(cx, &i, axis, r);
     let all: Vec<usize> = (0..r).collect();
     Ok(cx.scatter(&data, &coords, &upd, &[], &all, r, combine))
 }
@@ -224,4 +212,26 @@ pub(super) fn reverse_sequence(cx: &mut Cx, node: &Node, batch_axis: usize, time
     );
     let perm: Vec<usize> = (0..r).map(|d| order.iter().position(|&o| o == d).unwrap_or(d)).collect();
     Ok(cx.transpose(&g, &perm))
+}
+
+/// ONNX's negative indices: `i + n` where `i < 0`, for i64 indices `i` into a dim of size `n`.
+pub(super) fn wrap_negative(cx: &mut Cx, i: &V, n: f64) -> V {
+    let zero = cx.splat_like(0.0, i);
+    let neg = cx.compare("LT", i, &zero);
+    let nv = cx.splat_like(n, i);
+    let wrapped = cx.add(i, &nv);
+    cx.select(&neg, &wrapped, i)
+}
+
+/// The full coordinates `[..., r]` of the elements of `i` (i64 indices along `axis` of a rank-`r` tensor): an
+/// iota for every dim, the indices themselves for `axis`.
+pub(super) fn element_coordinates(cx: &mut Cx, i: &V, axis: usize, r: usize) -> V {
+    let mut cshape = i.shape.clone();
+    cshape.push(1);
+    let mut parts = Vec::new();
+    for dim in 0..r {
+        let c = if dim == axis { i.clone() } else { cx.iota(dim, DType::I64, &i.shape.clone()) };
+        parts.push(cx.reshape(&c, &cshape));
+    }
+    cx.concat(&parts, r)
 }

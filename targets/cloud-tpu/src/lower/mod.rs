@@ -249,67 +249,78 @@ fn module_name(name: &str) -> String {
 }
 
 /// Lowers one node; returns its outputs in order (fewer when trailing outputs are not supported and unused).
+///
+/// Every op is named here, with no fallback arm: a new op is a compile error until the lowering decides.
 fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
+    let one = |v: V| vec![v];
     match &node.op {
-        Op::Conv(a) => conv::conv(cx, node, a).map(|v| vec![v]),
-        Op::ConvTranspose(a) => conv::conv_transpose(cx, node, a).map(|v| vec![v]),
+        Op::Conv(a) => conv::conv(cx, node, a).map(one),
+        Op::ConvTranspose(a) => conv::conv_transpose(cx, node, a).map(one),
         Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
-            matmul::gemm(cx, node, *alpha, *beta, *trans_a, *trans_b, *activation).map(|v| vec![v])
+            matmul::gemm(cx, node, *alpha, *beta, *trans_a, *trans_b, *activation).map(one)
         }
-        Op::MatMul => matmul::matmul(cx, node).map(|v| vec![v]),
-        Op::Binary(..)
-        | Op::Unary(_)
-        | Op::ClipDynamic
-        | Op::Variadic(_)
-        | Op::VariadicMean
-        | Op::Where
-        | Op::Cast { .. }
-        | Op::Identity => elementwise::lower(cx, node).map(|v| vec![v]),
+        Op::MatMul => matmul::matmul(cx, node).map(one),
+        Op::Binary(b, act) => elementwise::binary_op(cx, node, *b, *act).map(one),
+        Op::Unary(u) => elementwise::unary_op(cx, node, *u).map(one),
+        Op::ClipDynamic => elementwise::clip_dynamic(cx, node).map(one),
+        Op::Variadic(b) => elementwise::variadic(cx, node, *b).map(one),
+        Op::VariadicMean => elementwise::variadic_mean(cx, node).map(one),
+        Op::Where => elementwise::where_(cx, node).map(one),
+        Op::Cast { to } => elementwise::cast(cx, node, *to).map(one),
+        Op::Identity => elementwise::identity(cx, node).map(one),
         Op::MaxPool(a) => pool::max_pool(cx, node, a),
-        Op::AveragePool(_) | Op::LpPool(..) | Op::GlobalAveragePool | Op::GlobalMaxPool => {
-            pool::lower(cx, node).map(|v| vec![v])
+        Op::AveragePool(a) => pool::average_pool(cx, node, a).map(one),
+        Op::LpPool(a, p) => pool::lp_pool(cx, node, a, *p).map(one),
+        Op::GlobalAveragePool => pool::global_pool(cx, node, false).map(one),
+        Op::GlobalMaxPool => pool::global_pool(cx, node, true).map(one),
+        Op::Reduce { op, axes, keepdims: _, noop_with_empty_axes } => {
+            reduce::reduce_op(cx, node, *op, axes, *noop_with_empty_axes).map(one)
         }
-        Op::Reduce { .. } | Op::ArgReduce { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. } => {
-            reduce::lower(cx, node).map(|v| vec![v])
+        Op::ArgReduce { max, axis, keepdims: _, select_last_index } => {
+            reduce::arg_reduce(cx, node, *max, *axis, *select_last_index).map(one)
         }
-        Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } | Op::LpNorm { .. } => {
-            norm::lower(cx, node).map(|v| vec![v])
-        }
+        Op::Softmax { axis } => reduce::softmax_op(cx, node, *axis, false).map(one),
+        Op::LogSoftmax { axis } => reduce::softmax_op(cx, node, *axis, true).map(one),
+        Op::BatchNorm { epsilon } => norm::batch_norm(cx, node, *epsilon).map(one),
+        Op::InstanceNorm { epsilon } => norm::instance_norm(cx, node, *epsilon).map(one),
+        Op::GroupNorm { num_groups, epsilon } => norm::group_norm(cx, node, *num_groups, *epsilon).map(one),
+        Op::LpNorm { axis, p } => norm::lp_norm(cx, node, *axis, *p).map(one),
         Op::LayerNorm { axis, epsilon } => norm::layer_norm(cx, node, *axis, *epsilon),
-        Op::Reshape { .. }
-        | Op::Flatten { .. }
-        | Op::Squeeze { .. }
-        | Op::Unsqueeze { .. }
-        | Op::Transpose { .. }
-        | Op::Concat { .. }
-        | Op::Slice
-        | Op::Pad { .. }
-        | Op::Expand
-        | Op::Tile
-        | Op::DepthToSpace { .. }
-        | Op::SpaceToDepth { .. }
-        | Op::Trilu { .. } => shape::lower(cx, node).map(|v| vec![v]),
-        Op::Split { axis, .. } => shape::split(cx, node, *axis),
-        Op::Gather { axis } => gather::gather(cx, node, *axis).map(|v| vec![v]),
-        Op::GatherNd { batch_dims } => gather::gather_nd(cx, node, *batch_dims).map(|v| vec![v]),
-        Op::ScatterNd { reduction } => gather::scatter_nd(cx, node, *reduction).map(|v| vec![v]),
-        Op::ScatterElements { axis, reduction } => gather::scatter_elements(cx, node, *axis, *reduction).map(|v| vec![v]),
-        Op::ReverseSequence { batch_axis, time_axis } => {
-            gather::reverse_sequence(cx, node, *batch_axis, *time_axis).map(|v| vec![v])
+        // The output shape is the one shape inference computed from the (constant) shape operands.
+        Op::Reshape { allowzero: _ } | Op::Flatten { axis: _ } | Op::Squeeze { axes: _ } | Op::Unsqueeze { axes: _ } => {
+            shape::reshape(cx, node).map(one)
         }
-        Op::Resize(a) => resize::resize(cx, node, a).map(|v| vec![v]),
-        Op::Shape { .. }
-        | Op::Size
-        | Op::ConstantOfShape { .. }
-        | Op::EyeLike { .. }
-        | Op::CumSum { .. }
-        | Op::OneHot { .. }
-        | Op::Hardmax { .. }
-        | Op::TopK { .. }
-        | Op::Lrn { .. }
-        | Op::GatherElements { .. }
-        | Op::DequantizeLinear { .. }
-        | Op::QuantizeLinear { .. } => misc::lower(cx, node),
-        other => Err(cx.unsupported(node, format!("{} has no StableHLO lowering yet", other.name()))),
+        Op::Transpose { perm } => shape::transpose(cx, node, perm).map(one),
+        Op::Concat { axis } => shape::concat(cx, node, *axis).map(one),
+        Op::Slice => shape::slice_op(cx, node).map(one),
+        Op::Pad { mode } => shape::pad_op(cx, node, *mode).map(one),
+        Op::Expand => shape::expand(cx, node).map(one),
+        Op::Tile => shape::tile(cx, node).map(one),
+        Op::DepthToSpace { blocksize, crd } => shape::depth_to_space(cx, node, *blocksize, *crd).map(one),
+        Op::SpaceToDepth { blocksize } => shape::space_to_depth(cx, node, *blocksize).map(one),
+        Op::Trilu { upper } => shape::trilu(cx, node, *upper).map(one),
+        Op::Split { axis, split: _, num_outputs: _ } => shape::split(cx, node, *axis),
+        Op::Gather { axis } => gather::gather(cx, node, *axis).map(one),
+        Op::GatherNd { batch_dims } => gather::gather_nd(cx, node, *batch_dims).map(one),
+        Op::ScatterNd { reduction } => gather::scatter_nd(cx, node, *reduction).map(one),
+        Op::ScatterElements { axis, reduction } => gather::scatter_elements(cx, node, *axis, *reduction).map(one),
+        Op::ReverseSequence { batch_axis, time_axis } => {
+            gather::reverse_sequence(cx, node, *batch_axis, *time_axis).map(one)
+        }
+        Op::Resize(a) => resize::resize(cx, node, a).map(one),
+        Op::Shape { start, end } => misc::shape_of(cx, node, *start, *end).map(one),
+        Op::Size => misc::size(cx, node).map(one),
+        Op::ConstantOfShape { value } => misc::constant_of_shape(cx, node, value).map(one),
+        Op::EyeLike { dtype: _, k } => misc::eye_like(cx, node, *k).map(one),
+        Op::CumSum { exclusive, reverse } => misc::cum_sum(cx, node, *exclusive, *reverse).map(one),
+        Op::OneHot { axis } => misc::one_hot(cx, node, *axis).map(one),
+        Op::Hardmax { axis } => misc::hardmax(cx, node, *axis).map(one),
+        Op::TopK { axis, largest, sorted: _ } => misc::top_k(cx, node, *axis, *largest),
+        Op::Lrn { alpha, beta, bias, size } => misc::lrn(cx, node, *alpha, *beta, *bias, *size).map(one),
+        Op::GatherElements { axis } => misc::gather_elements(cx, node, *axis).map(one),
+        Op::DequantizeLinear { axis } => misc::dequantize_linear(cx, node, *axis).map(one),
+        Op::QuantizeLinear { axis, to: _, rounding } => misc::quantize_linear(cx, node, *axis, *rounding).map(one),
+        // Data-dependent output shapes: no static TPU program computes them.
+        Op::Range | Op::NonZero => Err(cx.unsupported(node, format!("{} has no StableHLO lowering yet", node.op.name()))),
     }
 }

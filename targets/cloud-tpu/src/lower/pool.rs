@@ -1,6 +1,6 @@
 //! Pooling: MaxPool, AveragePool and LpPool as `reduce_window`; global pools as `reduce`.
 
-use tpu_sdk_core::ir::{Node, Op, PoolAttrs, Tensor};
+use tpu_sdk_core::ir::{Node, PoolAttrs, Tensor};
 
 use super::conv::{check_window, window_padding};
 use super::emit::{Combine, Cx, V};
@@ -8,35 +8,45 @@ use crate::error::Result;
 
 /// MaxPool with its optional second output: the flat (row-major, storage_order 0) index of each window's maximum.
 pub(super) fn max_pool(cx: &mut Cx, node: &Node, a: &PoolAttrs) -> Result<Vec<V>> {
+    let x = pooled_input(cx, node)?;
     if node.outputs.len() < 2 {
-        return lower(cx, node).map(|v| vec![v]);
-    }
-    let x = cx.input(node, 0)?;
-    if x.rank() < 3 {
-        return Err(cx.unsupported(node, format!("pooling needs an N x C x spatial input, got {:?}", x.shape)));
+        return window(cx, node, &x, a, Kind::Max).map(|v| vec![v]);
     }
     let (v, i) = window_argmax(cx, node, &x, a)?;
     Ok(vec![v, i])
 }
 
-pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
+/// AveragePool.
+pub(super) fn average_pool(cx: &mut Cx, node: &Node, a: &PoolAttrs) -> Result<V> {
+    let x = pooled_input(cx, node)?;
+    window(cx, node, &x, a, Kind::Avg)
+}
+
+/// LpPool of order `p`.
+pub(super) fn lp_pool(cx: &mut Cx, node: &Node, a: &PoolAttrs, p: u32) -> Result<V> {
+    let x = pooled_input(cx, node)?;
+    window(cx, node, &x, a, Kind::Lp(p))
+}
+
+/// GlobalAveragePool (`max` false) or GlobalMaxPool: a reduction over all spatial dims, kept as 1.
+pub(super) fn global_pool(cx: &mut Cx, node: &Node, max: bool) -> Result<V> {
+    let x = pooled_input(cx, node)?;
+    let spatial: Vec<usize> = (2..x.rank()).collect();
+    if max {
+        return Ok(cx.reduce_keep(&x, &spatial, Combine::Max));
+    }
+    let s = cx.reduce_keep(&x, &spatial, Combine::Add);
+    let n: usize = x.shape[2..].iter().product();
+    Ok(cx.binary_scalar("divide", &s, n as f64))
+}
+
+/// Input 0 of a pooling node, which must be N x C x spatial.
+fn pooled_input(cx: &mut Cx, node: &Node) -> Result<V> {
     let x = cx.input(node, 0)?;
     if x.rank() < 3 {
         return Err(cx.unsupported(node, format!("pooling needs an N x C x spatial input, got {:?}", x.shape)));
     }
-    let spatial: Vec<usize> = (2..x.rank()).collect();
-    match &node.op {
-        Op::GlobalAveragePool => {
-            let s = cx.reduce_keep(&x, &spatial, Combine::Add);
-            let n: usize = x.shape[2..].iter().product();
-            Ok(cx.binary_scalar("divide", &s, n as f64))
-        }
-        Op::GlobalMaxPool => Ok(cx.reduce_keep(&x, &spatial, Combine::Max)),
-        Op::MaxPool(a) => window(cx, node, &x, a, Kind::Max),
-        Op::AveragePool(a) => window(cx, node, &x, a, Kind::Avg),
-        Op::LpPool(a, p) => window(cx, node, &x, a, Kind::Lp(*p)),
-        other => Err(cx.unsupported(node, format!("{} is not a pooling op", other.name()))),
-    }
+    Ok(x)
 }
 
 #[derive(Clone, Copy, PartialEq)]

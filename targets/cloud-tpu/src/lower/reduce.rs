@@ -1,65 +1,67 @@
 //! Reductions (Reduce*, ArgMax/ArgMin) and Softmax/LogSoftmax.
 
-use tpu_sdk_core::ir::{Node, Op, ReduceOp};
+use tpu_sdk_core::ir::{Node, ReduceOp};
 
 use super::emit::{Combine, Cx, V};
 use crate::error::Result;
 
-pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
+/// Reduce* over constant axes (an attribute, or input 1).
+pub(super) fn reduce_op(cx: &mut Cx, node: &Node, op: ReduceOp, axes: &Option<Vec<usize>>, noop_with_empty_axes: bool) -> Result<V> {
     let x = cx.input(node, 0)?;
     let (_, out_shape) = cx.out(node, 0);
-    match &node.op {
-        Op::Reduce { op, axes, noop_with_empty_axes, .. } => {
-            let rank = x.rank() as i64;
-            let axes: Vec<usize> = match axes {
-                Some(a) => a.clone(),
-                None => match cx.const_ints(node, 1, "axes")? {
-                    Some(a) => {
-                        let mut v = Vec::new();
-                        for &ax in &a {
-                            let n = if ax < 0 { ax + rank } else { ax };
-                            if n < 0 || n >= rank {
-                                return Err(cx.unsupported(node, format!("axis {ax} is out of range for rank {rank}")));
-                            }
-                            v.push(n as usize);
-                        }
-                        v.sort_unstable();
-                        v.dedup();
-                        v
+    let rank = x.rank() as i64;
+    let axes: Vec<usize> = match axes {
+        Some(a) => a.clone(),
+        None => match cx.const_ints(node, 1, "axes")? {
+            Some(a) => {
+                let mut v = Vec::new();
+                for &ax in &a {
+                    let n = if ax < 0 { ax + rank } else { ax };
+                    if n < 0 || n >= rank {
+                        return Err(cx.unsupported(node, format!("axis {ax} is out of range for rank {rank}")));
                     }
-                    None => Vec::new(),
-                },
-            };
-            if let Some(&bad) = axes.iter().find(|&&a| a >= x.rank()) {
-                return Err(cx.unsupported(node, format!("axis {bad} is out of range for rank {rank}")));
-            }
-            let axes = if axes.is_empty() {
-                if *noop_with_empty_axes {
-                    return Ok(cx.reshape(&x, &out_shape));
+                    v.push(n as usize);
                 }
-                (0..x.rank()).collect()
-            } else {
-                axes
-            };
-            let r = reduce(cx, node, *op, &x, &axes)?;
-            Ok(cx.reshape(&r, &out_shape))
-        }
-        Op::ArgReduce { max, axis, select_last_index, .. } => {
-            if *axis >= x.rank() {
-                return Err(cx.unsupported(node, format!("axis {axis} is out of range for rank {}", x.rank())));
+                v.sort_unstable();
+                v.dedup();
+                v
             }
-            let r = cx.arg_reduce(&x, *axis, *max, *select_last_index);
-            Ok(cx.reshape(&r, &out_shape))
-        }
-        Op::Softmax { axis } | Op::LogSoftmax { axis } => {
-            if *axis >= x.rank() || !x.dtype.is_float() {
-                return Err(cx.unsupported(node, format!("axis {axis} of a rank-{} {} tensor", x.rank(), x.dtype)));
-            }
-            let log = matches!(node.op, Op::LogSoftmax { .. });
-            Ok(softmax(cx, &x, *axis, log))
-        }
-        other => Err(cx.unsupported(node, format!("{} is not a reduction", other.name()))),
+            None => Vec::new(),
+        },
+    };
+    if let Some(&bad) = axes.iter().find(|&&a| a >= x.rank()) {
+        return Err(cx.unsupported(node, format!("axis {bad} is out of range for rank {rank}")));
     }
+    let axes = if axes.is_empty() {
+        if noop_with_empty_axes {
+            return Ok(cx.reshape(&x, &out_shape));
+        }
+        (0..x.rank()).collect()
+    } else {
+        axes
+    };
+    let r = reduce(cx, node, op, &x, &axes)?;
+    Ok(cx.reshape(&r, &out_shape))
+}
+
+/// ArgMax (`max`) or ArgMin along `axis`.
+pub(super) fn arg_reduce(cx: &mut Cx, node: &Node, max: bool, axis: usize, select_last_index: bool) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    let (_, out_shape) = cx.out(node, 0);
+    if axis >= x.rank() {
+        return Err(cx.unsupported(node, format!("axis {axis} is out of range for rank {}", x.rank())));
+    }
+    let r = cx.arg_reduce(&x, axis, max, select_last_index);
+    Ok(cx.reshape(&r, &out_shape))
+}
+
+/// Softmax (or LogSoftmax with `log`) along `axis`.
+pub(super) fn softmax_op(cx: &mut Cx, node: &Node, axis: usize, log: bool) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    if axis >= x.rank() || !x.dtype.is_float() {
+        return Err(cx.unsupported(node, format!("axis {axis} of a rank-{} {} tensor", x.rank(), x.dtype)));
+    }
+    Ok(softmax(cx, &x, axis, log))
 }
 
 /// Broadcasts a value reduced over `axes` back to `shape`.

@@ -1,102 +1,133 @@
 //! Data movement: Reshape/Flatten/Squeeze/Unsqueeze, Transpose, Concat, Slice, Split, Pad, Expand, Tile,
 //! DepthToSpace/SpaceToDepth, Trilu.
 
-use tpu_sdk_core::ir::{Node, Op, PadMode, Tensor, TensorData};
+use tpu_sdk_core::ir::{Node, PadMode, Tensor, TensorData};
 
 use super::emit::{Cx, V};
 use crate::error::Result;
 
-pub(super) fn lower(cx: &mut Cx, node: &Node) -> Result<V> {
+/// Reshape, Flatten, Squeeze, Unsqueeze: a reshape to the output shape that shape inference computed from the
+/// (constant) shape operands.
+pub(super) fn reshape(cx: &mut Cx, node: &Node) -> Result<V> {
     let x = cx.input(node, 0)?;
     let (_, out_shape) = cx.out(node, 0);
-    match &node.op {
-        // The output shape is the one shape inference computed from the (constant) shape operands.
-        Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => Ok(cx.reshape(&x, &out_shape)),
-        Op::Transpose { perm } => {
-            let perm: Vec<usize> = if perm.is_empty() { (0..x.rank()).rev().collect() } else { perm.clone() };
-            let mut seen = vec![false; x.rank()];
-            if perm.len() != x.rank() || perm.iter().any(|&p| p >= x.rank() || std::mem::replace(&mut seen[p], true)) {
-                return Err(cx.unsupported(node, format!("perm {perm:?} is not a permutation of rank {}", x.rank())));
-            }
-            Ok(cx.transpose(&x, &perm))
-        }
-        Op::Concat { axis } => {
-            let mut vs = Vec::new();
-            for i in 0..node.inputs.len() {
-                let v = cx.input(node, i)?;
-                if v.dtype != x.dtype || v.rank() != x.rank() || *axis >= x.rank() {
-                    return Err(cx.unsupported(node, "inputs of different dtypes or ranks, or axis out of range"));
-                }
-                vs.push(v);
-            }
-            Ok(cx.concat(&vs, *axis))
-        }
-        Op::Slice => slice(cx, node, &x),
-        Op::Pad { mode } => pad(cx, node, &x, *mode),
-        Op::Expand => cx.broadcast_to(&x, &out_shape),
-        Op::Tile => {
-            let reps = cx.const_ints(node, 1, "repeats")?.unwrap_or_default();
-            if reps.len() != x.rank() || reps.iter().any(|&r| r < 0) {
-                return Err(cx.unsupported(node, format!("repeats {reps:?} do not fit rank {}", x.rank())));
-            }
-            let mut wide = Vec::new();
-            for (d, &r) in x.shape.iter().zip(&reps) {
-                wide.push(r as usize);
-                wide.push(*d);
-            }
-            let dims: Vec<usize> = (0..x.rank()).map(|i| 2 * i + 1).collect();
-            let b = cx.broadcast_in_dim(&x, &dims, &wide);
-            Ok(cx.reshape(&b, &out_shape))
-        }
-        Op::DepthToSpace { blocksize, crd } => {
-            let b = *blocksize;
-            if x.rank() != 4 || b == 0 || x.shape[1] % (b * b) != 0 {
-                return Err(cx.unsupported(node, format!("blocksize {b} for input {:?}", x.shape)));
-            }
-            let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-            let c2 = c / (b * b);
-            let (split, perm) = if *crd {
-                (vec![n, c2, b, b, h, w], vec![0, 1, 4, 2, 5, 3])
-            } else {
-                (vec![n, b, b, c2, h, w], vec![0, 3, 4, 1, 5, 2])
-            };
-            let r = cx.reshape(&x, &split);
-            let t = cx.transpose(&r, &perm);
-            Ok(cx.reshape(&t, &[n, c2, h * b, w * b]))
-        }
-        Op::SpaceToDepth { blocksize } => {
-            let b = *blocksize;
-            if x.rank() != 4 || b == 0 || x.shape[2] % b != 0 || x.shape[3] % b != 0 {
-                return Err(cx.unsupported(node, format!("blocksize {b} for input {:?}", x.shape)));
-            }
-            let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
-            let r = cx.reshape(&x, &[n, c, h / b, b, w / b, b]);
-            let t = cx.transpose(&r, &[0, 3, 5, 1, 2, 4]);
-            Ok(cx.reshape(&t, &[n, c * b * b, h / b, w / b]))
-        }
-        Op::Trilu { upper } => {
-            if x.rank() < 2 {
-                return Err(cx.unsupported(node, "Trilu needs rank >= 2"));
-            }
-            let k = cx.const_ints(node, 1, "k")?.and_then(|v| v.first().copied()).unwrap_or(0);
-            let (m, n) = (x.shape[x.rank() - 2], x.shape[x.rank() - 1]);
-            let mask: Vec<bool> = (0..m * n)
-                .map(|idx| {
-                    let (i, j) = ((idx / n) as i64, (idx % n) as i64);
-                    if *upper {
-                        j - i >= k
-                    } else {
-                        j - i <= k
-                    }
-                })
-                .collect();
-            let mt = cx.constant(&Tensor { shape: vec![m, n], data: TensorData::Bool(mask) });
-            let mb = cx.broadcast_in_dim(&mt, &[x.rank() - 2, x.rank() - 1], &x.shape);
-            let zero = cx.splat_like(0.0, &x);
-            Ok(cx.select(&mb, &x, &zero))
-        }
-        other => Err(cx.unsupported(node, format!("{} is not a data-movement op", other.name()))),
+    Ok(cx.reshape(&x, &out_shape))
+}
+
+/// Transpose by `perm` (empty: reversed dims).
+pub(super) fn transpose(cx: &mut Cx, node: &Node, perm: &[usize]) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    let perm: Vec<usize> = if perm.is_empty() { (0..x.rank()).rev().collect() } else { perm.to_vec() };
+    let mut seen = vec![false; x.rank()];
+    if perm.len() != x.rank() || perm.iter().any(|&p| p >= x.rank() || std::mem::replace(&mut seen[p], true)) {
+        return Err(cx.unsupported(node, format!("perm {perm:?} is not a permutation of rank {}", x.rank())));
     }
+    Ok(cx.transpose(&x, &perm))
+}
+
+/// Concat of all inputs along `axis`.
+pub(super) fn concat(cx: &mut Cx, node: &Node, axis: usize) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    let mut vs = Vec::new();
+    for i in 0..node.inputs.len() {
+        let v = cx.input(node, i)?;
+        if v.dtype != x.dtype || v.rank() != x.rank() || axis >= x.rank() {
+            return Err(cx.unsupported(node, "inputs of different dtypes or ranks, or axis out of range"));
+        }
+        vs.push(v);
+    }
+    Ok(cx.concat(&vs, axis))
+}
+
+/// ONNX Slice with constant operands.
+pub(super) fn slice_op(cx: &mut Cx, node: &Node) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    slice(cx, node, &x)
+}
+
+/// Pad with constant pads.
+pub(super) fn pad_op(cx: &mut Cx, node: &Node, mode: PadMode) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    pad(cx, node, &x, mode)
+}
+
+/// Expand: a broadcast to the output shape.
+pub(super) fn expand(cx: &mut Cx, node: &Node) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    let (_, out_shape) = cx.out(node, 0);
+    cx.broadcast_to(&x, &out_shape)
+}
+
+/// Tile with constant repeats: a broadcast into interleaved (repeat, dim) axes, then a reshape.
+pub(super) fn tile(cx: &mut Cx, node: &Node) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    let (_, out_shape) = cx.out(node, 0);
+    let reps = cx.const_ints(node, 1, "repeats")?.unwrap_or_default();
+    if reps.len() != x.rank() || reps.iter().any(|&r| r < 0) {
+        return Err(cx.unsupported(node, format!("repeats {reps:?} do not fit rank {}", x.rank())));
+    }
+    let mut wide = Vec::new();
+    for (d, &r) in x.shape.iter().zip(&reps) {
+        wide.push(r as usize);
+        wide.push(*d);
+    }
+    let dims: Vec<usize> = (0..x.rank()).map(|i| 2 * i + 1).collect();
+    let b = cx.broadcast_in_dim(&x, &dims, &wide);
+    Ok(cx.reshape(&b, &out_shape))
+}
+
+/// DepthToSpace (CRD or DCR order) as reshape, transpose, reshape.
+pub(super) fn depth_to_space(cx: &mut Cx, node: &Node, b: usize, crd: bool) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    if x.rank() != 4 || b == 0 || x.shape[1] % (b * b) != 0 {
+        return Err(cx.unsupported(node, format!("blocksize {b} for input {:?}", x.shape)));
+    }
+    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let c2 = c / (b * b);
+    let (split, perm) = if crd {
+        (vec![n, c2, b, b, h, w], vec![0, 1, 4, 2, 5, 3])
+    } else {
+        (vec![n, b, b, c2, h, w], vec![0, 3, 4, 1, 5, 2])
+    };
+    let r = cx.reshape(&x, &split);
+    let t = cx.transpose(&r, &perm);
+    Ok(cx.reshape(&t, &[n, c2, h * b, w * b]))
+}
+
+/// SpaceToDepth as reshape, transpose, reshape.
+pub(super) fn space_to_depth(cx: &mut Cx, node: &Node, b: usize) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    if x.rank() != 4 || b == 0 || x.shape[2] % b != 0 || x.shape[3] % b != 0 {
+        return Err(cx.unsupported(node, format!("blocksize {b} for input {:?}", x.shape)));
+    }
+    let (n, c, h, w) = (x.shape[0], x.shape[1], x.shape[2], x.shape[3]);
+    let r = cx.reshape(&x, &[n, c, h / b, b, w / b, b]);
+    let t = cx.transpose(&r, &[0, 3, 5, 1, 2, 4]);
+    Ok(cx.reshape(&t, &[n, c * b * b, h / b, w / b]))
+}
+
+/// Trilu with a constant k: a select against a constant triangle mask.
+pub(super) fn trilu(cx: &mut Cx, node: &Node, upper: bool) -> Result<V> {
+    let x = cx.input(node, 0)?;
+    if x.rank() < 2 {
+        return Err(cx.unsupported(node, "Trilu needs rank >= 2"));
+    }
+    let k = cx.const_ints(node, 1, "k")?.and_then(|v| v.first().copied()).unwrap_or(0);
+    let (m, n) = (x.shape[x.rank() - 2], x.shape[x.rank() - 1]);
+    let mask: Vec<bool> = (0..m * n)
+        .map(|idx| {
+            let (i, j) = ((idx / n) as i64, (idx % n) as i64);
+            if upper {
+                j - i >= k
+            } else {
+                j - i <= k
+            }
+        })
+        .collect();
+    let mt = cx.constant(&Tensor { shape: vec![m, n], data: TensorData::Bool(mask) });
+    let mb = cx.broadcast_in_dim(&mt, &[x.rank() - 2, x.rank() - 1], &x.shape);
+    let zero = cx.splat_like(0.0, &x);
+    Ok(cx.select(&mb, &x, &zero))
 }
 
 /// ONNX Slice with constant starts/ends/axes/steps (negative steps reverse the axis first).

@@ -18,7 +18,7 @@ use std::sync::Arc;
 
 use tpu_sdk_core::{Error, Result};
 
-use super::tflite_ffi::{cstr, TfLiteDelegate};
+use super::tflite_ffi::{cstr, version_string, TfLiteDelegate};
 
 /// `enum edgetpu_device_type`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -61,42 +61,27 @@ pub struct EdgeTpuC {
     version: unsafe extern "C" fn() -> *const c_char,
 }
 
-macro_rules! sym {
-    ($lib:expr, $path:expr, $name:literal) => {{
-        // SAFETY: see the module docs: the name and the field's type come from edgetpu_c.h.
-        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
-            Ok(s) => *s,
-            Err(_) => {
-                return Err(Error::Device(format!(
-                    "{} has no symbol {}: it is not Coral's libedgetpu; {}",
-                    $path.display(),
-                    $name,
-                    super::EDGETPU_INSTALL_HINT
-                )))
-            }
-        }
-    }};
-}
-
 impl EdgeTpuC {
     /// Loads the library at `path` (a file path, or a bare name searched by the dynamic loader).
     pub fn load(path: &Path) -> Result<EdgeTpuC> {
         // SAFETY: loading runs the library's static initialisers, which have no preconditions.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| Error::Device(format!("{}\n  ({e})", super::EDGETPU_INSTALL_HINT)))?;
+        let missing = |name: &str| {
+            Error::Device(format!("{} has no symbol {name}: it is not Coral's libedgetpu; {}", path.display(), super::EDGETPU_INSTALL_HINT))
+        };
         Ok(EdgeTpuC {
-            list_devices: sym!(lib, path, "edgetpu_list_devices"),
-            free_devices: sym!(lib, path, "edgetpu_free_devices"),
-            create_delegate: sym!(lib, path, "edgetpu_create_delegate"),
-            free_delegate: sym!(lib, path, "edgetpu_free_delegate"),
-            version: sym!(lib, path, "edgetpu_version"),
+            list_devices: sym!(lib, "edgetpu_list_devices", missing),
+            free_devices: sym!(lib, "edgetpu_free_devices", missing),
+            create_delegate: sym!(lib, "edgetpu_create_delegate", missing),
+            free_delegate: sym!(lib, "edgetpu_free_delegate", missing),
+            version: sym!(lib, "edgetpu_version", missing),
             _lib: lib,
         })
     }
 
     /// `edgetpu_version()`, e.g. `BuildLabel(COMPILER=...), RuntimeVersion(14)`.
     pub fn version(&self) -> String {
-        // SAFETY: returns a static NUL-terminated string.
-        unsafe { cstr((self.version)()) }
+        version_string(self.version)
     }
 
     /// The Edge TPUs the library finds.

@@ -12,9 +12,23 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use tpu_sdk_core::import::tflite::{dtype_of as tflite_dtype_of, schema};
 use tpu_sdk_core::ir::{DType, Graph, Tensor};
 use tpu_sdk_core::target::{Executable, Target};
 use tpu_sdk_core::{Error, Result};
+
+/// Resolves symbol `$name` of the loaded library `$lib` as the type of the field it initialises; a missing
+/// symbol returns `Err($missing($name))` from the enclosing function.
+macro_rules! sym {
+    ($lib:expr, $name:literal, $missing:expr) => {{
+        // SAFETY: see the docs of the binding that uses it (`tflite_ffi`, `edgetpu_ffi`): the name and the
+        // field's type come from the library's published C header.
+        match unsafe { $lib.get(concat!($name, "\0").as_bytes()) } {
+            Ok(s) => *s,
+            Err(_) => return Err($missing($name)),
+        }
+    }};
+}
 
 pub mod edgetpu_ffi;
 pub mod tflite_ffi;
@@ -98,7 +112,6 @@ pub fn parse_options(s: &str) -> Result<Vec<(String, String)>> {
 
 /// Whether a `.tflite` file holds a compiled Edge TPU program (the `edgetpu-custom-op`).
 pub fn is_compiled_for_edgetpu(bytes: &[u8]) -> Result<bool> {
-    use tpu_sdk_core::import::tflite::schema;
     let m = schema::parse_model(bytes).map_err(|e| Error::InvalidModel(e.to_string()))?;
     Ok(m.operator_codes()
         .map(|codes| codes.iter().any(|c| c.code() == schema::builtin_operator::CUSTOM && c.custom_code() == Some(CUSTOM_OP)))
@@ -109,7 +122,6 @@ pub fn is_compiled_for_edgetpu(bytes: &[u8]) -> Result<bool> {
 /// nodes. For a compiled Edge TPU model that is all the CLI needs to make inputs and name outputs, since
 /// the program itself (the `edgetpu-custom-op`) runs inside libedgetpu.
 pub fn signature(bytes: &[u8]) -> Result<Graph> {
-    use tpu_sdk_core::import::tflite::{dtype_of, schema};
     let m = schema::parse_model(bytes).map_err(|e| Error::InvalidModel(e.to_string()))?;
     let sg = m.subgraphs().filter(|s| !s.is_empty()).map(|s| s.get(0)).ok_or_else(|| Error::InvalidModel("the model has no subgraphs".into()))?;
     let tensors = sg.tensors().ok_or_else(|| Error::InvalidModel("the model's subgraph has no tensors".into()))?;
@@ -117,7 +129,7 @@ pub fn signature(bytes: &[u8]) -> Result<Graph> {
     let add = |g: &mut Graph, k: i32| -> Result<tpu_sdk_core::ir::ValueId> {
         let t = (k >= 0 && (k as usize) < tensors.len()).then(|| tensors.get(k as usize)).ok_or_else(|| Error::InvalidModel(format!("tensor index {k} out of range")))?;
         let name = t.name().unwrap_or("").to_string();
-        let d = dtype_of(t.type_()).ok_or_else(|| Error::Unsupported(format!("tensor '{name}' has TFLite type {}", t.type_())))?;
+        let d = tflite_dtype_of(t.type_()).ok_or_else(|| Error::Unsupported(format!("tensor '{name}' has TFLite type {}", t.type_())))?;
         let shape = t.shape().map(|s| s.iter().map(|x| x.max(0) as usize).collect()).unwrap_or_default();
         let v = g.add_value(name, d, shape);
         // Per-tensor parameters of quantized inputs/outputs: `run --image` quantizes with them.

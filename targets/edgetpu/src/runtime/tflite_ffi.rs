@@ -21,30 +21,30 @@ use tpu_sdk_core::{Error, Result};
 
 use super::edgetpu_ffi::Delegate;
 
-/// Opaque `TfLiteModel`.
-#[repr(C)]
-pub struct TfLiteModel {
-    _p: [u8; 0],
+/// Declares opaque C types, only ever handled through pointers.
+macro_rules! opaque {
+    ($($(#[$doc:meta])* $name:ident;)*) => {
+        $(
+            $(#[$doc])*
+            #[repr(C)]
+            pub struct $name {
+                _p: [u8; 0],
+            }
+        )*
+    };
 }
-/// Opaque `TfLiteInterpreterOptions`.
-#[repr(C)]
-pub struct TfLiteInterpreterOptions {
-    _p: [u8; 0],
-}
-/// Opaque `TfLiteInterpreter`.
-#[repr(C)]
-pub struct TfLiteInterpreter {
-    _p: [u8; 0],
-}
-/// Opaque `TfLiteTensor`.
-#[repr(C)]
-pub struct TfLiteTensor {
-    _p: [u8; 0],
-}
-/// Opaque `TfLiteDelegate` (as libedgetpu returns it).
-#[repr(C)]
-pub struct TfLiteDelegate {
-    _p: [u8; 0],
+
+opaque! {
+    /// Opaque `TfLiteModel`.
+    TfLiteModel;
+    /// Opaque `TfLiteInterpreterOptions`.
+    TfLiteInterpreterOptions;
+    /// Opaque `TfLiteInterpreter`.
+    TfLiteInterpreter;
+    /// Opaque `TfLiteTensor`.
+    TfLiteTensor;
+    /// Opaque `TfLiteDelegate` (as libedgetpu returns it).
+    TfLiteDelegate;
 }
 
 /// `TfLiteStatus`: 0 is `kTfLiteOk`.
@@ -76,60 +76,47 @@ pub struct TfLiteC {
     version: unsafe extern "C" fn() -> *const c_char,
 }
 
-macro_rules! sym {
-    ($lib:expr, $path:expr, $name:literal) => {{
-        // SAFETY: see the module docs: the name and the field's type come from c_api.h.
-        let s = unsafe { $lib.get(concat!($name, "\0").as_bytes()) };
-        match s {
-            Ok(s) => *s,
-            Err(_) => {
-                return Err(Error::Device(format!(
-                    "{} has no symbol {}: it is not the TensorFlow Lite C library (or too old); install libtensorflowlite_c.so from TensorFlow Lite 2.5 or newer",
-                    $path.display(),
-                    $name
-                )))
-            }
-        }
-    }};
-}
-
 impl TfLiteC {
     /// Loads the library at `path` (a file path, or a bare name searched by the dynamic loader).
     pub fn load(path: &Path) -> Result<TfLiteC> {
         // SAFETY: loading a shared library runs its initialisers; the TensorFlow Lite C library's are plain C++
         // static constructors without preconditions on the caller.
         let lib = unsafe { libloading::Library::new(path) }.map_err(|e| Error::Device(format!("{}\n  ({e})", super::TFLITE_INSTALL_HINT)))?;
+        let missing = |name: &str| {
+            Error::Device(format!(
+                "{} has no symbol {name}: it is not the TensorFlow Lite C library (or too old); install libtensorflowlite_c.so from TensorFlow Lite 2.5 or newer",
+                path.display()
+            ))
+        };
         Ok(TfLiteC {
-            model_create: sym!(lib, path, "TfLiteModelCreate"),
-            model_delete: sym!(lib, path, "TfLiteModelDelete"),
-            options_create: sym!(lib, path, "TfLiteInterpreterOptionsCreate"),
-            options_delete: sym!(lib, path, "TfLiteInterpreterOptionsDelete"),
-            options_add_delegate: sym!(lib, path, "TfLiteInterpreterOptionsAddDelegate"),
-            interpreter_create: sym!(lib, path, "TfLiteInterpreterCreate"),
-            interpreter_delete: sym!(lib, path, "TfLiteInterpreterDelete"),
-            allocate_tensors: sym!(lib, path, "TfLiteInterpreterAllocateTensors"),
-            input_count: sym!(lib, path, "TfLiteInterpreterGetInputTensorCount"),
-            input_tensor: sym!(lib, path, "TfLiteInterpreterGetInputTensor"),
-            output_count: sym!(lib, path, "TfLiteInterpreterGetOutputTensorCount"),
-            output_tensor: sym!(lib, path, "TfLiteInterpreterGetOutputTensor"),
-            invoke: sym!(lib, path, "TfLiteInterpreterInvoke"),
-            tensor_type: sym!(lib, path, "TfLiteTensorType"),
-            tensor_num_dims: sym!(lib, path, "TfLiteTensorNumDims"),
-            tensor_dim: sym!(lib, path, "TfLiteTensorDim"),
-            tensor_byte_size: sym!(lib, path, "TfLiteTensorByteSize"),
-            tensor_name: sym!(lib, path, "TfLiteTensorName"),
-            copy_from_buffer: sym!(lib, path, "TfLiteTensorCopyFromBuffer"),
-            copy_to_buffer: sym!(lib, path, "TfLiteTensorCopyToBuffer"),
-            version: sym!(lib, path, "TfLiteVersion"),
+            model_create: sym!(lib, "TfLiteModelCreate", missing),
+            model_delete: sym!(lib, "TfLiteModelDelete", missing),
+            options_create: sym!(lib, "TfLiteInterpreterOptionsCreate", missing),
+            options_delete: sym!(lib, "TfLiteInterpreterOptionsDelete", missing),
+            options_add_delegate: sym!(lib, "TfLiteInterpreterOptionsAddDelegate", missing),
+            interpreter_create: sym!(lib, "TfLiteInterpreterCreate", missing),
+            interpreter_delete: sym!(lib, "TfLiteInterpreterDelete", missing),
+            allocate_tensors: sym!(lib, "TfLiteInterpreterAllocateTensors", missing),
+            input_count: sym!(lib, "TfLiteInterpreterGetInputTensorCount", missing),
+            input_tensor: sym!(lib, "TfLiteInterpreterGetInputTensor", missing),
+            output_count: sym!(lib, "TfLiteInterpreterGetOutputTensorCount", missing),
+            output_tensor: sym!(lib, "TfLiteInterpreterGetOutputTensor", missing),
+            invoke: sym!(lib, "TfLiteInterpreterInvoke", missing),
+            tensor_type: sym!(lib, "TfLiteTensorType", missing),
+            tensor_num_dims: sym!(lib, "TfLiteTensorNumDims", missing),
+            tensor_dim: sym!(lib, "TfLiteTensorDim", missing),
+            tensor_byte_size: sym!(lib, "TfLiteTensorByteSize", missing),
+            tensor_name: sym!(lib, "TfLiteTensorName", missing),
+            copy_from_buffer: sym!(lib, "TfLiteTensorCopyFromBuffer", missing),
+            copy_to_buffer: sym!(lib, "TfLiteTensorCopyToBuffer", missing),
+            version: sym!(lib, "TfLiteVersion", missing),
             _lib: lib,
         })
     }
 
-
     /// The library's version string.
     pub fn version(&self) -> String {
-        // SAFETY: returns a static NUL-terminated string (c_api.h).
-        unsafe { cstr((self.version)()) }
+        version_string(self.version)
     }
 }
 
@@ -298,4 +285,10 @@ pub unsafe fn cstr(p: *const c_char) -> String {
         // SAFETY: guaranteed by the caller.
         unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned()
     }
+}
+
+/// The string a library's version function returns (`TfLiteVersion`, `edgetpu_version`).
+pub(super) fn version_string(f: unsafe extern "C" fn() -> *const c_char) -> String {
+    // SAFETY: both C APIs document the function as taking nothing and returning a static NUL-terminated string.
+    unsafe { cstr(f()) }
 }

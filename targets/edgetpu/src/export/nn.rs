@@ -1,0 +1,184 @@
+//! Export of the spatial (NHWC) ops: Conv, pooling, Resize, and the TFLite padding of their windows.
+
+use tpu_sdk_core::import::tflite::builder::*;
+use tpu_sdk_core::import::tflite::schema::{activation as act, builtin_operator as bo, padding};
+use tpu_sdk_core::import::tflite::{permute_tensor, tflite_padding};
+use tpu_sdk_core::ir::{AutoPad, ConvAttrs, CoordTransform, NearestMode, Node, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, ValueId};
+use tpu_sdk_core::Result;
+
+use super::layout::{permuted, NHWC};
+use super::math::split_activation;
+use super::node::required;
+use super::Ex;
+
+impl Ex<'_> {
+    /// Conv (2-D, plain or depthwise): CONV_2D or DEPTHWISE_CONV_2D in NHWC, with the activation fused or clipped after.
+    pub(super) fn conv(&mut self, n: &Node, a: &ConvAttrs) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let x = required(n, 0)?;
+        let w = required(n, 1)?;
+        let ws = g.value(w).shape.clone();
+        let xs = g.value(x).shape.clone();
+        if xs.len() != 4 || ws.len() != 4 {
+            return Err(self.unsupported("only 2-D convolutions export"));
+        }
+        let wc = g.value(w).constant.clone().ok_or_else(|| self.unsupported("non-constant weights"))?;
+        let (c_in, c_out) = (xs[1], ws[0]);
+        let depthwise = a.group > 1 && a.group == c_in && ws[1] == 1;
+        if a.group != 1 && !depthwise {
+            return Err(self.unsupported(format!("grouped convolution (group {})", a.group)));
+        }
+        let (kh, kw) = (ws[2], ws[3]);
+        let strides = if a.strides.is_empty() { vec![1, 1] } else { a.strides.clone() };
+        let dil = if a.dilations.is_empty() { vec![1, 1] } else { a.dilations.clone() };
+        let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [kh, kw], &strides, &dil, 0.0, &n.name)?;
+        let wperm: &[usize] = if depthwise { &[1, 2, 3, 0] } else { &[0, 2, 3, 1] };
+        let wt = permute_tensor(&wc, wperm);
+        let wname = format!("{}/filter", g.value(w).name);
+        let wi = self.constant(&wname, &wt)?;
+        self.set_quant(wi, w, wperm);
+        let bi = match n.input(2) {
+            Some(b) => {
+                let bc = g.value(b).constant.clone().ok_or_else(|| self.unsupported("non-constant bias"))?;
+                let bi = self.constant(&g.value(b).name.clone(), &bc)?;
+                self.set_quant(bi, b, &[0]);
+                bi
+            }
+            None => self.const_f32(&format!("{}/bias", n.name), vec![c_out], vec![0.0; c_out])?,
+        };
+        let (fa, clip) = split_activation(a.activation);
+        let clip = self.clip_left(y, clip);
+        let yname = g.value(y).name.clone();
+        let ys = permuted(&g.value(y).shape, &NHWC);
+        let yt = self.out(y, NHWC.to_vec())?;
+        let conv_out = if clip.is_some() { self.tensor_like(&format!("{yname}/conv"), &ys, yt)? } else { yt };
+        let (code, opts, version) = if depthwise {
+            let v = if dil != [1, 1] { 2 } else { 1 };
+            (bo::DEPTHWISE_CONV_2D, OptionsT::depthwise_conv2d(pad, strides[1] as i32, strides[0] as i32, (c_out / c_in) as i32, fa, dil[1] as i32, dil[0] as i32), v)
+        } else {
+            (bo::CONV_2D, OptionsT::conv2d(pad, strides[1] as i32, strides[0] as i32, fa, dil[1] as i32, dil[0] as i32), 1)
+        };
+        self.op(code, version, vec![xin, wi, bi], vec![conv_out], Some(opts));
+        if let Some((lo, hi)) = clip {
+            self.clip_into(conv_out, yt, &yname, &ys, lo, hi)?;
+        }
+        Ok(())
+    }
+
+    /// MaxPool (`max`) or AveragePool (2-D): MAX_POOL_2D or AVERAGE_POOL_2D in NHWC.
+    pub(super) fn pool(&mut self, n: &Node, a: &PoolAttrs, max: bool) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let x = required(n, 0)?;
+        if g.value(x).shape.len() != 4 || a.kernel_shape.len() != 2 {
+            return Err(self.unsupported("only 2-D pooling exports"));
+        }
+        if a.dilations.iter().any(|&d| d != 1) {
+            return Err(self.unsupported("dilated pooling"));
+        }
+        let strides = if a.strides.is_empty() { vec![1, 1] } else { a.strides.clone() };
+                if !max && a.count_include_pad && a.pads.iter().any(|&p| p != 0) {
+            return Err(self.unsupported("average pooling that counts padding"));
+        }
+        let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [a.kernel_shape[0], a.kernel_shape[1]], &strides, &[1, 1], f32::NAN, &n.name)?;
+        let ys = g.value(y).shape.clone();
+        let xs = g.value(x).shape.clone();
+        let pad_same = if pad == padding::SAME { padding::SAME } else { padding::VALID };
+        let (oh, _, _) = tflite_padding(pad_same, xs[2], a.kernel_shape[0], strides[0], 1);
+        let (ow, _, _) = tflite_padding(pad_same, xs[3], a.kernel_shape[1], strides[1], 1);
+        if (oh, ow) != (ys[2], ys[3]) {
+            return Err(self.unsupported(format!("pooling output {}x{} that TFLite padding cannot produce (ceil_mode?)", ys[2], ys[3])));
+        }
+        let yt = self.out(y, NHWC.to_vec())?;
+        let opts = OptionsT::pool2d(pad, strides[1] as i32, strides[0] as i32, a.kernel_shape[1] as i32, a.kernel_shape[0] as i32, act::NONE);
+        self.op(if max { bo::MAX_POOL_2D } else { bo::AVERAGE_POOL_2D }, 1, vec![xin], vec![yt], Some(opts));
+        Ok(())
+    }
+
+    /// GlobalAveragePool or GlobalMaxPool (`max`): MEAN or REDUCE_MAX over H and W, kept.
+    pub(super) fn global_pool(&mut self, n: &Node, max: bool) -> Result<()> {
+        let y = n.outputs[0];
+        let x = required(n, 0)?;
+        if self.rank(x) != 4 {
+            return Err(self.unsupported("global pooling of a non-4-D tensor"));
+        }
+        let xt = self.get(x, &NHWC)?;
+        let axes = self.const_i32(&format!("{}/axes", n.name), vec![1, 2])?;
+        let yt = self.out(y, NHWC.to_vec())?;
+        let code = if max { bo::REDUCE_MAX } else { bo::MEAN };
+        self.op(code, 1, vec![xt, axes], vec![yt], Some(OptionsT::reducer(true)));
+        Ok(())
+    }
+
+    /// Resize of H and W: RESIZE_BILINEAR or RESIZE_NEAREST_NEIGHBOR for the modes TFLite has.
+    pub(super) fn resize(&mut self, n: &Node, a: &ResizeAttrs) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let x = required(n, 0)?;
+        if self.rank(x) != 4 {
+            return Err(self.unsupported("resize of a non-4-D tensor"));
+        }
+        let ys = g.value(y).shape.clone();
+        let xs = g.value(x).shape.clone();
+        if ys[0] != xs[0] || ys[1] != xs[1] {
+            return Err(self.unsupported("resize of the batch or channel dimension"));
+        }
+        let (code, align, half, version) = match (a.mode, a.coord, a.nearest) {
+            (ResizeMode::Linear, CoordTransform::AlignCorners, _) => (bo::RESIZE_BILINEAR, true, false, 1),
+            (ResizeMode::Linear, CoordTransform::HalfPixel, _) => (bo::RESIZE_BILINEAR, false, true, 3),
+            (ResizeMode::Linear, CoordTransform::Asymmetric, _) => (bo::RESIZE_BILINEAR, false, false, 1),
+            (ResizeMode::Nearest, CoordTransform::Asymmetric, NearestMode::Floor) => (bo::RESIZE_NEAREST_NEIGHBOR, false, false, 1),
+            (ResizeMode::Nearest, CoordTransform::AlignCorners, NearestMode::RoundPreferCeil) => (bo::RESIZE_NEAREST_NEIGHBOR, true, false, 1),
+            (ResizeMode::Nearest, CoordTransform::HalfPixel, NearestMode::RoundPreferCeil) => (bo::RESIZE_NEAREST_NEIGHBOR, false, true, 3),
+            (m, c, nm) => return Err(self.unsupported(format!("resize {m:?} with {c:?}/{nm:?}"))),
+        };
+        let xt = self.get(x, &NHWC)?;
+        let st = self.const_i32(&format!("{}/size", n.name), vec![ys[2] as i32, ys[3] as i32])?;
+        let yt = self.out(y, NHWC.to_vec())?;
+        let opts = if code == bo::RESIZE_BILINEAR { OptionsT::resize_bilinear(align, half) } else { OptionsT::resize_nearest(align, half) };
+        self.op(code, version, vec![xt, st], vec![yt], Some(opts));
+        Ok(())
+    }
+
+    /// TFLite padding for explicit IR pads: SAME or VALID when they match, else an explicit PAD before a
+    /// VALID op (only for zero-padding ops: convolutions). Returns (padding, input tensor in NHWC).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn spatial_padding(&mut self, x: ValueId, pads: &[usize], auto: AutoPad, k: [usize; 2], strides: &[usize], dil: &[usize], fill: f32, name: &str) -> Result<(i8, i32)> {
+        let xs = self.g.value(x).shape.clone();
+        let xt = self.get(x, &NHWC)?;
+        let (ph, pw) = (xs[2], xs[3]);
+        let same = [tflite_padding(padding::SAME, ph, k[0], strides[0], dil[0]), tflite_padding(padding::SAME, pw, k[1], strides[1], dil[1])];
+        let explicit: [usize; 4] = match auto {
+            AutoPad::Valid => [0; 4],
+            AutoPad::SameUpper => return Ok((padding::SAME, xt)),
+            AutoPad::SameLower => {
+                let t = |p: (usize, usize, usize)| p.1 + p.2;
+                let (th, tw) = (t(same[0]), t(same[1]));
+                [th - th / 2, tw - tw / 2, th / 2, tw / 2]
+            }
+            AutoPad::NotSet => {
+                let mut p = [0usize; 4];
+                for (i, v) in pads.iter().take(4).enumerate() {
+                    p[i] = *v;
+                }
+                p
+            }
+        };
+        if explicit == [0; 4] {
+            return Ok((padding::VALID, xt));
+        }
+        if explicit == [same[0].1, same[1].1, same[0].2, same[1].2] {
+            return Ok((padding::SAME, xt));
+        }
+        if fill.is_nan() {
+            return Err(self.unsupported(format!("pooling with explicit pads {explicit:?} that are not TFLite's SAME padding")));
+        }
+        let flat = vec![0, 0, explicit[0] as i32, explicit[2] as i32, explicit[1] as i32, explicit[3] as i32, 0, 0];
+        let pt = self.constant(&format!("{name}/paddings"), &Tensor::from_vec(vec![4, 2], flat).expect("4x2"))?;
+        let padded = [xs[0], xs[2] + explicit[0] + explicit[2], xs[3] + explicit[1] + explicit[3], xs[1]];
+        let t = self.tensor_like(&format!("{name}/padded"), &padded, xt)?;
+        self.op(bo::PAD, 1, vec![xt, pt], vec![t], None);
+        Ok((padding::VALID, t))
+    }
+}
