@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use super::TargetArgs;
+use tpu_sdk::targets::RunSettings;
 
 /// Arguments of `devices`.
 #[derive(clap::Args, Debug)]
@@ -29,11 +29,15 @@ pub fn main(a: Args) -> Result<()> {
     let mut devices = Vec::new();
     let mut problems: Vec<(String, String)> = Vec::new();
     for name in &names {
-        let plugin = if name == "cloud-tpu" { a.plugin.clone() } else { None };
-        let t = TargetArgs { target: name.clone(), plugin, device: None, replicas: None, shard: Vec::new() };
-        match t.build().and_then(|t| Ok(t.devices()?)) {
+        let found = RunSettings::default_for(name).and_then(|mut s| {
+            if let RunSettings::CloudTpu(c) = &mut s {
+                c.plugin = a.plugin.clone();
+            }
+            s.build()?.devices()
+        });
+        match found {
             Ok(d) => devices.extend(d),
-            Err(e) => problems.push((name.clone(), format!("{e:#}"))),
+            Err(e) => problems.push((name.clone(), format!("{:#}", anyhow::Error::from(e)))),
         }
     }
     if a.json {

@@ -538,12 +538,6 @@ impl ReplicatedExecutable {
     }
 }
 
-impl Executable for CloudTpuExecutable {
-    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
-        Ok(self.execute(inputs)?)
-    }
-}
-
 /// Data parallelism behind the one-batch interface (see [`CloudTpuTarget::compile_data_parallel`]).
 pub struct DataParallelExecutable {
     exe: ReplicatedExecutable,
@@ -597,12 +591,6 @@ impl DataParallelExecutable {
     }
 }
 
-impl Executable for DataParallelExecutable {
-    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
-        Ok(self.execute(inputs)?)
-    }
-}
-
 /// Tensor parallelism (see [`CloudTpuTarget::compile_sharded`]).
 pub struct ShardedExecutable {
     inner: ReplicatedExecutable,
@@ -640,11 +628,18 @@ impl ShardedExecutable {
     }
 }
 
-impl Executable for ShardedExecutable {
-    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
-        Ok(self.execute(inputs)?)
-    }
+/// [`Executable`] for executables whose typed `execute(&self, &[Tensor])` does the work.
+macro_rules! executable_by_execute {
+    ($($t:ty),*) => {$(
+        impl Executable for $t {
+            fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
+                Ok(self.execute(inputs)?)
+            }
+        }
+    )*};
 }
+
+executable_by_execute!(CloudTpuExecutable, DataParallelExecutable, ShardedExecutable);
 
 /// What `tpu-sdk devices --target cloud-tpu` prints: the plugin, its API version, platform and devices.
 #[derive(Clone, Debug)]
