@@ -72,10 +72,18 @@ pub struct Args {
 
 /// Runs `compile`.
 pub fn main(a: Args) -> Result<()> {
+    let mut target_options = a.target_options()?;
     let model = a.model.load()?;
     let target = tpu_sdk::targets::by_name(&a.target)?;
     let g = model.graph();
-    let target_options = a.target_options(g)?;
+    if let TargetOptions::EdgeTpu(o) = &mut target_options {
+        let samples = |p: &Option<PathBuf>, what: &str| match p {
+            Some(p) => super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read {what} samples {}", p.display())),
+            None => Ok(Vec::new()),
+        };
+        o.calibration = samples(&a.calibration, "calibration")?;
+        o.eval = samples(&a.eval, "evaluation")?;
+    }
     let opts = CompileOptions {
         output: a.output.clone(),
         source: Some(a.model.model.clone()),
@@ -101,9 +109,9 @@ pub fn main(a: Args) -> Result<()> {
 }
 
 impl Args {
-    /// The options of `--target` from the flags (reading the sample files it needs); a flag of another target is
-    /// refused first.
-    fn target_options(&self, g: &tpu_sdk::Graph) -> Result<TargetOptions> {
+    /// The options of `--target` from the flags (the samples are read later, once the model is loaded); a flag
+    /// of another target is refused.
+    fn target_options(&self) -> Result<TargetOptions> {
         reject_other_targets_flags(
             &self.target,
             &[
@@ -131,17 +139,12 @@ impl Args {
             }
             .into(),
             EDGETPU => {
-                let samples = |p: &Option<PathBuf>, what: &str| match p {
-                    Some(p) => super::samples::load(p, g, &self.image_args).with_context(|| format!("cannot read {what} samples {}", p.display())),
-                    None => Ok(Vec::new()),
-                };
                 let defaults = EdgeTpuOptions::default();
                 EdgeTpuOptions {
-                    calibration: samples(&self.calibration, "calibration")?,
                     method: self.calibration_method.unwrap_or(defaults.method),
-                    eval: samples(&self.eval, "evaluation")?,
                     io_dtype: self.io_dtype,
                     edgetpu_compiler: self.edgetpu_compiler.clone(),
+                    ..defaults
                 }
                 .into()
             }
