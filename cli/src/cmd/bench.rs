@@ -50,7 +50,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         return Err(super::UsageError("--iterations must be at least 1".into()).into());
     }
     let given = super::read_inputs(&a.inputs)?;
-    let Opened { settings, target, model } = a.on.open(&given)?;
+    let Opened { configured, target, model } = a.on.open(&given)?;
     let g = model.graph();
     let inputs: Vec<Tensor> = if given.is_empty() {
         g.inputs.iter().enumerate().map(|(k, &i)| super::random_tensor(g.value(i).dtype, &g.value(i).shape, k as u64 + 1)).collect()
@@ -59,7 +59,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     };
     let batch = g.inputs.first().and_then(|&i| g.value(i).shape.first().copied()).unwrap_or(1).max(1);
     if a.all_devices {
-        return all_devices(&a, target.as_ref(), &settings, &model, &inputs, batch);
+        return all_devices(&a, target.as_ref(), &configured, &model, &inputs, batch);
     }
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
@@ -136,7 +136,7 @@ fn timed_loop(
 fn all_devices(
     a: &Args,
     target: &dyn tpu_sdk::Target,
-    settings: &tpu_sdk::targets::RunSettings,
+    configured: &tpu_sdk::targets::ConfiguredTarget,
     model: &tpu_sdk::Model,
     inputs: &[Tensor],
     batch: usize,
@@ -151,9 +151,9 @@ fn all_devices(
     }
     let mut exes = Vec::with_capacity(ids.len());
     for id in &ids {
-        let mut s = settings.clone();
-        s.set_device(id)?;
-        let t = s.build()?;
+        let mut c = configured.clone();
+        c.set_device(id)?;
+        let t = c.build();
         exes.push(t.prepare(model.graph().clone()).map_err(|e| anyhow::Error::new(e).context(format!("device {id}")))?);
     }
     let bar = progress_bar(a, ((a.warmup + a.iterations) * ids.len()) as u64);

@@ -3,7 +3,7 @@
 use anyhow::Result;
 use serde_json::json;
 
-use tpu_sdk::targets::RunSettings;
+use super::TargetArgs;
 
 /// Arguments of `devices`.
 #[derive(clap::Args, Debug)]
@@ -29,15 +29,11 @@ pub fn main(a: Args) -> Result<()> {
     let mut devices = Vec::new();
     let mut problems: Vec<(String, String)> = Vec::new();
     for name in &names {
-        let found = RunSettings::default_for(name).and_then(|mut s| {
-            if let RunSettings::CloudTpu(c) = &mut s {
-                c.plugin = a.plugin.clone();
-            }
-            s.build()?.devices()
-        });
-        match found {
+        let plugin = if name == "cloud-tpu" { a.plugin.clone() } else { None };
+        let t = TargetArgs { target: name.clone(), plugin, device: None, replicas: None, shard: Vec::new() };
+        match t.configure(None).and_then(|t| Ok(t.build().devices()?)) {
             Ok(d) => devices.extend(d),
-            Err(e) => problems.push((name.clone(), format!("{:#}", anyhow::Error::from(e)))),
+            Err(e) => problems.push((name.clone(), format!("{e:#}"))),
         }
     }
     if a.json {

@@ -4,7 +4,7 @@ use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use tpu_sdk::core::target::ShardSpec;
-use tpu_sdk::targets::RunSettings;
+use tpu_sdk::targets::ConfiguredTarget;
 use tpu_sdk::{LoadOptions, Model, Tensor};
 
 pub mod bench;
@@ -94,9 +94,10 @@ pub struct TargetArgs {
 }
 
 impl TargetArgs {
-    /// The settings these flags describe, for a model loaded from `model_file`; a flag of another target than
-    /// `--target` is refused.
-    pub fn settings(&self, model_file: &Path) -> Result<RunSettings> {
+    /// The target these flags describe, for a model loaded from `model_file` (if any); a flag of another target
+    /// than `--target` is refused.
+    #[cfg_attr(not(feature = "edgetpu"), allow(unused_variables))]
+    pub fn configure(&self, model_file: Option<&Path>) -> Result<ConfiguredTarget> {
         reject_other_targets_flags(
             &self.target,
             &[
@@ -105,20 +106,26 @@ impl TargetArgs {
                 ("--shard", CLOUD_TPU, !self.shard.is_empty()),
             ],
         )?;
-        let mut s = RunSettings::default_for(&self.target)?;
-        match &mut s {
-            RunSettings::Cpu => {}
-            RunSettings::CloudTpu(c) => {
-                c.plugin = self.plugin.clone();
-                c.replicas = self.replicas;
-                c.shard = self.shard.clone();
+        let mut t = ConfiguredTarget::default_for(&self.target)?;
+        match &mut t {
+            ConfiguredTarget::Cpu(_) => {}
+            #[cfg(feature = "cloud-tpu")]
+            ConfiguredTarget::CloudTpu(c) => {
+                if let Some(p) = &self.plugin {
+                    c.plugin = Some(p.clone());
+                }
+                if let Some(n) = self.replicas {
+                    c.replicas = n;
+                }
+                c.shard = self.shard.iter().map(|s| s.to_string()).collect();
             }
-            RunSettings::EdgeTpu(e) => e.model_file = Some(model_file.to_path_buf()),
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::EdgeTpu(e) => e.model_file = model_file.map(Path::to_path_buf),
         }
         if let Some(d) = &self.device {
-            s.set_device(d)?;
+            t.set_device(d)?;
         }
-        Ok(s)
+        Ok(t)
     }
 }
 
@@ -131,9 +138,10 @@ pub struct ModelOnTarget {
     pub target: TargetArgs,
 }
 
-/// What [`ModelOnTarget::open`] gives: the settings, the target built with them and the model loaded for it.
+/// What [`ModelOnTarget::open`] gives: the configured target, the target built from it and the model loaded
+/// for it.
 pub struct Opened {
-    pub settings: RunSettings,
+    pub configured: ConfiguredTarget,
     pub target: Box<dyn tpu_sdk::Target>,
     pub model: Model,
 }
@@ -141,10 +149,10 @@ pub struct Opened {
 impl ModelOnTarget {
     /// Builds the target and loads the model for it with the shapes of the `given` inputs.
     pub fn open(&self, given: &[(Option<String>, Tensor)]) -> Result<Opened> {
-        let settings = self.target.settings(&self.model.model)?;
-        let target = settings.build()?;
+        let configured = self.target.configure(Some(&self.model.model))?;
+        let target = configured.build();
         let model = load_for_target(&self.model, given, target.as_ref())?;
-        Ok(Opened { settings, target, model })
+        Ok(Opened { configured, target, model })
     }
 }
 

@@ -1,9 +1,10 @@
 //! The target abstraction: a backend that turns a graph into something runnable.
 //!
 //! Core defines the trait and implements it for the CPU ([`crate::runtime::CpuTarget`]); the Cloud TPU and
-//! Edge TPU crates implement it for their hardware. Core never knows which targets exist. The command line
-//! drives every target through this trait only: `run`/`bench` call [`Target::prepare`], `compile` calls
-//! [`Target::compile`], `devices` calls [`Target::devices`].
+//! Edge TPU crates implement it for their hardware. Core depends on none of them; it knows their names only in
+//! [`TargetOptions`], the typed compile options each target takes (see [`options`] for why they live here). The
+//! command line drives every target through this trait only: `run`/`bench` call [`Target::prepare`], `compile`
+//! calls [`Target::compile`], `devices` calls [`Target::devices`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -12,7 +13,7 @@ use std::sync::Arc;
 use crate::ir::{Graph, Tensor};
 use crate::{Error, Result};
 
-mod options;
+pub mod options;
 
 pub use options::{CloudTpuOptions, EdgeTpuOptions, Emit, IoDType, OptionError, Partitioner, ShardSpec, TargetOptions, Topology};
 

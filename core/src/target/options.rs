@@ -113,24 +113,54 @@ impl CloudTpuOptions {
     }
 }
 
-/// What `compile --target cloud-tpu` writes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Emit {
-    /// StableHLO text (`mlir`).
-    Mlir,
-    /// A serialized PJRT executable (`executable`).
-    Executable,
+/// An enum whose values are written as names on the command line: `name()`, `Display` and a `FromStr` whose
+/// error (`$why`, given the unknown name) says what is accepted.
+macro_rules! named_values {
+    ($(#[$doc:meta])* $t:ident { $($(#[$vdoc:meta])* $v:ident = $name:literal),* $(,)? } else $why:expr) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub enum $t {
+            $($(#[$vdoc])* $v),*
+        }
+
+        impl $t {
+            /// The value as the command line writes it.
+            pub fn name(self) -> &'static str {
+                match self {
+                    $($t::$v => $name),*
+                }
+            }
+        }
+
+        impl FromStr for $t {
+            type Err = OptionError;
+            fn from_str(s: &str) -> std::result::Result<$t, OptionError> {
+                match s.trim() {
+                    $($name => Ok($t::$v),)*
+                    other => Err(OptionError(($why)(other))),
+                }
+            }
+        }
+
+        impl fmt::Display for $t {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(self.name())
+            }
+        }
+    };
+}
+
+named_values! {
+    /// What `compile --target cloud-tpu` writes.
+    Emit {
+        /// StableHLO text.
+        Mlir = "mlir",
+        /// A serialized PJRT executable.
+        Executable = "executable",
+    } else |other| format!("--emit '{other}': cloud-tpu writes 'mlir' (StableHLO text) or 'executable'")
 }
 
 impl Emit {
-    /// The `--emit` value.
-    pub fn name(self) -> &'static str {
-        match self {
-            Emit::Mlir => "mlir",
-            Emit::Executable => "executable",
-        }
-    }
-
     /// What an output file asks for when `--emit` is not given: `mlir` for a `.mlir` file, else `executable`.
     pub fn for_output(output: &std::path::Path) -> Emit {
         if output.extension().is_some_and(|e| e.eq_ignore_ascii_case("mlir")) {
@@ -138,23 +168,6 @@ impl Emit {
         } else {
             Emit::Executable
         }
-    }
-}
-
-impl FromStr for Emit {
-    type Err = OptionError;
-    fn from_str(s: &str) -> std::result::Result<Emit, OptionError> {
-        match s.trim() {
-            "mlir" => Ok(Emit::Mlir),
-            "executable" => Ok(Emit::Executable),
-            other => Err(OptionError(format!("--emit '{other}': cloud-tpu writes 'mlir' (StableHLO text) or 'executable'"))),
-        }
-    }
-}
-
-impl fmt::Display for Emit {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
     }
 }
 
@@ -276,41 +289,14 @@ impl Default for EdgeTpuOptions {
     }
 }
 
-/// The dtype of a quantized model's inputs and outputs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub enum IoDType {
-    /// int8, what the Edge TPU needs (`int8`).
-    #[default]
-    Int8,
-    /// float, with QUANTIZE/DEQUANTIZE at the edges (`float`).
-    Float,
-}
-
-impl IoDType {
-    /// The `--io-dtype` value.
-    pub fn name(self) -> &'static str {
-        match self {
-            IoDType::Int8 => "int8",
-            IoDType::Float => "float",
-        }
-    }
-}
-
-impl FromStr for IoDType {
-    type Err = OptionError;
-    fn from_str(s: &str) -> std::result::Result<IoDType, OptionError> {
-        match s.trim() {
-            "int8" => Ok(IoDType::Int8),
-            "float" => Ok(IoDType::Float),
-            other => Err(OptionError(format!("io dtype '{other}': use `int8` or `float`"))),
-        }
-    }
-}
-
-impl fmt::Display for IoDType {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
+named_values! {
+    /// The dtype of a quantized model's inputs and outputs (`--io-dtype`).
+    IoDType {
+        /// int8, what the Edge TPU needs.
+        Int8 = "int8",
+        /// float, with QUANTIZE/DEQUANTIZE at the edges.
+        Float = "float",
+    } else |other| format!("io dtype '{other}': use `int8` or `float`")
 }
 
 /// `minmax`, `percentile:P` or `mse` (the parser is [`RangeMethod::parse`]).
