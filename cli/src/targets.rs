@@ -61,6 +61,7 @@ impl ConfiguredTarget {
 
     /// Picks the device (`--device`), written as the target names its devices (`tpu-sdk devices` lists them);
     /// the CPU has one and ignores it.
+    #[cfg_attr(not(any(feature = "cloud-tpu", feature = "edgetpu")), allow(unused_variables))]
     pub fn set_device(&mut self, id: &str) -> Result<()> {
         match self {
             ConfiguredTarget::Cpu(_) => {}
