@@ -32,7 +32,7 @@ pub struct Args {
     #[arg(long, value_parser = compute_dtype())]
     dtype: Option<DType>,
     /// cloud-tpu: what to write: `mlir` (StableHLO text) or `executable` (default: from the output's extension).
-    #[arg(long, value_parser = one_of::<Emit>(&["mlir", "executable"]))]
+    #[arg(long, value_parser = one_of::<Emit>(Emit::NAMES))]
     emit: Option<Emit>,
     /// cloud-tpu: data-parallel replicas compiled into the program.
     #[arg(long, value_name = "N", value_parser = parse_replicas)]
@@ -55,7 +55,7 @@ pub struct Args {
     eval: Option<PathBuf>,
     /// edgetpu: dtype of the model's inputs and outputs: `int8` (default; what the Edge TPU needs) or `float`
     /// (QUANTIZE/DEQUANTIZE at the edges).
-    #[arg(long, value_parser = one_of::<IoDType>(&["int8", "float"]), default_value = "int8")]
+    #[arg(long, value_parser = one_of::<IoDType>(IoDType::NAMES), default_value = "int8")]
     io_dtype: IoDType,
     /// edgetpu: the `edgetpu_compiler` to run (default: search PATH).
     #[arg(long, value_name = "PATH")]

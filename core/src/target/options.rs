@@ -124,6 +124,9 @@ macro_rules! named_values {
         }
 
         impl $t {
+            /// Every value, as the command line writes it.
+            pub const NAMES: &'static [&'static str] = &[$($name),*];
+
             /// The value as the command line writes it.
             pub fn name(self) -> &'static str {
                 match self {
