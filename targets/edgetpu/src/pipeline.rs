@@ -3,9 +3,9 @@
 //!
 //! It takes the [`EdgeTpuOptions`](tpu_sdk_core::target::EdgeTpuOptions) variant of the options:
 //!
-//! 1. calibration ([`tpu_sdk_core::quant::calibrate`]) on `EdgeTpuOptions::calibration` with the chosen range
+//! 1. calibration ([`tpu_sdk_core::quant::calibrate()`]) on `EdgeTpuOptions::calibration` with the chosen range
 //!    method (`minmax` by default);
-//! 2. quantization ([`tpu_sdk_core::quant::quantize`]): int8 inputs/outputs, or float ones with `io_dtype`
+//! 2. quantization ([`tpu_sdk_core::quant::quantize()`]): int8 inputs/outputs, or float ones with `io_dtype`
 //!    float;
 //! 3. int8 TFLite export ([`crate::export`]), written to a temporary file and renamed to `-o`;
 //! 4. the rules analyzer ([`crate::rules`]) predicts which ops run on the TPU and why the others do not;
