@@ -1,6 +1,6 @@
-//! The registry of targets compiled into this build, and the per-target settings the command line passes.
-
-use std::path::PathBuf;
+//! The registry of targets compiled into this build, each set up with its own typed settings for `run`, `bench`
+//! and `devices` ([`ConfiguredTarget`]; what `compile` takes is
+//! [`TargetOptions`](tpu_sdk_core::target::TargetOptions) in core).
 
 use tpu_sdk_core::target::Target;
 use tpu_sdk_core::{Error, Result};
@@ -16,82 +16,80 @@ pub fn names() -> Vec<&'static str> {
     v
 }
 
-/// Settings that choose how a target is built (flags shared by `run`, `bench`, `compile`, `devices`).
-#[derive(Clone, Debug, Default)]
-pub struct TargetConfig {
-    /// cloud-tpu: the PJRT plugin (`--plugin`); `None` searches.
-    pub plugin: Option<PathBuf>,
-    /// Which device to run on (`--device`): `usb:0`, `pci:0` for the Edge TPU, a device index for cloud-tpu.
-    pub device: Option<String>,
-    /// cloud-tpu: data-parallel replicas for `run`/`bench` (`--replicas`): the batch is split across them.
-    pub replicas: Option<usize>,
-    /// cloud-tpu: tensor-parallel annotations for `run`/`bench` (`--shard WEIGHT=AXIS`, `auto`, `parts=N`).
-    pub shard: Vec<String>,
-    /// The model file the graph was loaded from (edgetpu runs a compiled `.tflite`'s own program).
-    pub model_file: Option<PathBuf>,
+/// A target of this build with its settings: one variant per target, holding the target's own struct, whose
+/// fields are its settings (the command line refuses another target's flags before setting any).
+#[derive(Clone, Debug)]
+pub enum ConfiguredTarget {
+    /// The CPU runtime (nothing to set).
+    Cpu(tpu_sdk_core::runtime::CpuTarget),
+    /// `--target cloud-tpu` (plugin, device, replicas, shards).
+    #[cfg(feature = "cloud-tpu")]
+    CloudTpu(tpu_sdk_cloud_tpu::CloudTpuTarget),
+    /// `--target edgetpu` (device, the model file).
+    #[cfg(feature = "edgetpu")]
+    EdgeTpu(tpu_sdk_edgetpu::EdgeTpuTarget),
+}
+
+impl ConfiguredTarget {
+    /// The target called `name` with default settings. The command line turns the cloud-tpu compilation cache
+    /// on by default (see `tpu_sdk_cloud_tpu::cache::default_dir`; `TPU_SDK_COMPILE_CACHE=off` disables it);
+    /// the Edge TPU takes libedgetpu delegate options from `TPU_SDK_EDGETPU_OPTIONS`, e.g.
+    /// `Performance=High,Usb.AlwaysDfu=False`.
+    pub fn default_for(name: &str) -> Result<ConfiguredTarget> {
+        match name {
+            "cpu" => Ok(ConfiguredTarget::Cpu(tpu_sdk_core::runtime::CpuTarget)),
+            #[cfg(feature = "cloud-tpu")]
+            "cloud-tpu" => {
+                let mut t = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
+                t.cache_dir = tpu_sdk_cloud_tpu::cache::default_dir();
+                Ok(ConfiguredTarget::CloudTpu(t))
+            }
+            #[cfg(feature = "edgetpu")]
+            "edgetpu" => {
+                let options = match std::env::var("TPU_SDK_EDGETPU_OPTIONS") {
+                    Ok(s) => tpu_sdk_edgetpu::runtime::parse_options(&s)?,
+                    Err(_) => Vec::new(),
+                };
+                Ok(ConfiguredTarget::EdgeTpu(tpu_sdk_edgetpu::EdgeTpuTarget { options, ..Default::default() }))
+            }
+            other => Err(Error::Unsupported(format!(
+                "unknown target '{other}' (this build has: {}; enable others with cargo features)",
+                names().join(", ")
+            ))),
+        }
+    }
+
+    /// Picks the device (`--device`), written as the target names its devices (`tpu-sdk devices` lists them);
+    /// the CPU has one and ignores it.
+    #[cfg_attr(not(any(feature = "cloud-tpu", feature = "edgetpu")), allow(unused_variables))]
+    pub fn set_device(&mut self, id: &str) -> Result<()> {
+        match self {
+            ConfiguredTarget::Cpu(_) => {}
+            #[cfg(feature = "cloud-tpu")]
+            ConfiguredTarget::CloudTpu(t) => {
+                t.device = id.parse().map_err(|_| {
+                    Error::Unsupported(format!("--device '{id}': cloud-tpu devices are numbered 0, 1, ... (see `tpu-sdk devices`)"))
+                })?;
+            }
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::EdgeTpu(t) => t.device = Some(id.to_string()),
+        }
+        Ok(())
+    }
+
+    /// The target, ready to use.
+    pub fn build(&self) -> Box<dyn Target> {
+        match self {
+            ConfiguredTarget::Cpu(t) => Box::new(*t),
+            #[cfg(feature = "cloud-tpu")]
+            ConfiguredTarget::CloudTpu(t) => Box::new(t.clone()),
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::EdgeTpu(t) => Box::new(t.clone()),
+        }
+    }
 }
 
 /// The target called `name` with default settings.
 pub fn by_name(name: &str) -> Result<Box<dyn Target>> {
-    by_name_with(name, &TargetConfig::default())
-}
-
-/// The target called `name`, built with `cfg`.
-pub fn by_name_with(name: &str, cfg: &TargetConfig) -> Result<Box<dyn Target>> {
-    match name {
-        "cpu" => {
-            cloud_only(cfg, "cpu")?;
-            Ok(Box::new(tpu_sdk_core::runtime::CpuTarget))
-        }
-        #[cfg(feature = "cloud-tpu")]
-        "cloud-tpu" => cloud_tpu(cfg),
-        #[cfg(feature = "edgetpu")]
-        "edgetpu" => edgetpu(cfg),
-        other => Err(Error::Unsupported(format!(
-            "unknown target '{other}' (this build has: {}; enable others with cargo features)",
-            names().join(", ")
-        ))),
-    }
-}
-
-/// Rejects the cloud-tpu-only settings for another target.
-fn cloud_only(cfg: &TargetConfig, target: &str) -> Result<()> {
-    for (set, flag) in [(cfg.plugin.is_some(), "--plugin"), (cfg.replicas.is_some(), "--replicas"), (!cfg.shard.is_empty(), "--shard")] {
-        if set {
-            return Err(Error::Unsupported(format!("{flag} applies to --target cloud-tpu only, not to --target {target}")));
-        }
-    }
-    Ok(())
-}
-
-/// The cloud-tpu target. The command line turns the compilation cache on by default (see
-/// `tpu_sdk_cloud_tpu::cache::default_dir`; `TPU_SDK_COMPILE_CACHE=off` disables it).
-#[cfg(feature = "cloud-tpu")]
-fn cloud_tpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
-    let mut t = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
-    t.cache_dir = tpu_sdk_cloud_tpu::cache::default_dir();
-    if let Some(p) = &cfg.plugin {
-        t.plugin = Some(p.clone());
-    }
-    if let Some(d) = &cfg.device {
-        t.device = d.parse().map_err(|_| Error::Unsupported(format!("--device '{d}': cloud-tpu devices are numbered 0, 1, ... (see `tpu-sdk devices`)")))?;
-    }
-    match cfg.replicas {
-        Some(0) => return Err(Error::Unsupported("--replicas must be at least 1".into())),
-        Some(n) => t.replicas = n,
-        None => {}
-    }
-    t.shard = cfg.shard.clone();
-    Ok(Box::new(t))
-}
-
-#[cfg(feature = "edgetpu")]
-fn edgetpu(cfg: &TargetConfig) -> Result<Box<dyn Target>> {
-    cloud_only(cfg, "edgetpu")?;
-    // libedgetpu delegate options, e.g. TPU_SDK_EDGETPU_OPTIONS=Performance=High,Usb.AlwaysDfu=False.
-    let options = match std::env::var("TPU_SDK_EDGETPU_OPTIONS") {
-        Ok(s) => tpu_sdk_edgetpu::runtime::parse_options(&s)?,
-        Err(_) => Vec::new(),
-    };
-    Ok(Box::new(tpu_sdk_edgetpu::EdgeTpuTarget { device: cfg.device.clone(), model_file: cfg.model_file.clone(), options }))
+    Ok(ConfiguredTarget::default_for(name)?.build())
 }

@@ -136,3 +136,28 @@ fn inspect_and_bench_report_what_they_promise() {
     let (_, err) = expect(tpu_sdk(&["run", MODEL, "--target", "quantum"]), 2);
     assert!(err.contains("'quantum'") && err.contains("cpu"), "{err}");
 }
+
+/// A flag of another target than `--target` is refused by the command line, naming the flag and the target it
+/// belongs to (exit 3); a malformed target value is a usage error (exit 2) naming the flag.
+#[test]
+#[cfg(all(feature = "cloud-tpu", feature = "edgetpu"))]
+fn flags_of_another_target_are_refused_by_name() {
+    let tmp = tempfile::tempdir().unwrap();
+    let out = tmp.path().join("m.pjrt");
+    let compile = |target: &str, flags: &[&str]| {
+        tpu_sdk(&[&["compile", MODEL, "--input-shape", "x=1,3,48,192", "--target", target, "-o", out.to_str().unwrap()], flags].concat())
+    };
+    for (flags, want) in [(&["--calibration-method", "mse"][..], "--calibration-method"), (&["--io-dtype", "float"][..], "--io-dtype float")] {
+        let (_, err) = expect(compile("cloud-tpu", flags), 3);
+        assert!(err.contains(want) && err.contains("edgetpu only"), "{err}");
+    }
+    let (_, err) = expect(compile("edgetpu", &["--topology", "v5e:2x2"]), 3);
+    assert!(err.contains("--topology applies to --target cloud-tpu only"), "{err}");
+    for (flag, value) in [("--emit", "tflite"), ("--shard", "w1"), ("--topology", "v5e"), ("--replicas", "0"), ("--calibration-method", "kl")] {
+        let (_, err) = expect(compile("cloud-tpu", &[flag, value]), 2);
+        assert!(err.contains(flag), "{flag} {value}: {err}");
+    }
+    let (_, err) = expect(tpu_sdk(&["run", MODEL, "--input-shape", "x=1,3,48,192", "--random-input", "--plugin", "/no/such.so"]), 3);
+    assert!(err.contains("--plugin applies to --target cloud-tpu only, not to --target cpu"), "{err}");
+    assert!(!out.exists(), "nothing is written on errors");
+}

@@ -8,15 +8,13 @@ use indicatif::{ProgressBar, ProgressStyle};
 use serde_json::json;
 use tpu_sdk::Tensor;
 
-use super::{InputSpec, ModelArgs, TargetArgs};
+use super::{InputSpec, ModelOnTarget, Opened};
 
 /// Arguments of `bench`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    target: TargetArgs,
+    on: ModelOnTarget,
     /// Timed runs.
     #[arg(long, default_value_t = 50)]
     iterations: usize,
@@ -52,10 +50,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         return Err(super::UsageError("--iterations must be at least 1".into()).into());
     }
     let given = super::read_inputs(&a.inputs)?;
-    let mut cfg = a.target.config();
-    cfg.model_file = Some(a.model.model.clone());
-    let target = tpu_sdk::targets::by_name_with(&a.target.target, &cfg)?;
-    let model = super::load_for_target(&a.model, &given, target.as_ref())?;
+    let Opened { configured, target, model } = a.on.open(&given)?;
     let g = model.graph();
     let inputs: Vec<Tensor> = if given.is_empty() {
         g.inputs.iter().enumerate().map(|(k, &i)| super::random_tensor(g.value(i).dtype, &g.value(i).shape, k as u64 + 1)).collect()
@@ -64,11 +59,11 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     };
     let batch = g.inputs.first().and_then(|&i| g.value(i).shape.first().copied()).unwrap_or(1).max(1);
     if a.all_devices {
-        return all_devices(&a, target.as_ref(), &cfg, &model, &inputs, batch);
+        return all_devices(&a, target.as_ref(), &configured, &model, &inputs, batch);
     }
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
-    let times = if a.profile && a.target.target == "cpu" {
+    let times = if a.profile && a.on.target.target == "cpu" {
         let mut s = tpu_sdk::core::runtime::Session::new(g.clone())?;
         let times = time_runs(&a, &mut |x: &[Tensor], timed: bool| {
             if timed && s.profile().is_none() {
@@ -141,7 +136,7 @@ fn timed_loop(
 fn all_devices(
     a: &Args,
     target: &dyn tpu_sdk::Target,
-    cfg: &tpu_sdk::targets::TargetConfig,
+    configured: &tpu_sdk::targets::ConfiguredTarget,
     model: &tpu_sdk::Model,
     inputs: &[Tensor],
     batch: usize,
@@ -150,15 +145,15 @@ fn all_devices(
     if ids.is_empty() {
         return Err(tpu_sdk::Error::Device(format!(
             "--all-devices: no {} device to run on (see `tpu-sdk devices --target {}`)",
-            a.target.target, a.target.target
+            a.on.target.target, a.on.target.target
         ))
         .into());
     }
     let mut exes = Vec::with_capacity(ids.len());
     for id in &ids {
-        let mut c = cfg.clone();
-        c.device = Some(id.clone());
-        let t = tpu_sdk::targets::by_name_with(&a.target.target, &c)?;
+        let mut c = configured.clone();
+        c.set_device(id)?;
+        let t = c.build();
         exes.push(t.prepare(model.graph().clone()).map_err(|e| anyhow::Error::new(e).context(format!("device {id}")))?);
     }
     let bar = progress_bar(a, ((a.warmup + a.iterations) * ids.len()) as u64);
@@ -187,24 +182,15 @@ fn all_devices(
             .iter()
             .map(|(id, st, _, _)| json!({"device": id, "latency_ms": st.json(), "throughput_per_s": st.throughput}))
             .collect();
-        let doc = json!({
-            "model": a.model.model.display().to_string(),
-            "target": a.target.target,
-            "all_devices": true,
-            "iterations": a.iterations,
-            "warmup": a.warmup,
-            "batch": batch,
-            "devices": devices,
-            "throughput_per_s": total,
-        });
+        let doc = json_doc(a, batch, json!({"all_devices": true, "devices": devices, "throughput_per_s": total}));
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
     println!(
         "{} on {} devices of {} at once (batch {batch}, {} runs each after {} warm-up)",
-        a.model.model.display(),
+        a.on.model.model.display(),
         ids.len(),
-        a.target.target,
+        a.on.target.target,
         a.iterations,
         a.warmup
     );
@@ -249,6 +235,21 @@ impl Stats {
     }
 }
 
+/// A `--json` document: the model, target, run counts and batch, and the fields of `more`.
+fn json_doc(a: &Args, batch: usize, more: serde_json::Value) -> serde_json::Value {
+    let mut doc = json!({
+        "model": a.on.model.model.display().to_string(),
+        "target": a.on.target.target,
+        "iterations": a.iterations,
+        "warmup": a.warmup,
+        "batch": batch,
+    });
+    if let (Some(d), serde_json::Value::Object(more)) = (doc.as_object_mut(), more) {
+        d.extend(more);
+    }
+    doc
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -256,24 +257,15 @@ fn ms(d: Duration) -> f64 {
 fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &[(String, Duration, usize)]) -> Result<()> {
     let st = Stats::of(times, batch);
     if a.json {
-        let doc = json!({
-            "model": a.model.model.display().to_string(),
-            "target": a.target.target,
-            "threads": threads,
-            "iterations": a.iterations,
-            "warmup": a.warmup,
-            "batch": batch,
-            "latency_ms": st.json(),
-            "throughput_per_s": st.throughput,
-            "profile": profile.iter().map(|(op, d, n)| json!({"op": op, "nodes": n, "ms_per_run": ms(*d)})).collect::<Vec<_>>(),
-        });
+        let profile: Vec<_> = profile.iter().map(|(op, d, n)| json!({"op": op, "nodes": n, "ms_per_run": ms(*d)})).collect();
+        let doc = json_doc(a, batch, json!({"threads": threads, "latency_ms": st.json(), "throughput_per_s": st.throughput, "profile": profile}));
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
     println!(
         "{} on {} ({} threads, batch {batch}, {} runs after {} warm-up)",
-        a.model.model.display(),
-        a.target.target,
+        a.on.model.model.display(),
+        a.on.target.target,
         threads,
         a.iterations,
         a.warmup

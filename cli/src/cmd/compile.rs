@@ -7,10 +7,12 @@
 use std::path::PathBuf;
 
 use anyhow::{Context, Result};
-use tpu_sdk::core::target::CompileOptions;
+use tpu_sdk::core::quant::RangeMethod;
+use tpu_sdk::core::target::{CloudTpuOptions, CompileOptions, EdgeTpuOptions, Emit, IoDType, ShardSpec, TargetOptions, Topology};
+use tpu_sdk::DType;
 
 use super::image_input::ImageArgs;
-use super::{ModelArgs, UsageError};
+use super::{one_of, parse_replicas, reject_other_targets_flags, ModelArgs, CLOUD_TPU, EDGETPU};
 
 /// Arguments of `compile`.
 #[derive(clap::Args, Debug)]
@@ -25,19 +27,19 @@ pub struct Args {
     output: PathBuf,
     /// cloud-tpu: compile ahead of time for a TPU topology, e.g. `v5e:2x2`, `v6e:1x1` (needs libtpu).
     #[arg(long)]
-    topology: Option<String>,
+    topology: Option<Topology>,
     /// cloud-tpu: compute dtype: `f32` (default) or `bf16`.
-    #[arg(long, value_parser = ["f32", "bf16"])]
-    dtype: Option<String>,
+    #[arg(long, value_parser = compute_dtype())]
+    dtype: Option<DType>,
     /// cloud-tpu: what to write: `mlir` (StableHLO text) or `executable` (default: from the output's extension).
-    #[arg(long, value_parser = ["mlir", "executable"])]
-    emit: Option<String>,
+    #[arg(long, value_parser = one_of::<Emit>(Emit::NAMES))]
+    emit: Option<Emit>,
     /// cloud-tpu: data-parallel replicas compiled into the program.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_replicas)]
     replicas: Option<usize>,
     /// cloud-tpu: tensor-parallel sharding annotation (repeatable).
     #[arg(long, value_name = "SPEC")]
-    shard: Vec<String>,
+    shard: Vec<ShardSpec>,
     /// cloud-tpu: the PJRT plugin library (default: search).
     #[arg(long, value_name = "PATH")]
     plugin: Option<PathBuf>,
@@ -47,14 +49,14 @@ pub struct Args {
     calibration: Option<PathBuf>,
     /// edgetpu: how activation ranges come from calibration: `minmax`, `percentile:P` (e.g. 99.99) or `mse`.
     #[arg(long, value_name = "METHOD")]
-    calibration_method: Option<String>,
+    calibration_method: Option<RangeMethod>,
     /// edgetpu: samples to measure the quantized model's error on (default: the calibration samples).
     #[arg(long, value_name = "PATH")]
     eval: Option<PathBuf>,
     /// edgetpu: dtype of the model's inputs and outputs: `int8` (default; what the Edge TPU needs) or `float`
     /// (QUANTIZE/DEQUANTIZE at the edges).
-    #[arg(long, value_parser = ["int8", "float"], default_value = "int8")]
-    io_dtype: String,
+    #[arg(long, value_parser = one_of::<IoDType>(IoDType::NAMES), default_value = "int8")]
+    io_dtype: IoDType,
     /// edgetpu: the `edgetpu_compiler` to run (default: search PATH).
     #[arg(long, value_name = "PATH")]
     edgetpu_compiler: Option<PathBuf>,
@@ -70,43 +72,23 @@ pub struct Args {
 
 /// Runs `compile`.
 pub fn main(a: Args) -> Result<()> {
-    if let Some(m) = &a.calibration_method {
-        tpu_sdk::core::quant::RangeMethod::parse(m).map_err(|e| UsageError(format!("--calibration-method: {e}")))?;
-    }
+    let mut target_options = a.target_options()?;
     let model = a.model.load()?;
     let target = tpu_sdk::targets::by_name(&a.target)?;
     let g = model.graph();
-    let calibration = match &a.calibration {
-        Some(p) => super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read calibration samples {}", p.display()))?,
-        None => Vec::new(),
-    };
-    let eval = match &a.eval {
-        Some(p) => super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read evaluation samples {}", p.display()))?,
-        None => Vec::new(),
-    };
-    if a.replicas == Some(0) {
-        return Err(UsageError("--replicas must be at least 1".into()).into());
+    if let TargetOptions::EdgeTpu(o) = &mut target_options {
+        let samples = |p: &Option<PathBuf>, what: &str| match p {
+            Some(p) => super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read {what} samples {}", p.display())),
+            None => Ok(Vec::new()),
+        };
+        o.calibration = samples(&a.calibration, "calibration")?;
+        o.eval = samples(&a.eval, "evaluation")?;
     }
-    let dtype = match a.dtype.as_deref() {
-        Some("bf16") => Some(tpu_sdk::DType::BF16),
-        Some("f32") => Some(tpu_sdk::DType::F32),
-        _ => None,
-    };
     let opts = CompileOptions {
         output: a.output.clone(),
         source: Some(a.model.model.clone()),
-        topology: a.topology.clone(),
-        dtype,
-        emit: a.emit.clone(),
-        replicas: a.replicas,
-        shard: a.shard.clone(),
-        plugin: a.plugin.clone(),
-        calibration,
-        calibration_method: a.calibration_method.clone(),
-        eval,
-        float_io: a.io_dtype == "float",
-        edgetpu_compiler: a.edgetpu_compiler.clone(),
         progress: super::progress_bar(a.json, "{prefix} [{bar:30}] {pos}/{len} {elapsed}"),
+        target: target_options,
     };
     let out = target.compile(g.clone(), &opts)?;
     if let Some(path) = &a.report {
@@ -126,6 +108,56 @@ pub fn main(a: Args) -> Result<()> {
     Ok(())
 }
 
+impl Args {
+    /// The options of `--target` from the flags (the samples are read later, once the model is loaded); a flag
+    /// of another target is refused.
+    fn target_options(&self) -> Result<TargetOptions> {
+        reject_other_targets_flags(
+            &self.target,
+            &[
+                ("--topology", CLOUD_TPU, self.topology.is_some()),
+                ("--dtype", CLOUD_TPU, self.dtype.is_some()),
+                ("--emit", CLOUD_TPU, self.emit.is_some()),
+                ("--replicas", CLOUD_TPU, self.replicas.is_some()),
+                ("--shard", CLOUD_TPU, !self.shard.is_empty()),
+                ("--plugin", CLOUD_TPU, self.plugin.is_some()),
+                ("--calibration", EDGETPU, self.calibration.is_some()),
+                ("--calibration-method", EDGETPU, self.calibration_method.is_some()),
+                ("--eval", EDGETPU, self.eval.is_some()),
+                ("--io-dtype float", EDGETPU, self.io_dtype == IoDType::Float),
+                ("--edgetpu-compiler", EDGETPU, self.edgetpu_compiler.is_some()),
+            ],
+        )?;
+        Ok(match self.target.as_str() {
+            CLOUD_TPU => CloudTpuOptions {
+                topology: self.topology.clone(),
+                dtype: self.dtype,
+                emit: self.emit,
+                replicas: self.replicas,
+                shard: self.shard.clone(),
+                plugin: self.plugin.clone(),
+            }
+            .into(),
+            EDGETPU => {
+                let defaults = EdgeTpuOptions::default();
+                EdgeTpuOptions {
+                    method: self.calibration_method.unwrap_or(defaults.method),
+                    io_dtype: self.io_dtype,
+                    edgetpu_compiler: self.edgetpu_compiler.clone(),
+                    ..defaults
+                }
+                .into()
+            }
+            _ => TargetOptions::Cpu,
+        })
+    }
+}
+
+/// `--dtype`: `f32` or `bf16`.
+fn compute_dtype() -> impl clap::builder::TypedValueParser<Value = DType> {
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(["f32", "bf16"]).map(|s| if s == "bf16" { DType::BF16 } else { DType::F32 })
+}
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename, so that `path` is either
 /// the old file or the complete new one.

@@ -42,7 +42,7 @@ pub struct Args {
     calibration: Option<PathBuf>,
     /// edgetpu: how activation ranges come from calibration (as for `compile`).
     #[arg(long, value_name = "METHOD")]
-    calibration_method: Option<String>,
+    calibration_method: Option<tpu_sdk::core::quant::RangeMethod>,
     /// edgetpu: the `edgetpu_compiler` to run (default: search PATH).
     #[arg(long, value_name = "PATH")]
     edgetpu_compiler: Option<PathBuf>,
@@ -89,7 +89,7 @@ mod imp {
 
     use anyhow::{Context, Result};
     use serde_json::json;
-    use tpu_sdk::core::target::{CompileOptions, Progress};
+    use tpu_sdk::core::target::{CompileOptions, EdgeTpuOptions, Progress};
     use tpu_sdk_edgetpu::deploy::{self, ssh, Session, SshConfig};
 
     use super::super::UsageError;
@@ -187,12 +187,14 @@ mod imp {
             None => Vec::new(),
         };
         let stem = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "model".into());
+        let mut edgetpu = EdgeTpuOptions { calibration, edgetpu_compiler: a.edgetpu_compiler.clone(), ..Default::default() };
+        if let Some(m) = a.calibration_method {
+            edgetpu.method = m;
+        }
         let opts = CompileOptions {
             output: work.0.join(format!("{stem}.tflite")),
             source: Some(model.clone()),
-            calibration,
-            calibration_method: a.calibration_method.clone(),
-            edgetpu_compiler: a.edgetpu_compiler.clone(),
+            target: edgetpu.into(),
             ..Default::default()
         };
         let out = tpu_sdk::targets::by_name("edgetpu")?.compile(g.clone(), &opts).with_context(|| format!("cannot compile {} for the Edge TPU", model.display()))?;

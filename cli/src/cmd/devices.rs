@@ -31,7 +31,7 @@ pub fn main(a: Args) -> Result<()> {
     for name in &names {
         let plugin = if name == "cloud-tpu" { a.plugin.clone() } else { None };
         let t = TargetArgs { target: name.clone(), plugin, device: None, replicas: None, shard: Vec::new() };
-        match t.build().and_then(|t| Ok(t.devices()?)) {
+        match t.configure(None).and_then(|t| Ok(t.build().devices()?)) {
             Ok(d) => devices.extend(d),
             Err(e) => problems.push((name.clone(), format!("{e:#}"))),
         }

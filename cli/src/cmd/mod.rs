@@ -3,6 +3,8 @@
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use tpu_sdk::core::target::ShardSpec;
+use tpu_sdk::targets::ConfiguredTarget;
 use tpu_sdk::{LoadOptions, Model, Tensor};
 
 pub mod bench;
@@ -83,29 +85,109 @@ pub struct TargetArgs {
     #[arg(long)]
     pub device: Option<String>,
     /// cloud-tpu: split the batch across N devices (data parallelism).
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_parser = parse_replicas)]
     pub replicas: Option<usize>,
     /// cloud-tpu: tensor parallelism: split a weight across devices, `WEIGHT=AXIS` (repeatable), `auto` (every
     /// MatMul/Gemm weight on its output axis) and optionally `parts=N` (default: all devices).
     #[arg(long, value_name = "SPEC")]
-    pub shard: Vec<String>,
+    pub shard: Vec<ShardSpec>,
 }
 
 impl TargetArgs {
-    /// The settings these flags describe.
-    pub fn config(&self) -> tpu_sdk::targets::TargetConfig {
-        tpu_sdk::targets::TargetConfig {
-            plugin: self.plugin.clone(),
-            device: self.device.clone(),
-            replicas: self.replicas,
-            shard: self.shard.clone(),
-            ..Default::default()
+    /// The target these flags describe, for a model loaded from `model_file` (if any); a flag of another target
+    /// than `--target` is refused.
+    #[cfg_attr(not(feature = "edgetpu"), allow(unused_variables))]
+    pub fn configure(&self, model_file: Option<&Path>) -> Result<ConfiguredTarget> {
+        reject_other_targets_flags(
+            &self.target,
+            &[
+                ("--plugin", CLOUD_TPU, self.plugin.is_some()),
+                ("--replicas", CLOUD_TPU, self.replicas.is_some()),
+                ("--shard", CLOUD_TPU, !self.shard.is_empty()),
+            ],
+        )?;
+        let mut t = ConfiguredTarget::default_for(&self.target)?;
+        match &mut t {
+            ConfiguredTarget::Cpu(_) => {}
+            #[cfg(feature = "cloud-tpu")]
+            ConfiguredTarget::CloudTpu(c) => {
+                if let Some(p) = &self.plugin {
+                    c.plugin = Some(p.clone());
+                }
+                if let Some(n) = self.replicas {
+                    c.replicas = n;
+                }
+                c.shard = self.shard.iter().map(|s| s.to_string()).collect();
+            }
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::EdgeTpu(e) => e.model_file = model_file.map(Path::to_path_buf),
         }
+        if let Some(d) = &self.device {
+            t.set_device(d)?;
+        }
+        Ok(t)
     }
+}
 
-    /// The target, built with these settings.
-    pub fn build(&self) -> Result<Box<dyn tpu_sdk::Target>> {
-        Ok(tpu_sdk::targets::by_name_with(&self.target, &self.config())?)
+/// A model and the target to run it on (what `run` and `bench` start from).
+#[derive(clap::Args, Debug, Clone)]
+pub struct ModelOnTarget {
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub target: TargetArgs,
+}
+
+/// What [`ModelOnTarget::open`] gives: the configured target, the target built from it and the model loaded
+/// for it.
+pub struct Opened {
+    pub configured: ConfiguredTarget,
+    pub target: Box<dyn tpu_sdk::Target>,
+    pub model: Model,
+}
+
+impl ModelOnTarget {
+    /// Builds the target and loads the model for it with the shapes of the `given` inputs.
+    pub fn open(&self, given: &[(Option<String>, Tensor)]) -> Result<Opened> {
+        let configured = self.target.configure(Some(&self.model.model))?;
+        let target = configured.build();
+        let model = load_for_target(&self.model, given, target.as_ref())?;
+        Ok(Opened { configured, target, model })
+    }
+}
+
+/// The target that owns the cloud-tpu flags.
+pub const CLOUD_TPU: &str = "cloud-tpu";
+/// The target that owns the edgetpu flags.
+pub const EDGETPU: &str = "edgetpu";
+
+/// Refuses a flag that belongs to another target than `target` — the one place that says whose flag is whose
+/// (`compile` and `run`/`bench` list their flags here as (flag, the target it belongs to, whether it was
+/// given)). The error names the flag and its target (exit code 3, as for anything a target cannot do).
+pub fn reject_other_targets_flags(target: &str, flags: &[(&str, &str, bool)]) -> tpu_sdk::Result<()> {
+    match flags.iter().find(|(_, owner, given)| *given && *owner != target) {
+        Some((flag, owner, _)) => Err(tpu_sdk::Error::Unsupported(format!("{flag} applies to --target {owner} only, not to --target {target}"))),
+        None => Ok(()),
+    }
+}
+
+/// A clap parser of one of `names` into `T`: `--help` lists the names and another value is clap's usage error,
+/// as with a plain list of strings, but the flag holds the typed value.
+pub fn one_of<T>(names: &'static [&'static str]) -> impl clap::builder::TypedValueParser<Value = T>
+where
+    T: std::str::FromStr + Clone + Send + Sync + 'static,
+    T::Err: Into<Box<dyn std::error::Error + Send + Sync + 'static>>,
+{
+    use clap::builder::TypedValueParser;
+    clap::builder::PossibleValuesParser::new(names.iter().copied()).try_map(|s| s.parse::<T>())
+}
+
+/// `--replicas N`: a count of at least 1.
+pub fn parse_replicas(s: &str) -> Result<usize, String> {
+    match s.trim().parse::<usize>() {
+        Ok(0) => Err("--replicas must be at least 1".into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("'{s}' is not a count")),
     }
 }
 

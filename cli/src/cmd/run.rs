@@ -8,15 +8,13 @@ use serde_json::json;
 use tpu_sdk::Tensor;
 
 use super::image_input::{self, ImageArgs};
-use super::{InputSpec, ModelArgs, TargetArgs, UsageError};
+use super::{InputSpec, ModelOnTarget, Opened, UsageError};
 
 /// Arguments of `run`.
 #[derive(clap::Args, Debug)]
 pub struct Args {
     #[command(flatten)]
-    model: ModelArgs,
-    #[command(flatten)]
-    target: TargetArgs,
+    on: ModelOnTarget,
     /// An input .npy file, in the model's input order, or NAME=FILE (repeatable).
     #[arg(long = "input", value_name = "[NAME=]FILE")]
     inputs: Vec<InputSpec>,
@@ -45,10 +43,7 @@ pub struct Args {
 /// Runs `run`.
 pub fn main(a: Args) -> Result<()> {
     let given = super::read_inputs(&a.inputs)?;
-    let mut cfg = a.target.config();
-    cfg.model_file = Some(a.model.model.clone());
-    let target = tpu_sdk::targets::by_name_with(&a.target.target, &cfg)?;
-    let model = super::load_for_target(&a.model, &given, target.as_ref())?;
+    let Opened { target, model, .. } = a.on.open(&given)?;
     let inputs: Vec<Tensor> = match &a.image {
         Some(path) => {
             let g = model.graph();
@@ -97,11 +92,11 @@ pub fn main(a: Args) -> Result<()> {
             })
             .collect();
         let top_json = top.as_ref().map(|t| t.iter().map(|(i, s, l)| json!({"index": i, "score": s, "label": l})).collect::<Vec<_>>());
-        let doc = json!({"target": a.target.target, "latency_ms": latency.as_secs_f64() * 1e3, "outputs": outs, "top_k": top_json});
+        let doc = json!({"target": a.on.target.target, "latency_ms": latency.as_secs_f64() * 1e3, "outputs": outs, "top_k": top_json});
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
-    println!("ran {} on {} in {:.2} ms", a.model.model.display(), a.target.target, latency.as_secs_f64() * 1e3);
+    println!("ran {} on {} in {:.2} ms", a.on.model.model.display(), a.on.target.target, latency.as_secs_f64() * 1e3);
     for (i, t) in outputs.iter().enumerate() {
         let v = t.to_f64_vec();
         let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));

@@ -1,12 +1,12 @@
 //! `tpu-sdk compile --target cloud-tpu`: the [`Target::compile`](tpu_sdk_core::target::Target::compile) of
 //! [`CloudTpuTarget`]. Writes StableHLO text (`emit=mlir`, or an `.mlir` output) or a serialized PJRT executable:
-//! ahead of time for a TPU topology through libtpu (`topology`), or for the local plugin's devices. Every option
-//! is either honoured or rejected.
+//! ahead of time for a TPU topology through libtpu (`topology`), or for the local plugin's devices. It takes the
+//! [`CloudTpuOptions`] variant of the options; every one of them is either honoured or rejected.
 
 use std::path::{Path, PathBuf};
 
 use tpu_sdk_core::ir::{DType, Graph};
-use tpu_sdk_core::target::{CompileOptions as Opts, CompileOutput};
+use tpu_sdk_core::target::{CloudTpuOptions, CompileOptions as Opts, CompileOutput, Emit};
 
 use crate::cache::{write_atomically, CacheReport, CompileCache};
 use crate::discover::looks_like_libtpu;
@@ -21,53 +21,13 @@ fn unsupported(msg: impl Into<String>) -> tpu_sdk_core::Error {
     tpu_sdk_core::Error::Unsupported(msg.into())
 }
 
-/// Rejects the options that mean nothing to cloud-tpu.
-fn reject_edgetpu_options(o: &Opts) -> CoreResult<()> {
-    let mut set = Vec::new();
-    if !o.calibration.is_empty() {
-        set.push("--calibration");
-    }
-    if o.calibration_method.is_some() {
-        set.push("--calibration-method");
-    }
-    if !o.eval.is_empty() {
-        set.push("--eval");
-    }
-    if o.float_io {
-        set.push("--io-dtype float");
-    }
-    if o.edgetpu_compiler.is_some() {
-        set.push("--edgetpu-compiler");
-    }
-    if set.is_empty() {
-        Ok(())
-    } else {
-        Err(unsupported(format!(
-            "{} appl{} to --target edgetpu only; cloud-tpu compiles float models as they are (see --dtype bf16)",
-            set.join(", "),
-            if set.len() == 1 { "ies" } else { "y" }
-        )))
-    }
-}
-
-/// What to write: `mlir` or `executable`.
-fn emit_kind(o: &Opts) -> CoreResult<&'static str> {
-    match o.emit.as_deref() {
-        Some("mlir") => Ok("mlir"),
-        Some("executable") => Ok("executable"),
-        Some(other) => Err(unsupported(format!("--emit '{other}': cloud-tpu writes 'mlir' (StableHLO text) or 'executable'"))),
-        None if o.output.extension().is_some_and(|e| e.eq_ignore_ascii_case("mlir")) => Ok("mlir"),
-        None => Ok("executable"),
-    }
-}
-
 fn io_error(path: &Path, e: std::io::Error) -> tpu_sdk_core::Error {
     tpu_sdk_core::Error::Io { path: path.display().to_string(), source: e }
 }
 
 /// The plugin that compiles for a topology: the one given (`--plugin`, then the target's), else
 /// `$TPU_SDK_LIBTPU`, else the usual search.
-fn topology_plugin(t: &CloudTpuTarget, o: &Opts) -> Option<PathBuf> {
+fn topology_plugin(t: &CloudTpuTarget, o: &CloudTpuOptions) -> Option<PathBuf> {
     o.plugin
         .clone()
         .or_else(|| t.plugin.clone())
@@ -75,10 +35,10 @@ fn topology_plugin(t: &CloudTpuTarget, o: &Opts) -> Option<PathBuf> {
 }
 
 /// Compiles `graph` as `o` asks (see the module docs).
-pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<CompileOutput> {
-    reject_edgetpu_options(o)?;
-    let emit = emit_kind(o)?;
-    if o.output.as_os_str().is_empty() {
+pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, opts: &Opts) -> CoreResult<CompileOutput> {
+    let o = opts.target.cloud_tpu("cloud-tpu")?;
+    let emit = o.emit.unwrap_or_else(|| Emit::for_output(&opts.output));
+    if opts.output.as_os_str().is_empty() {
         return Err(unsupported("cloud-tpu compile needs an output file (-o model.mlir or -o model.pjrt)"));
     }
     let graph = match o.dtype {
@@ -90,11 +50,12 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
     if replicas == 0 {
         return Err(unsupported("--replicas must be at least 1"));
     }
-    if emit == "mlir" && o.topology.is_some() {
+    if emit == Emit::Mlir && o.topology.is_some() {
         return Err(unsupported("--topology compiles an executable; it cannot be combined with --emit mlir / an .mlir output"));
     }
+    let topology = o.topology.as_ref().map(|t| t.to_string());
     let mut target = t.clone();
-    if o.topology.is_some() {
+    if topology.is_some() {
         target.plugin = topology_plugin(t, o);
     } else if let Some(p) = &o.plugin {
         target.plugin = Some(p.clone());
@@ -103,16 +64,17 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
     let plan = if o.shard.is_empty() {
         None
     } else {
-        let default_parts = match (&o.topology, crate::shard::requested_parts(&o.shard)?) {
+        let default_parts = match (&topology, o.parts()) {
             (_, Some(n)) => n,
             (Some(_), None) => return Err(unsupported("--shard with --topology needs the partition count: add --shard parts=N")),
-            (None, None) if emit == "mlir" => 0,
+            (None, None) if emit == Emit::Mlir => 0,
             (None, None) => available_devices(&target)? / replicas,
         };
         if default_parts == 0 {
             return Err(unsupported("--shard with --emit mlir needs the partition count: add --shard parts=N"));
         }
-        crate::shard::plan(&graph, &o.shard, default_parts)?.map(|mut p| {
+        let specs: Vec<String> = o.shard.iter().map(|s| s.to_string()).collect();
+        crate::shard::plan(&graph, &specs, default_parts)?.map(|mut p| {
             p.replicas = replicas;
             p
         })
@@ -129,9 +91,9 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
 
     let mut facts: Vec<(&str, String)> = vec![
         ("target", json_str("cloud-tpu")),
-        ("source", o.source.as_ref().map_or("null".into(), |s| json_str(&s.display().to_string()))),
-        ("output", json_str(&o.output.display().to_string())),
-        ("emit", json_str(emit)),
+        ("source", opts.source.as_ref().map_or("null".into(), |s| json_str(&s.display().to_string()))),
+        ("output", json_str(&opts.output.display().to_string())),
+        ("emit", json_str(emit.name())),
         ("dtype", json_str(if o.dtype == Some(DType::BF16) { "bf16" } else { "f32" })),
         ("replicas", replicas.to_string()),
         ("partitions", parts.to_string()),
@@ -150,7 +112,7 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
         )
     };
 
-    let bytes: Vec<u8> = if emit == "mlir" {
+    let bytes: Vec<u8> = if emit == Emit::Mlir {
         summary.push(format!(
             "StableHLO for cloud-tpu: {} lines, dtype {}{}",
             program.mlir.lines().count(),
@@ -166,19 +128,19 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
             use_shardy_partitioner: plan.as_ref().is_some_and(|p| p.partitioner == crate::shard::Partitioner::Shardy),
             ..CompileOptions::default()
         };
-        o.progress.report("compiling", 0, 1);
-        let (bytes, platform, cache) = match &o.topology {
+        opts.progress.report("compiling", 0, 1);
+        let (bytes, platform, cache) = match &topology {
             Some(topo) => compile_aot(&target, &program, topo, options, replicas * parts)?,
             None => compile_local(&target, &program, options, replicas * parts)?,
         };
-        o.progress.report("compiling", 1, 1);
+        opts.progress.report("compiling", 1, 1);
         facts.push(("platform", json_str(&platform)));
-        facts.push(("topology", o.topology.as_deref().map_or("null".into(), json_str)));
+        facts.push(("topology", topology.as_deref().map_or("null".into(), json_str)));
         facts.push(("executable_bytes", bytes.len().to_string()));
         summary.push(format!(
             "{} executable for {}: {} bytes, {replicas} replica(s){}, dtype {}",
             platform,
-            o.topology.as_deref().unwrap_or("the local devices"),
+            topology.as_deref().unwrap_or("the local devices"),
             bytes.len(),
             shard_line,
             if o.dtype == Some(DType::BF16) { "bf16" } else { "f32" }
@@ -198,9 +160,9 @@ pub(crate) fn compile(t: &CloudTpuTarget, graph: Graph, o: &Opts) -> CoreResult<
         }
         bytes
     };
-    write_atomically(&o.output, &bytes).map_err(|e| io_error(&o.output, e))?;
+    write_atomically(&opts.output, &bytes).map_err(|e| io_error(&opts.output, e))?;
     let report = format!("{{{}}}", facts.iter().map(|(k, v)| format!("{}: {v}", json_str(k))).collect::<Vec<_>>().join(", "));
-    Ok(CompileOutput { files: vec![o.output.clone()], summary: summary.join("\n"), report_json: Some(report) })
+    Ok(CompileOutput { files: vec![opts.output.clone()], summary: summary.join("\n"), report_json: Some(report) })
 }
 
 fn available_devices(t: &CloudTpuTarget) -> CoreResult<usize> {

@@ -63,8 +63,7 @@ impl CloudTpuTarget {
     /// `device, device + 1, ...` each run the whole graph on their own inputs, in one launch. Weights passed as
     /// arguments are uploaded to every device.
     pub fn compile_replicated(&self, graph: Graph, replicas: usize) -> Result<ReplicatedExecutable> {
-        let b = self.build(&graph, replicas.max(1), None)?;
-        Ok(ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache })
+        self.build(&graph, replicas.max(1), None)
     }
 
     /// Compiles `graph` for data parallelism over `replicas` devices behind the single-batch interface: each
@@ -102,8 +101,7 @@ impl CloudTpuTarget {
             plan.replicas = n;
             Some(plan)
         };
-        let b = self.build(&g, n, plan.as_ref())?;
-        let exe = ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache };
+        let exe = self.build(&g, n, plan.as_ref())?;
         Ok(DataParallelExecutable { exe, full_sig, plan })
     }
 
@@ -115,11 +113,7 @@ impl CloudTpuTarget {
         let plugin = Plugin::load(&found.path)?;
         let available = plugin.shared_client()?.addressable_devices()?.len().saturating_sub(self.device);
         let plan = crate::shard::plan(&graph, specs, available)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
-        let b = self.build(&graph, 1, Some(&plan))?;
-        Ok(ShardedExecutable {
-            inner: ReplicatedExecutable { sig: b.sig, client: b.client, exe: b.exe, devices: b.devices, params: b.params, cache: b.cache },
-            plan,
-        })
+        Ok(ShardedExecutable { inner: self.build(&graph, 1, Some(&plan))?, plan })
     }
 
     /// The `n` addressable devices from [`CloudTpuTarget::device`] on.
@@ -139,7 +133,7 @@ impl CloudTpuTarget {
     /// Lowers, finds the plugin and devices (`replicas` of them, or one per partition of `plan`), compiles
     /// (through the cache when one is configured) and uploads the weights to each device: whole, or its shard
     /// of a split weight.
-    fn build(&self, graph: &Graph, replicas: usize, plan: Option<&ShardPlan>) -> Result<Built> {
+    fn build(&self, graph: &Graph, replicas: usize, plan: Option<&ShardPlan>) -> Result<ReplicatedExecutable> {
         let program = match plan {
             Some(p) => lower_program_sharded(graph, &self.lower, p, true)?,
             None => lower_program(graph, &self.lower)?,
@@ -177,7 +171,7 @@ impl CloudTpuTarget {
                     .collect::<Result<Vec<_>>>()
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Built { sig: Signature::of(graph), client, exe, devices, params, cache })
+        Ok(ReplicatedExecutable { sig: Signature::of(graph), client, exe, devices, params, cache })
     }
 
     /// Compiles through the cache when [`CloudTpuTarget::cache_dir`] is set.
@@ -257,16 +251,6 @@ fn rebatch_reshapes(g: &mut Graph, full: &Graph, n: usize) {
         let c = g.add_constant(name, Tensor::from_i64(vec![dims.len()], dims));
         g.nodes[k].inputs[1] = Some(c);
     }
-}
-
-/// What [`CloudTpuTarget::build`] produces.
-struct Built {
-    sig: Signature,
-    client: Client,
-    exe: LoadedExecutable,
-    devices: Vec<Device>,
-    params: Vec<Vec<Buffer>>,
-    cache: Option<CacheReport>,
 }
 
 /// Names, dtypes and shapes of a compiled graph's inputs and outputs.
@@ -538,12 +522,6 @@ impl ReplicatedExecutable {
     }
 }
 
-impl Executable for CloudTpuExecutable {
-    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
-        Ok(self.execute(inputs)?)
-    }
-}
-
 /// Data parallelism behind the one-batch interface (see [`CloudTpuTarget::compile_data_parallel`]).
 pub struct DataParallelExecutable {
     exe: ReplicatedExecutable,
@@ -597,12 +575,6 @@ impl DataParallelExecutable {
     }
 }
 
-impl Executable for DataParallelExecutable {
-    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
-        Ok(self.execute(inputs)?)
-    }
-}
-
 /// Tensor parallelism (see [`CloudTpuTarget::compile_sharded`]).
 pub struct ShardedExecutable {
     inner: ReplicatedExecutable,
@@ -640,11 +612,18 @@ impl ShardedExecutable {
     }
 }
 
-impl Executable for ShardedExecutable {
-    fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
-        Ok(self.execute(inputs)?)
-    }
+/// [`Executable`] for executables whose typed `execute(&self, &[Tensor])` does the work.
+macro_rules! executable_by_execute {
+    ($($t:ty),*) => {$(
+        impl Executable for $t {
+            fn run(&mut self, inputs: &[Tensor]) -> tpu_sdk_core::Result<Vec<Tensor>> {
+                Ok(self.execute(inputs)?)
+            }
+        }
+    )*};
 }
+
+executable_by_execute!(CloudTpuExecutable, DataParallelExecutable, ShardedExecutable);
 
 /// What `tpu-sdk devices --target cloud-tpu` prints: the plugin, its API version, platform and devices.
 #[derive(Clone, Debug)]

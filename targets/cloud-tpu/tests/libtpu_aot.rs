@@ -75,7 +75,7 @@ fn compile_writes_tpu_executables_for_a_topology_with_bf16_replicas_shards_and_t
         return;
     };
     use tpu_sdk_core::ir::*;
-    use tpu_sdk_core::target::{CompileOptions as Opts, Target};
+    use tpu_sdk_core::target::{CloudTpuOptions, CompileOptions as Opts, Target};
     let mut g = Graph::new("mlp");
     let x = g.add_input("x", DType::F32, vec![8, 128]);
     let w1 = g.add_constant("w1", common::rand_f32(&[128, 256], 1));
@@ -92,28 +92,29 @@ fn compile_writes_tpu_executables_for_a_topology_with_bf16_replicas_shards_and_t
     std::fs::create_dir_all(&dir).unwrap();
     let mut t = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
     t.cache_dir = Some(dir.join("cache"));
-    let base = Opts { topology: Some("v5e:2x2".into()), plugin: Some(path.into()), ..Opts::default() };
+    let base = CloudTpuOptions { topology: Some("v5e:2x2".parse().unwrap()), plugin: Some(path.into()), ..Default::default() };
+    let specs = |s: &[&str]| s.iter().map(|s| s.parse().unwrap()).collect::<Vec<_>>();
     let cases = [
-        ("plain.pjrt", Opts { ..base.clone() }),
-        ("bf16.pjrt", Opts { dtype: Some(DType::BF16), ..base.clone() }),
-        ("replicas.pjrt", Opts { replicas: Some(4), ..base.clone() }),
-        ("sharded.pjrt", Opts { shard: vec!["auto".into(), "parts=4".into()], ..base.clone() }),
-        ("gspmd.pjrt", Opts { shard: vec!["auto".into(), "parts=4".into(), "partitioner=gspmd".into()], ..base.clone() }),
-        ("replicas-x-shards.pjrt", Opts { replicas: Some(2), shard: vec!["auto".into(), "parts=2".into()], ..base.clone() }),
+        ("plain.pjrt", CloudTpuOptions { ..base.clone() }),
+        ("bf16.pjrt", CloudTpuOptions { dtype: Some(DType::BF16), ..base.clone() }),
+        ("replicas.pjrt", CloudTpuOptions { replicas: Some(4), ..base.clone() }),
+        ("sharded.pjrt", CloudTpuOptions { shard: specs(&["auto", "parts=4"]), ..base.clone() }),
+        ("gspmd.pjrt", CloudTpuOptions { shard: specs(&["auto", "parts=4", "partitioner=gspmd"]), ..base.clone() }),
+        ("replicas-x-shards.pjrt", CloudTpuOptions { replicas: Some(2), shard: specs(&["auto", "parts=2"]), ..base.clone() }),
     ];
     for (name, o) in cases {
-        let o = Opts { output: dir.join(name), ..o };
+        let o = Opts { output: dir.join(name), target: o.into(), ..Opts::default() };
         let out = t.compile(g.clone(), &o).unwrap_or_else(|e| panic!("{name}: {e}"));
         eprintln!("{name}: {}", out.summary);
         assert!(out.summary.starts_with("tpu executable for v5e:2x2"), "{}", out.summary);
         assert!(std::fs::metadata(dir.join(name)).unwrap().len() > 1000);
     }
     // The same compilation again is a cache hit (keyed by topology as well).
-    let o = Opts { output: dir.join("again.pjrt"), dtype: Some(DType::BF16), ..base.clone() };
+    let o = Opts { output: dir.join("again.pjrt"), target: CloudTpuOptions { dtype: Some(DType::BF16), ..base.clone() }.into(), ..Opts::default() };
     let out = t.compile(g.clone(), &o).unwrap();
     assert!(out.summary.contains("compile cache hit"), "{}", out.summary);
     assert_eq!(std::fs::read(dir.join("again.pjrt")).unwrap(), std::fs::read(dir.join("bf16.pjrt")).unwrap());
-    let o = Opts { output: dir.join("x.pjrt"), topology: Some("v5e:2x2".into()), replicas: Some(8), ..base };
+    let o = Opts { output: dir.join("x.pjrt"), target: CloudTpuOptions { topology: Some("v5e:2x2".parse().unwrap()), replicas: Some(8), ..base }.into(), ..Opts::default() };
     let e = t.compile(g, &o).unwrap_err().to_string();
     assert!(e.contains("8 devices needed") || e.contains("(8, 1)"), "{e}");
     let _ = std::fs::remove_dir_all(&dir);

@@ -1,9 +1,12 @@
 //! The Edge TPU compile pipeline: calibrate and quantize a float graph to int8, export it as a TFLite model,
 //! check it against the Edge TPU's rules, and run `edgetpu_compiler` when it is installed.
 //!
-//! 1. calibration ([`tpu_sdk_core::quant::calibrate`]) on `CompileOptions::calibration` with the chosen range
+//! It takes the [`EdgeTpuOptions`](tpu_sdk_core::target::EdgeTpuOptions) variant of the options:
+//!
+//! 1. calibration ([`tpu_sdk_core::quant::calibrate()`]) on `EdgeTpuOptions::calibration` with the chosen range
 //!    method (`minmax` by default);
-//! 2. quantization ([`tpu_sdk_core::quant::quantize`]): int8 inputs/outputs, or float ones with `float_io`;
+//! 2. quantization ([`tpu_sdk_core::quant::quantize()`]): int8 inputs/outputs, or float ones with `io_dtype`
+//!    float;
 //! 3. int8 TFLite export ([`crate::export`]), written to a temporary file and renamed to `-o`;
 //! 4. the rules analyzer ([`crate::rules`]) predicts which ops run on the TPU and why the others do not;
 //! 5. `edgetpu_compiler` (when found) writes `<stem>_edgetpu.tflite`; its own mapping replaces the prediction;
@@ -16,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::json;
 use tpu_sdk_core::ir::Graph;
 use tpu_sdk_core::quant::{self, compare::Comparison, QuantizeOptions, RangeMethod};
-use tpu_sdk_core::target::{CompileOptions, CompileOutput};
+use tpu_sdk_core::target::{CompileOptions, CompileOutput, IoDType};
 use tpu_sdk_core::{Error, Result};
 
 use crate::compiler::{self, CompilerError, EdgeTpuCompiler};
@@ -31,24 +34,14 @@ images (preprocessed with --mean/--std/--layout as in `run --image`); 100-500 re
 
 /// Compiles `graph` for the Edge TPU (see the module docs).
 pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
-    for (set, flag) in [
-        (opts.topology.is_some(), "--topology"),
-        (opts.dtype.is_some(), "--dtype"),
-        (opts.emit.is_some(), "--emit"),
-        (opts.replicas.is_some(), "--replicas"),
-        (!opts.shard.is_empty(), "--shard"),
-        (opts.plugin.is_some(), "--plugin"),
-    ] {
-        if set {
-            return Err(Error::Unsupported(format!("{flag} is a cloud-tpu option; the edgetpu target does not use it")));
-        }
-    }
-    if opts.calibration.is_empty() {
+    let o = opts.target.edge_tpu("edgetpu")?;
+    if o.calibration.is_empty() {
         return Err(Error::InputMismatch(CALIBRATION_HINT.into()));
     }
-    let method = RangeMethod::parse(opts.calibration_method.as_deref().unwrap_or("minmax"))?;
+    let method = o.method;
+    let float_io = o.io_dtype == IoDType::Float;
     // An explicitly named compiler must exist before the long steps run.
-    let compiler = match &opts.edgetpu_compiler {
+    let compiler = match &o.edgetpu_compiler {
         Some(p) => Some(EdgeTpuCompiler::at(p).map_err(|e| Error::Device(e.to_string()))?),
         None => match EdgeTpuCompiler::find() {
             Ok(c) => Some(c),
@@ -59,8 +52,8 @@ pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
 
     let mut graph = graph;
     quant::prepare(&mut graph);
-    let cal = quant::calibrate(&graph, &opts.calibration, method, &opts.progress)?;
-    let q = quant::quantize(&graph, &cal, &QuantizeOptions { method, float_io: opts.float_io })?;
+    let cal = quant::calibrate(&graph, &o.calibration, method, &opts.progress)?;
+    let q = quant::quantize(&graph, &cal, &QuantizeOptions { method, float_io })?;
     let source = opts.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| graph.name.clone());
     let ex = export(&q, &ExportOptions { description: format!("int8 model of {source}, quantized by tpu-sdk ({method} calibration, {} samples)", cal.samples), ..Default::default() })?;
     write_atomically(&opts.output, &ex.bytes)?;
@@ -92,10 +85,10 @@ pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
         }
     };
 
-    let eval = if opts.eval.is_empty() { &opts.calibration } else { &opts.eval };
+    let eval = if o.eval.is_empty() { &o.calibration } else { &o.eval };
     let cmp = quant::compare::compare(&graph, &q, eval, &opts.progress)?;
 
-    let summary = summary_text(&opts.output, &ex, &q, &mapping, &cmp, method, cal.samples, opts.eval.is_empty(), &notes);
+    let summary = summary_text(&opts.output, &ex, &q, &mapping, &cmp, method, cal.samples, o.eval.is_empty(), &notes);
     let inputs: Vec<_> = ex
         .inputs
         .iter()
@@ -125,13 +118,13 @@ pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
         "model": opts.output,
         "files": files,
         "calibration": { "method": method.to_string(), "samples": cal.samples },
-        "io_dtype": if opts.float_io { "float" } else { "int8" },
+        "io_dtype": o.io_dtype.name(),
         "inputs": inputs,
         "outputs": outputs,
         "mapping": serde_json::from_str::<serde_json::Value>(&mapping.to_json()).unwrap_or_default(),
         "predicted_mapping": if compiler.is_some() { serde_json::from_str::<serde_json::Value>(&predicted.to_json()).unwrap_or_default() } else { serde_json::Value::Null },
         "edgetpu_compiler": compiled_json,
-        "error": { "samples": cmp.samples, "evaluated_with": cmp.evaluated_with, "on_calibration_samples": opts.eval.is_empty(), "outputs": metrics },
+        "error": { "samples": cmp.samples, "evaluated_with": cmp.evaluated_with, "on_calibration_samples": o.eval.is_empty(), "outputs": metrics },
         "notes": notes,
     });
     Ok(CompileOutput { files, summary, report_json: Some(serde_json::to_string_pretty(&report).expect("serialisable")) })

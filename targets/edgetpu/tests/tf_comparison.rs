@@ -44,7 +44,11 @@ fn our_int8_error_is_no_worse_than_tensorflows() {
         let p = |k: &str| dir.path().join(format!("{name}_{k}"));
         let mut g = tflite::load(p("float.tflite"), &tflite::ImportOptions::default()).unwrap();
         passes::optimize(&mut g).unwrap();
-        let opts = CompileOptions { output: p("ours.tflite"), calibration: split(&npy::read(&p("cal.npy")).unwrap()), ..Default::default() };
+        let opts = CompileOptions {
+            output: p("ours.tflite"),
+            target: tpu_sdk_core::target::EdgeTpuOptions { calibration: split(&npy::read(&p("cal.npy")).unwrap()), ..Default::default() }.into(),
+            ..Default::default()
+        };
         let res = EdgeTpuTarget::default().compile(g, &opts).unwrap();
         eprintln!("{name}: {}", res.summary.lines().find(|l| l.contains("SQNR")).unwrap_or(""));
         let out = Command::new(&py).arg(script()).arg("eval").arg(dir.path()).arg(name).output().unwrap();

@@ -1,16 +1,21 @@
 //! The target abstraction: a backend that turns a graph into something runnable.
 //!
 //! Core defines the trait and implements it for the CPU ([`crate::runtime::CpuTarget`]); the Cloud TPU and
-//! Edge TPU crates implement it for their hardware. Core never knows which targets exist. The command line
-//! drives every target through this trait only: `run`/`bench` call [`Target::prepare`], `compile` calls
-//! [`Target::compile`], `devices` calls [`Target::devices`].
+//! Edge TPU crates implement it for their hardware. Core depends on none of them; it knows their names only in
+//! [`TargetOptions`], the typed compile options each target takes (see [`options`] for why they live here). The
+//! command line drives every target through this trait only: `run`/`bench` call [`Target::prepare`], `compile`
+//! calls [`Target::compile`], `devices` calls [`Target::devices`].
 
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use crate::ir::{DType, Graph, Tensor};
+use crate::ir::{Graph, Tensor};
 use crate::{Error, Result};
+
+pub mod options;
+
+pub use options::{CloudTpuOptions, EdgeTpuOptions, Emit, IoDType, OptionError, Partitioner, ShardSpec, TargetOptions, Topology};
 
 /// A compiled model that can be run repeatedly.
 pub trait Executable: Send {
@@ -55,38 +60,20 @@ impl fmt::Debug for Progress {
     }
 }
 
-/// What `compile` is asked to do. Each target reads the fields it understands and returns
-/// [`Error::Unsupported`] for a field that is set but means nothing to it (never ignores one silently).
+/// What `compile` is asked to do: where to write, and the options of the one target it is for. A target takes
+/// its own variant of [`TargetOptions`] ([`TargetOptions::cloud_tpu`], [`TargetOptions::edge_tpu`]); the
+/// command line has already rejected every flag of another target, so another variant reaching a target is a
+/// caller's mistake, answered with one [`Error::Unsupported`].
 #[derive(Clone, Debug, Default)]
 pub struct CompileOptions {
     /// Where to write the main artifact (`-o`).
     pub output: PathBuf,
     /// The model file the graph came from, if any (for messages and reports).
     pub source: Option<PathBuf>,
-    /// cloud-tpu: compile ahead of time for this TPU topology (`v5e:2x2`) instead of the local plugin.
-    pub topology: Option<String>,
-    /// cloud-tpu: compute dtype (`bf16` casts weights and activations).
-    pub dtype: Option<DType>,
-    /// cloud-tpu: what to write (`mlir`, `executable`); `None` picks from the output's extension.
-    pub emit: Option<String>,
-    /// cloud-tpu: data-parallel replicas.
-    pub replicas: Option<usize>,
-    /// cloud-tpu: tensor-parallel annotations (`--shard` values, target-defined syntax).
-    pub shard: Vec<String>,
-    /// cloud-tpu: the PJRT plugin to use (`--plugin`).
-    pub plugin: Option<PathBuf>,
-    /// edgetpu: calibration samples, each one full set of graph inputs (graph input order).
-    pub calibration: Vec<Vec<Tensor>>,
-    /// edgetpu: how activation ranges are chosen from calibration (`minmax`, `percentile:99.99`, `mse`).
-    pub calibration_method: Option<String>,
-    /// edgetpu: samples to measure the quantized model's error on (default: the calibration samples).
-    pub eval: Vec<Vec<Tensor>>,
-    /// edgetpu: keep float inputs and outputs (QUANTIZE/DEQUANTIZE at the edges) instead of int8.
-    pub float_io: bool,
-    /// edgetpu: the `edgetpu_compiler` to run (default: search PATH).
-    pub edgetpu_compiler: Option<PathBuf>,
     /// Progress callback for long steps (calibration, compilation).
     pub progress: Progress,
+    /// The target's own options.
+    pub target: TargetOptions,
 }
 
 /// What `compile` produced.
