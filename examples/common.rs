@@ -4,6 +4,25 @@
 
 use std::path::Path;
 
+/// The examples' `main`: runs `run` and, when it fails, prints the error and exits with status 1.
+pub fn exit_on_error(run: fn() -> Result<(), Box<dyn std::error::Error>>) {
+    if let Err(e) = run() {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// The parsed arguments, or (when `parse` fails) the message and `usage` printed and exit status 2.
+pub fn parse_or_exit<A>(parse: fn() -> Result<A, String>, usage: &str) -> A {
+    match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}\nusage: {usage}");
+            std::process::exit(2);
+        }
+    }
+}
+
 /// Parses `M` or `M,M,M` into three per-channel values.
 pub fn three(s: &str) -> Result<[f32; 3], String> {
     let v: Vec<f32> = s.split(',').map(|x| x.trim().parse::<f32>().map_err(|_| format!("'{x}' is not a number"))).collect::<Result<_, _>>()?;
