@@ -4,6 +4,7 @@
 mod common;
 
 use common::{assert_close, rand_f32};
+use tpu_sdk_test_support::fresh_dir;
 use tpu_sdk_cloud_tpu::cache::{CacheOutcome, CompileCache};
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::ir::*;
@@ -158,11 +159,9 @@ fn replicated_execution_runs_one_batch_per_device() {
     assert!(e.contains("4 addressable device"), "{e}");
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("tpu-sdk-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// `g` on one device of the plugin (the baseline the parallel runs must equal).
+fn single_device_run(plugin: &std::path::Path, g: &Graph, x: &Tensor) -> Vec<Tensor> {
+    CloudTpuTarget::with_plugin(plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(x)).unwrap()
 }
 
 #[test]
@@ -170,7 +169,7 @@ fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
     let (g, w1, b1, w2) = mlp(8);
     let x = rand_f32(&[8, 48], 40);
-    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    let single = single_device_run(&plugin, &g, &x);
     let mut t = CloudTpuTarget::with_plugin(&plugin);
     t.replicas = 4;
     let mut exe = t.prepare(g.clone()).unwrap();
@@ -189,7 +188,7 @@ fn tensor_parallel_shards_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
     let (g, ..) = mlp(4);
     let x = rand_f32(&[4, 48], 41);
-    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    let single = single_device_run(&plugin, &g, &x);
     for specs in [vec!["auto".to_string()], vec!["w1=1".to_string()], vec!["w2=0".to_string(), "parts=2".to_string()]] {
         let exe = CloudTpuTarget::with_plugin(&plugin).compile_sharded(g.clone(), &specs).unwrap();
         let parts = if specs.len() == 2 { 2 } else { 4 };
@@ -233,7 +232,7 @@ fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
     let (g, w1, b1, w2) = mlp(6);
     let x = rand_f32(&[6, 48], 42);
-    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    let single = single_device_run(&plugin, &g, &x);
     // 2 replicas (3 rows each) × 2 partitions (w1 split on its columns) on the 4 CPU devices, through the trait.
     let mut t = CloudTpuTarget::with_plugin(&plugin);
     t.replicas = 2;
@@ -251,7 +250,7 @@ fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let e = t.prepare(g.clone()).err().expect("6 devices are not there").to_string();
     assert!(e.contains("4 addressable device"), "{e}");
     // The artifact: one executable for 2 × 2 devices; replica r's partitions take its half of the batch.
-    let dir = temp_dir("compile-dp-tp");
+    let dir = fresh_dir("compile-dp-tp");
     let o = CompileOptions { replicas: Some(2), shard: vec!["w2=0".into()], ..opts(&dir.join("rs.pjrt")) };
     let out = CloudTpuTarget::with_plugin(&plugin).compile(g.clone(), &o).unwrap();
     assert!(out.summary.contains("2 replica(s), 2 partitions"), "{}", out.summary);
@@ -291,7 +290,7 @@ fn opts(out: &std::path::Path) -> CompileOptions {
 #[test]
 fn compile_writes_stablehlo_and_executables_that_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = temp_dir("compile");
+    let dir = fresh_dir("compile");
     let (g, w1, b1, w2) = mlp(2);
     let t = CloudTpuTarget::with_plugin(&plugin);
     // StableHLO text, chosen by the extension.
@@ -339,7 +338,7 @@ fn compile_writes_stablehlo_and_executables_that_run() {
 
 #[test]
 fn compile_rejects_options_it_cannot_honour() {
-    let dir = temp_dir("compile-errors");
+    let dir = fresh_dir("compile-errors");
     let (g, ..) = mlp(2);
     let t = CloudTpuTarget::with_plugin("/nonexistent/libtpu.so");
     let cases: Vec<(CompileOptions, &str)> = vec![
@@ -371,7 +370,7 @@ fn compile_rejects_options_it_cannot_honour() {
 #[test]
 fn parallel_compilations_of_one_program_compile_once_and_report_the_speedup() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = temp_dir("cache-parallel");
+    let dir = fresh_dir("cache-parallel");
     let handles: Vec<_> = (0..2)
         .map(|_| {
             let (plugin, dir) = (plugin.clone(), dir.clone());
@@ -408,7 +407,7 @@ fn cache_child_process() {
 #[test]
 fn two_processes_sharing_a_cache_folder_compile_a_program_once() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = temp_dir("cache-processes");
+    let dir = fresh_dir("cache-processes");
     let children: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(std::env::current_exe().unwrap())
