@@ -248,6 +248,11 @@ fn broadcast_index(o: &[usize], shape: &[usize]) -> usize {
     shape.iter().enumerate().map(|(d, &n)| if n == 1 { 0 } else { o[off + d] * s[d] }).sum()
 }
 
+/// `op` on two run-time inputs.
+fn run_binary(op: BinaryOp, a: Tensor, b: Tensor) -> Tensor {
+    run_node(Op::Binary(op, None), vec![Some(Arg::Input(a, None)), Some(Arg::Input(b, None))], None)
+}
+
 fn binary_f32(op: BinaryOp, a: f32, b: f32) -> f32 {
     match op {
         BinaryOp::Add => a + b,
@@ -261,14 +266,7 @@ fn binary_f32(op: BinaryOp, a: f32, b: f32) -> f32 {
 }
 
 fn binary_case() -> impl Strategy<Value = (BinaryOp, Vec<usize>, Vec<usize>, Vec<usize>, Vec<f32>, Vec<f32>)> {
-    let ops = prop_oneof![
-        Just(BinaryOp::Add),
-        Just(BinaryOp::Sub),
-        Just(BinaryOp::Mul),
-        Just(BinaryOp::Div),
-        Just(BinaryOp::Max),
-        Just(BinaryOp::Min)
-    ];
+    let ops = prop::sample::select(vec![BinaryOp::Add, BinaryOp::Sub, BinaryOp::Mul, BinaryOp::Div, BinaryOp::Max, BinaryOp::Min]);
     (ops, broadcast_shapes()).prop_flat_map(|(op, (out, a, b))| {
         let (na, nb) = (a.iter().product::<usize>(), b.iter().product::<usize>());
         // Divisors kept away from zero: the property is about broadcasting, not division by ~0.
@@ -283,11 +281,7 @@ proptest! {
 
     #[test]
     fn broadcasting_binary_ops_equal_the_naive_loop((op, out, sa, sb, a, b) in binary_case()) {
-        let y = run_node(
-            Op::Binary(op, None),
-            vec![Some(Arg::Input(Tensor::from_f32(sa.clone(), a.clone()), None)), Some(Arg::Input(Tensor::from_f32(sb.clone(), b.clone()), None))],
-            None,
-        );
+        let y = run_binary(op, Tensor::from_f32(sa.clone(), a.clone()), Tensor::from_f32(sb.clone(), b.clone()));
         prop_assert_eq!(&y.shape, &out);
         let got = y.as_f32().unwrap();
         for (i, &g) in got.iter().enumerate() {
@@ -308,11 +302,7 @@ proptest! {
         let a: Vec<i64> = (0..na).map(|_| next()).collect();
         let b: Vec<i64> = (0..nb).map(|_| next()).collect();
         let op = if mul { BinaryOp::Mul } else { BinaryOp::Add };
-        let y = run_node(
-            Op::Binary(op, None),
-            vec![Some(Arg::Input(Tensor::from_i64(sa.clone(), a.clone()), None)), Some(Arg::Input(Tensor::from_i64(sb.clone(), b.clone()), None))],
-            None,
-        );
+        let y = run_binary(op, Tensor::from_i64(sa.clone(), a.clone()), Tensor::from_i64(sb.clone(), b.clone()));
         prop_assert_eq!(&y.shape, &out);
         for (i, g) in y.to_i64_vec().into_iter().enumerate() {
             let o = unravel(i, &out);
@@ -341,18 +331,8 @@ fn reduce_naive(op: ReduceOp, v: &[f64]) -> f64 {
 }
 
 fn reduce_case() -> impl Strategy<Value = (ReduceOp, Vec<usize>, Vec<bool>, bool, Vec<f32>)> {
-    let ops = prop_oneof![
-        Just(ReduceOp::Sum),
-        Just(ReduceOp::Mean),
-        Just(ReduceOp::Max),
-        Just(ReduceOp::Min),
-        Just(ReduceOp::Prod),
-        Just(ReduceOp::L1),
-        Just(ReduceOp::L2),
-        Just(ReduceOp::LogSum),
-        Just(ReduceOp::LogSumExp),
-        Just(ReduceOp::SumSquare)
-    ];
+    use ReduceOp::*;
+    let ops = prop::sample::select(vec![Sum, Mean, Max, Min, Prod, L1, L2, LogSum, LogSumExp, SumSquare]);
     (ops, prop::collection::vec(1usize..=4, 1..=4)).prop_flat_map(|(op, shape)| {
         let n = shape.iter().product::<usize>();
         // LogSum needs a positive sum: positive data for it.

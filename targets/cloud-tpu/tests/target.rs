@@ -159,17 +159,19 @@ fn replicated_execution_runs_one_batch_per_device() {
     assert!(e.contains("4 addressable device"), "{e}");
 }
 
-/// `g` on one device of the plugin (the baseline the parallel runs must equal).
-fn single_device_run(plugin: &std::path::Path, g: &Graph, x: &Tensor) -> Vec<Tensor> {
-    CloudTpuTarget::with_plugin(plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(x)).unwrap()
+/// The MLP for `batch` rows with its weights (w1, b1, w2), an input from `seed`, and its outputs on one device
+/// of the plugin (the baseline the parallel runs must equal).
+fn mlp_on_one_device(plugin: &std::path::Path, batch: usize, seed: u64) -> (Graph, (Tensor, Tensor, Tensor), Tensor, Vec<Tensor>) {
+    let (g, w1, b1, w2) = mlp(batch);
+    let x = rand_f32(&[batch, 48], seed);
+    let single = CloudTpuTarget::with_plugin(plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    (g, (w1, b1, w2), x, single)
 }
 
 #[test]
 fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, w1, b1, w2) = mlp(8);
-    let x = rand_f32(&[8, 48], 40);
-    let single = single_device_run(&plugin, &g, &x);
+    let (g, (w1, b1, w2), x, single) = mlp_on_one_device(&plugin, 8, 40);
     let mut t = CloudTpuTarget::with_plugin(&plugin);
     t.replicas = 4;
     let mut exe = t.prepare(g.clone()).unwrap();
@@ -186,9 +188,7 @@ fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
 #[test]
 fn tensor_parallel_shards_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, ..) = mlp(4);
-    let x = rand_f32(&[4, 48], 41);
-    let single = single_device_run(&plugin, &g, &x);
+    let (g, _, x, single) = mlp_on_one_device(&plugin, 4, 41);
     for specs in [vec!["auto".to_string()], vec!["w1=1".to_string()], vec!["w2=0".to_string(), "parts=2".to_string()]] {
         let exe = CloudTpuTarget::with_plugin(&plugin).compile_sharded(g.clone(), &specs).unwrap();
         let parts = if specs.len() == 2 { 2 } else { 4 };
@@ -230,9 +230,7 @@ fn tensor_parallel_shards_equal_the_single_device_run() {
 #[test]
 fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, w1, b1, w2) = mlp(6);
-    let x = rand_f32(&[6, 48], 42);
-    let single = single_device_run(&plugin, &g, &x);
+    let (g, (w1, b1, w2), x, single) = mlp_on_one_device(&plugin, 6, 42);
     // 2 replicas (3 rows each) × 2 partitions (w1 split on its columns) on the 4 CPU devices, through the trait.
     let mut t = CloudTpuTarget::with_plugin(&plugin);
     t.replicas = 2;

@@ -4,11 +4,14 @@
 
 mod common;
 
-use common::fake_compiler;
+use common::{compiler_log, fake_compiler};
 use tpu_sdk_edgetpu::compiler::{parse_report, CompileOptions, CompilerError, EdgeTpuCompiler};
 use tpu_sdk_edgetpu::{Placement, ReportSource};
 
-const LOG: &str = "Edge TPU Compiler version 16.0.384591198
+/// What the compiler prints (and writes to its log) for the test model.
+fn log() -> String {
+    compiler_log(
+        "Edge TPU Compiler version 16.0.384591198
 Started a compilation timeout timer of 180 seconds.
 
 Model compiled successfully in 1354 ms.
@@ -27,23 +30,22 @@ Operation log: OUT/MODEL_edgetpu.log
 Model successfully compiled but not all operations are supported by the Edge TPU. A percentage of the model will instead run on the CPU, which is slower. If possible, consider updating your model to use only operations supported by the Edge TPU. For details, visit g.co/coral/model-reqs.
 Number of operations that will run on Edge TPU: 139
 Number of operations that will run on CPU: 4
-
-Operator                       Count      Status
-
-CONV_2D                        32         Mapped to Edge TPU
-DEPTHWISE_CONV_2D              80         Mapped to Edge TPU
-ADD                            27         Mapped to Edge TPU
-LOGISTIC                       1          Operation is otherwise supported, but not mapped due to some unspecified limitation
-CONCATENATION                  1          More than one subgraph is not supported
-DEQUANTIZE                     2          Operation is working on an unsupported data type
-Compilation child process completed within timeout period.
-Compilation succeeded!
-";
+",
+        &[
+            ("CONV_2D", 32, "Mapped to Edge TPU"),
+            ("DEPTHWISE_CONV_2D", 80, "Mapped to Edge TPU"),
+            ("ADD", 27, "Mapped to Edge TPU"),
+            ("LOGISTIC", 1, "Operation is otherwise supported, but not mapped due to some unspecified limitation"),
+            ("CONCATENATION", 1, "More than one subgraph is not supported"),
+            ("DEQUANTIZE", 2, "Operation is working on an unsupported data type"),
+        ],
+    )
+}
 
 #[test]
 fn runs_the_compiler_and_parses_its_report() {
     let dir = tempfile::tempdir().unwrap();
-    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), LOG, LOG, 0)).unwrap();
+    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), &log(), &log(), 0)).unwrap();
     assert_eq!(compiler.version().unwrap(), "16.0.384591198");
     let model = dir.path().join("mobilenet.tflite");
     std::fs::write(&model, b"input model bytes").unwrap();
@@ -81,8 +83,8 @@ fn runs_the_compiler_and_parses_its_report() {
 fn reads_the_table_from_the_log_when_stdout_lacks_it() {
     let dir = tempfile::tempdir().unwrap();
     // Older compilers print "See the operation log file..." and keep the table in the log only.
-    let short = LOG.split("Operator   ").next().unwrap().to_string() + "See the operation log file for individual operation details.\n";
-    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), &short, LOG, 0)).unwrap();
+    let short = log().split("Operator   ").next().unwrap().to_string() + "See the operation log file for individual operation details.\n";
+    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), &short, &log(), 0)).unwrap();
     let model = dir.path().join("m.tflite");
     std::fs::write(&model, b"x").unwrap();
     let out = compiler.compile(&model, &dir.path().join("o"), &CompileOptions::default()).unwrap();

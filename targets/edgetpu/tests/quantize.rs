@@ -32,6 +32,12 @@ fn litert(model: &[u8], inputs: &[Vec<Tensor>]) -> Option<Vec<Vec<Tensor>>> {
     litert::run(model, litert::REFERENCE, inputs)
 }
 
+/// Calibration and evaluation samples for the inputs of `g`: (count, seed) of each, values in [lo, hi).
+fn samples_for(g: &Graph, cal: (usize, u64), eval: (usize, u64), lo: f32, hi: f32) -> (Vec<Vec<Tensor>>, Vec<Vec<Tensor>>) {
+    let shapes = input_shapes(g);
+    (f32_samples(&shapes, cal.0, cal.1, lo, hi), f32_samples(&shapes, eval.0, eval.1, lo, hi))
+}
+
 fn input_shapes(g: &Graph) -> Vec<Vec<usize>> {
     g.inputs.iter().map(|&i| g.value(i).shape.clone()).collect()
 }
@@ -118,9 +124,7 @@ fn mobilenet(dir: &Path) -> Option<Graph> {
 fn mobilenet_v2_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
     let dir = tempfile::tempdir().unwrap();
     let Some(g) = mobilenet(dir.path()) else { return };
-    let shapes = input_shapes(&g);
-    let cal = f32_samples(&shapes, 16, 1, -1.0, 1.0);
-    let eval = f32_samples(&shapes, 4, 2, -1.0, 1.0);
+    let (cal, eval) = samples_for(&g, (16, 1), (4, 2), -1.0, 1.0);
     let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, false);
     // Per-axis filters: CONV_2D OHWI axis 0, DEPTHWISE_CONV_2D 1HWC axis 3, one scale per output channel;
     // FULLY_CONNECTED per tensor.
@@ -144,9 +148,7 @@ fn mobilenet_v2_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
 #[test]
 fn tflite_fixture_int8_and_float_io_run_in_litert() {
     let g = convnet();
-    let shapes = input_shapes(&g);
-    let cal = f32_samples(&shapes, 32, 3, 0.0, 1.0);
-    let eval = f32_samples(&shapes, 4, 4, 0.0, 1.0);
+    let (cal, eval) = samples_for(&g, (32, 3), (4, 4), 0.0, 1.0);
     for float_io in [false, true] {
         let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, float_io);
         let m = schema::parse_model(&ex.bytes).unwrap();
@@ -165,9 +167,7 @@ fn tflite_fixture_int8_and_float_io_run_in_litert() {
 #[test]
 fn calibration_methods_all_produce_working_models() {
     let g = convnet();
-    let shapes = input_shapes(&g);
-    let cal = f32_samples(&shapes, 16, 5, 0.0, 1.0);
-    let eval = f32_samples(&shapes, 3, 6, 0.0, 1.0);
+    let (cal, eval) = samples_for(&g, (16, 5), (3, 6), 0.0, 1.0);
     let mut results = HashMap::new();
     for m in ["minmax", "percentile:99.99", "mse"] {
         let method = RangeMethod::parse(m).unwrap();
@@ -186,9 +186,7 @@ fn text_direction_classifier_int8_runs_in_litert_close_to_float_and_maps_to_the_
     // A trained MobileNetV3-style network (hard-swish written with Div, HardSigmoid squeeze-excite blocks:
     // the quantizer's float rewrites make it fully int8).
     let g = text_direction_classifier();
-    let shapes = input_shapes(&g);
-    let cal = f32_samples(&shapes, 8, 7, -1.0, 1.0);
-    let eval = f32_samples(&shapes, 3, 8, -1.0, 1.0);
+    let (cal, eval) = samples_for(&g, (8, 7), (3, 8), -1.0, 1.0);
     let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, false);
     let report = analyze_bytes(&ex.bytes, &RulesOptions::default()).unwrap();
     assert!(report.all_on_tpu(), "not all ops map to the Edge TPU:\n{}", report.to_text());

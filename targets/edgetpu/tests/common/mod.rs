@@ -142,3 +142,10 @@ exit 0
     std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
     path
 }
+
+/// What edgetpu_compiler prints: `head` (version, timings, counts), the operator table with one row per
+/// (op, count, status), and the closing lines.
+pub fn compiler_log(head: &str, ops: &[(&str, usize, &str)]) -> String {
+    let rows: String = ops.iter().map(|(op, n, status)| format!("{op:<31}{n:<11}{status}\n")).collect();
+    format!("{head}\nOperator                       Count      Status\n\n{rows}Compilation child process completed within timeout period.\nCompilation succeeded!\n")
+}
