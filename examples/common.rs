@@ -4,22 +4,19 @@
 
 use std::path::Path;
 
-/// The examples' `main`: runs `run` and, when it fails, prints the error and exits with status 1.
-pub fn exit_on_error(run: fn() -> Result<(), Box<dyn std::error::Error>>) {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
-}
-
-/// The parsed arguments, or (when `parse` fails) the message and `usage` printed and exit status 2.
-pub fn parse_or_exit<A>(parse: fn() -> Result<A, String>, usage: &str) -> A {
-    match parse() {
+/// The examples' `main`: arguments from `parse` (when it fails: its message and `usage`, exit status 2), then
+/// `run` on them (when it fails: its error, exit status 1).
+pub fn main<A>(parse: fn() -> Result<A, String>, usage: &str, run: fn(A) -> Result<(), Box<dyn std::error::Error>>) {
+    let a = match parse() {
         Ok(a) => a,
         Err(e) => {
             eprintln!("{e}\nusage: {usage}");
             std::process::exit(2);
         }
+    };
+    if let Err(e) = run(a) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
     }
 }
 

@@ -109,8 +109,9 @@ fn bad_or_missing_calibration_data_is_a_usage_error() {
     assert!(!out.exists(), "nothing is written on error");
 }
 
-/// What the compiler prints (and writes to its log) for the test model.
+/// What the compiler prints (and writes to its log) for the test model: every op on the Edge TPU.
 fn log() -> String {
+    const TPU: &str = "Mapped to Edge TPU";
     edgetpu_common::compiler_log(
         "Edge TPU Compiler version 16.0.384591198
 Model compiled successfully in 12 ms.
@@ -119,12 +120,7 @@ Total number of operations: 5
 Number of operations that will run on Edge TPU: 5
 Number of operations that will run on CPU: 0
 ",
-        &[
-            ("CONV_2D", 2, "Mapped to Edge TPU"),
-            ("MAX_POOL_2D", 1, "Mapped to Edge TPU"),
-            ("MEAN", 1, "Mapped to Edge TPU"),
-            ("FULLY_CONNECTED", 1, "Mapped to Edge TPU"),
-        ],
+        &[("CONV_2D", 2, TPU), ("MAX_POOL_2D", 1, TPU), ("MEAN", 1, TPU), ("FULLY_CONNECTED", 1, TPU)],
     )
 }
 

@@ -106,11 +106,10 @@ fn camera_tool() -> Option<&'static str> {
 }
 
 fn main() {
-    common::exit_on_error(run)
+    common::main(parse, "pi_classify MODEL (--images DIR | --camera N) [--labels FILE] [--target T] [--mean M] [--std S] [--input-shape NAME=D0,...] [--json]", run)
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let a = common::parse_or_exit(parse, "pi_classify MODEL (--images DIR | --camera N) [--labels FILE] [--target T] [--mean M] [--std S] [--input-shape NAME=D0,...] [--json]");
+fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let model = common::load_image_model(&a.model, a.input_shape.as_ref(), "demo")?;
     let g = model.graph();
     let input = g.value(g.inputs[0]).clone();

@@ -168,16 +168,32 @@ fn mlp_on_one_device(plugin: &std::path::Path, batch: usize, seed: u64) -> (Grap
     (g, (w1, b1, w2), x, single)
 }
 
+/// The CPU plugin and an empty folder `tpu-sdk-{name}-{pid}`; `None` (after a note) without the plugin.
+fn plugin_and_fresh_dir(name: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    Some((common::cpu_plugin()?, fresh_dir(name)))
+}
+
+/// `g` on `x` through the Target trait with `replicas` and `shard`; the target too, for more runs.
+fn run_parallel(plugin: &std::path::Path, replicas: usize, shard: &[&str], g: &Graph, x: &Tensor) -> (CloudTpuTarget, Vec<Tensor>) {
+    let mut t = CloudTpuTarget::with_plugin(plugin);
+    t.replicas = replicas;
+    t.shard = shard.iter().map(|s| s.to_string()).collect();
+    let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(x)).unwrap();
+    (t, y)
+}
+
+/// Asserts that a parallel run's output `y` equals the single-device run and the plain-Rust reference.
+fn assert_equals_one_device_and_reference(y: &Tensor, single: &Tensor, x: &Tensor, (w1, b1, w2): &(Tensor, Tensor, Tensor), what: &str) {
+    assert_close(y, single, 1e-5, 1e-7, &format!("{what} vs 1 device"));
+    assert_close(y, &mlp_reference(x, w1, b1, w2), 1e-5, 1e-6, &format!("{what} vs reference"));
+}
+
 #[test]
 fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, (w1, b1, w2), x, single) = mlp_on_one_device(&plugin, 8, 40);
-    let mut t = CloudTpuTarget::with_plugin(&plugin);
-    t.replicas = 4;
-    let mut exe = t.prepare(g.clone()).unwrap();
-    let y = exe.run(std::slice::from_ref(&x)).unwrap();
-    assert_close(&y[0], &single[0], 1e-5, 1e-7, "4 replicas vs 1 device");
-    assert_close(&y[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "4 replicas vs reference");
+    let (g, w, x, single) = mlp_on_one_device(&plugin, 8, 40);
+    let (mut t, y) = run_parallel(&plugin, 4, &[], &g, &x);
+    assert_equals_one_device_and_reference(&y[0], &single[0], &x, &w, "4 replicas");
     let dp = t.compile_data_parallel(g.clone(), 4).unwrap();
     assert_eq!(dp.replicated().devices().len(), 4);
     t.replicas = 3;
@@ -230,14 +246,10 @@ fn tensor_parallel_shards_equal_the_single_device_run() {
 #[test]
 fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, (w1, b1, w2), x, single) = mlp_on_one_device(&plugin, 6, 42);
+    let (g, w, x, single) = mlp_on_one_device(&plugin, 6, 42);
     // 2 replicas (3 rows each) × 2 partitions (w1 split on its columns) on the 4 CPU devices, through the trait.
-    let mut t = CloudTpuTarget::with_plugin(&plugin);
-    t.replicas = 2;
-    t.shard = vec!["w1=1".into()];
-    let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(&x)).unwrap();
-    assert_close(&y[0], &single[0], 1e-5, 1e-7, "2 replicas x 2 partitions vs 1 device");
-    assert_close(&y[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "2 x 2 vs reference");
+    let (mut t, y) = run_parallel(&plugin, 2, &["w1=1"], &g, &x);
+    assert_equals_one_device_and_reference(&y[0], &single[0], &x, &w, "2 replicas x 2 partitions");
     let dp = t.compile_data_and_tensor_parallel(g.clone(), 2, &["auto".into()]).unwrap();
     assert_eq!((dp.replicas(), dp.plan().unwrap().parts, dp.replicated().devices().len()), (2, 2, 4));
     let y = dp.execute(std::slice::from_ref(&x)).unwrap();
@@ -287,8 +299,7 @@ fn opts(out: &std::path::Path) -> CompileOptions {
 
 #[test]
 fn compile_writes_stablehlo_and_executables_that_run() {
-    let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = fresh_dir("compile");
+    let Some((plugin, dir)) = plugin_and_fresh_dir("compile") else { return };
     let (g, w1, b1, w2) = mlp(2);
     let t = CloudTpuTarget::with_plugin(&plugin);
     // StableHLO text, chosen by the extension.
@@ -367,8 +378,7 @@ fn compile_rejects_options_it_cannot_honour() {
 
 #[test]
 fn parallel_compilations_of_one_program_compile_once_and_report_the_speedup() {
-    let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = fresh_dir("cache-parallel");
+    let Some((plugin, dir)) = plugin_and_fresh_dir("cache-parallel") else { return };
     let handles: Vec<_> = (0..2)
         .map(|_| {
             let (plugin, dir) = (plugin.clone(), dir.clone());
@@ -404,8 +414,7 @@ fn cache_child_process() {
 
 #[test]
 fn two_processes_sharing_a_cache_folder_compile_a_program_once() {
-    let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = fresh_dir("cache-processes");
+    let Some((plugin, dir)) = plugin_and_fresh_dir("cache-processes") else { return };
     let children: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(std::env::current_exe().unwrap())
