@@ -273,7 +273,7 @@ fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let outs = exe.execute_replicated(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>()).unwrap();
     for (k, o) in outs.iter().enumerate() {
         let xin = if k < 2 { &x0 } else { &x1 };
-        assert_close(&o[0].to_tensor().unwrap(), &mlp_reference(xin, &w1, &b1, &w2), 1e-5, 1e-6, &format!("artifact device {k}"));
+        assert_close(&o[0].to_tensor().unwrap(), &mlp_reference(xin, &w.0, &w.1, &w.2), 1e-5, 1e-6, &format!("artifact device {k}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
