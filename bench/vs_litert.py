@@ -12,15 +12,13 @@ latency / LiteRT median latency (below 1: tpu-sdk is faster). MODEL defaults to 
 (`cargo build --release -p tpu-sdk`).
 """
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 
 import numpy as np
 from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+import timing
 
 
 def main():
@@ -50,26 +48,9 @@ def main():
             p = os.path.join(tmp, f"input_{k}.npy")
             np.save(p, x)
             args += ["--input", p]
-        for _ in range(a.warmup):
-            it.invoke()
-        times = []
-        for _ in range(a.iterations):
-            t0 = time.perf_counter()
-            it.invoke()
-            times.append(time.perf_counter() - t0)
-        litert = float(np.median(times)) * 1e3
-        cmd = [a.tpu_sdk, "--threads", str(a.threads), "bench", a.model, "--target", "cpu", "--iterations",
-               str(a.iterations), "--warmup", str(a.warmup), "--json", *args]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"tpu-sdk bench failed ({out.returncode}): {out.stderr.strip()}")
-        ours = json.loads(out.stdout)["latency_ms"]["median"]
-    print(f"model:        {a.model}")
-    print(f"threads:      {a.threads}, iterations {a.iterations}, warm-up {a.warmup}")
-    print(f"LiteRT:       {litert:.3f} ms median ({a.resolver})")
-    print(f"tpu-sdk cpu:  {ours:.3f} ms median")
-    print(f"ratio:        {ours / litert:.2f}x LiteRT's latency")
-    print(json.dumps({"litert_ms": litert, "tpu_sdk_ms": ours, "ratio": ours / litert}))
+        litert = timing.median_ms(it.invoke, a.iterations, a.warmup)
+        ours = timing.tpu_sdk_median_ms(a, args)
+    timing.report(a, "LiteRT", litert, a.resolver, ours)
 
 
 if __name__ == "__main__":

@@ -9,15 +9,13 @@ same thread count and iteration count; onnxruntime runs with all graph optimisat
 tpu-sdk median latency / onnxruntime median latency (below 1: tpu-sdk is faster).
 """
 import argparse
-import json
 import os
-import subprocess
-import sys
 import tempfile
-import time
 
 import numpy as np
 import onnxruntime as ort
+
+import timing
 
 DTYPES = {"tensor(float)": np.float32, "tensor(double)": np.float64, "tensor(int64)": np.int64,
           "tensor(int32)": np.int32, "tensor(uint8)": np.uint8, "tensor(int8)": np.int8}
@@ -51,26 +49,9 @@ def main():
             p = os.path.join(tmp, f"{i.name}.npy".replace("/", "_"))
             np.save(p, x)
             args += ["--input", f"{i.name}={p}"]
-        for _ in range(a.warmup):
-            sess.run(None, feeds)
-        times = []
-        for _ in range(a.iterations):
-            t0 = time.perf_counter()
-            sess.run(None, feeds)
-            times.append(time.perf_counter() - t0)
-        ort_median = float(np.median(times)) * 1e3
-        cmd = [a.tpu_sdk, "--threads", str(a.threads), "bench", a.model, "--target", "cpu", "--iterations", str(a.iterations),
-               "--warmup", str(a.warmup), "--json", *args]
-        out = subprocess.run(cmd, capture_output=True, text=True)
-        if out.returncode != 0:
-            sys.exit(f"tpu-sdk bench failed ({out.returncode}): {out.stderr.strip()}")
-        ours = json.loads(out.stdout)["latency_ms"]["median"]
-    print(f"model:        {a.model}")
-    print(f"threads:      {a.threads}, iterations {a.iterations}, warm-up {a.warmup}")
-    print(f"onnxruntime:  {ort_median:.3f} ms median (onnxruntime {ort.__version__})")
-    print(f"tpu-sdk cpu:  {ours:.3f} ms median")
-    print(f"ratio:        {ours / ort_median:.2f}x onnxruntime's latency")
-    print(json.dumps({"onnxruntime_ms": ort_median, "tpu_sdk_ms": ours, "ratio": ours / ort_median}))
+        ort_median = timing.median_ms(lambda: sess.run(None, feeds), a.iterations, a.warmup)
+        ours = timing.tpu_sdk_median_ms(a, args)
+    timing.report(a, "onnxruntime", ort_median, f"onnxruntime {ort.__version__}", ours)
 
 
 if __name__ == "__main__":

@@ -73,20 +73,10 @@ fn parse() -> Result<Args, String> {
 }
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    common::main(parse, "classify_image MODEL IMAGE [--labels FILE] [--top-k K] [--target T] [--mean M] [--std S] [--input-shape NAME=D0,D1,D2,D3]", run)
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}\nusage: classify_image MODEL IMAGE [--labels FILE] [--top-k K] [--target T] [--mean M] [--std S] [--input-shape NAME=D0,D1,D2,D3]");
-            std::process::exit(2);
-        }
-    };
+fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let model = common::load_image_model(&a.model, a.input_shape.as_ref(), "example")?;
     let g = model.graph();
     let input = image_file_to_tensor(&a.image, g.value(g.inputs[0]), &a.pre)?;

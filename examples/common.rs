@@ -4,6 +4,22 @@
 
 use std::path::Path;
 
+/// The examples' `main`: arguments from `parse` (when it fails: its message and `usage`, exit status 2), then
+/// `run` on them (when it fails: its error, exit status 1).
+pub fn main<A>(parse: fn() -> Result<A, String>, usage: &str, run: fn(A) -> Result<(), Box<dyn std::error::Error>>) {
+    let a = match parse() {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("{e}\nusage: {usage}");
+            std::process::exit(2);
+        }
+    };
+    if let Err(e) = run(a) {
+        eprintln!("error: {e}");
+        std::process::exit(1);
+    }
+}
+
 /// Parses `M` or `M,M,M` into three per-channel values.
 pub fn three(s: &str) -> Result<[f32; 3], String> {
     let v: Vec<f32> = s.split(',').map(|x| x.trim().parse::<f32>().map_err(|_| format!("'{x}' is not a number"))).collect::<Result<_, _>>()?;

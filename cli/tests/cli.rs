@@ -1,31 +1,16 @@
 //! The command-line contract: outputs, JSON, exit codes and error messages, and no panic on bad files.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
 use tpu_sdk::core::npy;
 use tpu_sdk::{DType, Tensor};
+use tpu_sdk_test_support::cli::{self, assert_cannot_load, expect, noise, truncations};
+use tpu_sdk_test_support::repo;
 
 const MODEL: &str = "examples/models/text_direction_cls.onnx";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 fn tpu_sdk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).args(["--threads", "2"]).args(args).output().unwrap()
-}
-
-fn text(o: &Output) -> (String, String) {
-    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
-}
-
-/// Asserts the exit code and that nothing panicked; returns (stdout, stderr).
-fn expect(o: Output, code: i32) -> (String, String) {
-    let (out, err) = text(&o);
-    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
-    (out, err)
+    cli::run(env!("CARGO_BIN_EXE_tpu-sdk"), args)
 }
 
 fn classify(image: &str) -> String {
@@ -92,26 +77,12 @@ fn wrong_inputs_exit_2_and_show_expected_and_given() {
 fn broken_model_files_exit_3_with_a_message_and_never_panic() {
     let tmp = tempfile::tempdir().unwrap();
     let bytes = std::fs::read(repo().join(MODEL)).unwrap();
-    let mut cases: Vec<(String, Vec<u8>)> = vec![("empty".into(), vec![])];
-    for len in [1, 7, 100, 1000, bytes.len() / 2, bytes.len() - 1] {
-        cases.push((format!("truncated at {len}"), bytes[..len].to_vec()));
-    }
-    let mut s = 12345u64;
-    let noise: Vec<u8> = (0..4096)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s as u8
-        })
-        .collect();
-    cases.push(("random bytes".into(), noise));
+    let mut cases = truncations(&bytes, &[1, 7, 100, 1000, bytes.len() / 2, bytes.len() - 1]);
+    cases.push(("random bytes".into(), noise(4096, 12345)));
     for (what, data) in cases {
         let p = tmp.path().join("m.onnx");
         std::fs::write(&p, &data).unwrap();
-        let o = tpu_sdk(&["inspect", p.to_str().unwrap()]);
-        let (_, err) = expect(o, 3);
-        assert!(err.contains("cannot load") && err.len() > 30, "{what}: {err}");
+        assert_cannot_load(tpu_sdk(&["inspect", p.to_str().unwrap()]), &what);
     }
     let (_, err) = expect(tpu_sdk(&["inspect", "no/such/model.onnx"]), 1);
     assert!(err.contains("no/such/model.onnx"), "{err}");

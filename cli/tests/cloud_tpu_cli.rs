@@ -3,51 +3,38 @@
 //! without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 #![cfg(feature = "cloud-tpu")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
+
+use tpu_sdk::core::npy;
+use tpu_sdk::Tensor;
+use tpu_sdk_test_support::cli::{self, ok};
+use tpu_sdk_test_support::{assert_close, fresh_dir, oracle};
 
 const MODEL: &str = "examples/models/text_direction_cls.onnx";
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
 /// The XLA CPU plugin of `$TPU_SDK_PYTHON`'s `fastatomstruct-xla-cpu` package.
 fn plugin() -> Option<String> {
-    let required = std::env::var("TPU_SDK_REQUIRE_ORACLES").is_ok_and(|v| v == "1");
-    let python = std::env::var("TPU_SDK_PYTHON").ok().filter(|s| !s.is_empty());
-    let found = python.and_then(|py| {
-        let o = Command::new(py).args(["-c", "import fastatomstruct_xla_cpu as m; print(m.library_path())"]).output().ok()?;
-        o.status.success().then(|| String::from_utf8_lossy(&o.stdout).trim().to_string())
-    });
+    let found = oracle::xla_cpu_plugin_of_python().map(|p| p.display().to_string());
     if found.is_none() {
-        assert!(!required, "TPU_SDK_REQUIRE_ORACLES=1 but the XLA CPU plugin was not found through TPU_SDK_PYTHON");
-        eprintln!("note: the XLA CPU plugin was not found (set TPU_SDK_PYTHON); skipping");
+        oracle::skip("the XLA CPU plugin was not found through TPU_SDK_PYTHON");
     }
     found
 }
 
 fn tpu_sdk(args: &[&str], cache: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tpu-sdk"))
-        .current_dir(repo())
-        .env("TPU_SDK_COMPILE_CACHE", cache)
-        .args(args)
-        .output()
-        .unwrap()
+    cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).env("TPU_SDK_COMPILE_CACHE", cache).args(args).output().unwrap()
 }
 
-fn ok(o: Output) -> String {
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
-    assert!(o.status.success() && !err.contains("panicked"), "stdout:\n{out}\nstderr:\n{err}");
-    out
+/// The first output of a run in `dir`.
+fn output_0(dir: &Path) -> Tensor {
+    npy::read(&dir.join("output_0.npy")).unwrap()
 }
 
 #[test]
 fn devices_run_with_replicas_compile_and_the_cache_commands() {
     let Some(p) = plugin() else { return };
-    let dir = std::env::temp_dir().join(format!("tpu-sdk-cli-cloud-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("cli-cloud");
     let cache = dir.join("cache");
 
     let doc: serde_json::Value = serde_json::from_str(&ok(tpu_sdk(&["devices", "--target", "cloud-tpu", "--plugin", &p, "--json"], &cache))).unwrap();
@@ -57,16 +44,14 @@ fn devices_run_with_replicas_compile_and_the_cache_commands() {
     // A batch of 4 on 4 replicas equals the CPU runtime.
     let x = dir.join("x.npy");
     let data: Vec<f32> = (0..4 * 3 * 48 * 192).map(|i| ((i * 7919) % 1000) as f32 / 500.0 - 1.0).collect();
-    tpu_sdk::core::npy::write(&x, &tpu_sdk::Tensor::from_f32(vec![4, 3, 48, 192], data)).unwrap();
+    npy::write(&x, &Tensor::from_f32(vec![4, 3, 48, 192], data)).unwrap();
     let (r4, rc) = (dir.join("r4"), dir.join("rc"));
     let xs = x.to_str().unwrap();
     ok(tpu_sdk(&["run", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--replicas", "4", "--output-dir", r4.to_str().unwrap()], &cache));
     ok(tpu_sdk(&["run", MODEL, "--input", xs, "--target", "cpu", "--output-dir", rc.to_str().unwrap()], &cache));
-    let (a, b) = (tpu_sdk::core::npy::read(&r4.join("output_0.npy")).unwrap(), tpu_sdk::core::npy::read(&rc.join("output_0.npy")).unwrap());
+    let (a, b) = (output_0(&r4), output_0(&rc));
     assert_eq!(a.shape, vec![4, 2]);
-    for (u, v) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
-        assert!((u - v).abs() <= 1e-5 * v.abs() + 1e-6, "{u} vs {v}");
-    }
+    assert_close(&a, &b, 1e-5, 1e-6, "4 replicas vs cpu");
     let o = tpu_sdk(&["run", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--replicas", "3"], &cache);
     assert!(!o.status.success() && String::from_utf8_lossy(&o.stderr).contains("multiple of 3"));
 
@@ -88,32 +73,23 @@ fn devices_run_with_replicas_compile_and_the_cache_commands() {
 #[test]
 fn run_and_bench_with_tensor_parallelism() {
     let Some(p) = plugin() else { return };
-    let dir = std::env::temp_dir().join(format!("tpu-sdk-cli-shard-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&dir);
-    std::fs::create_dir_all(&dir).unwrap();
+    let dir = fresh_dir("cli-shard");
     let cache = dir.join("cache");
     let x = dir.join("x.npy");
     let data: Vec<f32> = (0..2 * 3 * 48 * 192).map(|i| ((i * 4099) % 1000) as f32 / 500.0 - 1.0).collect();
-    tpu_sdk::core::npy::write(&x, &tpu_sdk::Tensor::from_f32(vec![2, 3, 48, 192], data)).unwrap();
+    npy::write(&x, &Tensor::from_f32(vec![2, 3, 48, 192], data)).unwrap();
     let (rs, rc) = (dir.join("rs"), dir.join("rc"));
     let xs = x.to_str().unwrap();
     // Every MatMul/Gemm weight split over 2 devices (SPMD) gives the CPU runtime's result.
     let run = ["run", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--shard", "auto", "--shard", "parts=2"];
     ok(tpu_sdk(&[&run[..], &["--output-dir", rs.to_str().unwrap()]].concat(), &cache));
     ok(tpu_sdk(&["run", MODEL, "--input", xs, "--target", "cpu", "--output-dir", rc.to_str().unwrap()], &cache));
-    let (a, b) = (tpu_sdk::core::npy::read(&rs.join("output_0.npy")).unwrap(), tpu_sdk::core::npy::read(&rc.join("output_0.npy")).unwrap());
-    assert_eq!(a.shape, b.shape);
-    for (u, v) in a.to_f64_vec().iter().zip(b.to_f64_vec()) {
-        assert!((u - v).abs() <= 1e-5 * v.abs() + 1e-6, "{u} vs {v}");
-    }
+    let (a, b) = (output_0(&rs), output_0(&rc));
+    assert_close(&a, &b, 1e-5, 1e-6, "2 partitions vs cpu");
     // Data and tensor parallelism at once: the batch of 2 over 2 replicas, each split over 2 partitions.
     let rr = dir.join("rr");
     ok(tpu_sdk(&[&run[..], &["--replicas", "2", "--output-dir", rr.to_str().unwrap()]].concat(), &cache));
-    let c = tpu_sdk::core::npy::read(&rr.join("output_0.npy")).unwrap();
-    assert_eq!(c.shape, b.shape);
-    for (u, v) in c.to_f64_vec().iter().zip(b.to_f64_vec()) {
-        assert!((u - v).abs() <= 1e-5 * v.abs() + 1e-6, "2x2: {u} vs {v}");
-    }
+    assert_close(&output_0(&rr), &b, 1e-5, 1e-6, "2x2 vs cpu");
     let out = ok(tpu_sdk(&["bench", MODEL, "--input", xs, "--target", "cloud-tpu", "--plugin", &p, "--shard", "auto", "--shard", "parts=2", "--iterations", "3"], &cache));
     assert!(out.contains("latency ms"), "{out}");
     // The flag belongs to cloud-tpu.

@@ -4,21 +4,20 @@
 
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::process::Output;
 
-use tpu_sdk::core::import::tflite::builder::*;
 use tpu_sdk::core::import::tflite::schema::{self, tensor_type as tt};
 use tpu_sdk::core::npy;
 use tpu_sdk::Tensor;
+use tpu_sdk_test_support::cli::{self, expect, fails};
+use tpu_sdk_test_support::{repo, Rng};
+
+#[path = "../../targets/edgetpu/tests/common/mod.rs"]
+mod edgetpu_common;
 
 const MODEL: &str = "examples/models/text_direction_cls.onnx";
 const SHAPE: &[&str] = &["--input-shape", "x=1,3,48,192"];
-
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
 
 /// Runs the CLI with no compiler reachable unless `--edgetpu-compiler` is given.
 fn tpu_sdk(args: &[&str]) -> Output {
@@ -27,8 +26,7 @@ fn tpu_sdk(args: &[&str]) -> Output {
 
 /// Runs the CLI with `PATH` set to `path`.
 fn tpu_sdk_with_path(args: &[&str], path: &str) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tpu-sdk"))
-        .current_dir(repo())
+    cli::command(env!("CARGO_BIN_EXE_tpu-sdk"))
         .env_remove("TPU_SDK_EDGETPU_COMPILER")
         .env("PATH", path)
         .args(["--threads", "2"])
@@ -38,32 +36,10 @@ fn tpu_sdk_with_path(args: &[&str], path: &str) -> Output {
         .unwrap()
 }
 
-fn expect(o: Output, code: i32) -> (String, String) {
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
-    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
-    (out, err)
-}
-
-fn input_shape() -> Vec<usize> {
-    vec![1, 3, 48, 192]
-}
-
-/// N pseudo-random samples stacked on a new first axis.
+/// N pseudo-random samples of the model's input (1,3,48,192) stacked on a new first axis.
 fn calibration(dir: &Path, n: usize) -> PathBuf {
-    let shape = input_shape();
-    let per: usize = shape.iter().product();
-    let mut s = 12345u64;
-    let data: Vec<f32> = (0..n * per)
-        .map(|_| {
-            s = s.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            (s >> 40) as f32 / (1u64 << 23) as f32 - 1.0
-        })
-        .collect();
-    let mut full = vec![n];
-    full.extend(&shape);
     let p = dir.join("cal.npy");
-    npy::write(&p, &Tensor::from_f32(full, data)).unwrap();
+    npy::write(&p, &Rng::from_state(12345).f32_tensor(&[n, 1, 3, 48, 192], -1.0, 1.0)).unwrap();
     p
 }
 
@@ -128,79 +104,30 @@ fn bad_or_missing_calibration_data_is_a_usage_error() {
     let broken = dir.path().join("broken");
     std::fs::create_dir(&broken).unwrap();
     std::fs::write(broken.join("a.png"), b"not a png").unwrap();
-    let o = tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", broken.to_str().unwrap(), "-o", out.to_str().unwrap()]);
-    let err = String::from_utf8_lossy(&o.stderr).into_owned();
-    assert!(!o.status.success() && !err.contains("panicked"), "{err}");
+    let err = fails(tpu_sdk(&["compile", MODEL, "--target", "edgetpu", "--calibration", broken.to_str().unwrap(), "-o", out.to_str().unwrap()]));
     assert!(err.contains("cannot read calibration samples") && err.contains("a.png"), "{err}");
     assert!(!out.exists(), "nothing is written on error");
 }
 
-/// A compiled model as the real compiler writes it: one edgetpu-custom-op.
-fn compiled_model() -> Vec<u8> {
-    let t = |name: &str| TensorT { shape: vec![1, 4], type_: tt::INT8, name: name.into(), ..Default::default() };
-    ModelT {
-        version: 3,
-        operator_codes: vec![OperatorCodeT { builtin_code: 32, custom_code: Some("edgetpu-custom-op".into()), version: 1 }],
-        subgraphs: vec![SubGraphT {
-            tensors: vec![t("x"), t("y")],
-            inputs: vec![0],
-            outputs: vec![1],
-            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: Some(vec![1]) }],
-            name: None,
-        }],
-        buffers: vec![BufferT::default()],
-        ..Default::default()
-    }
-    .to_bytes()
-}
-
-const LOG: &str = "Edge TPU Compiler version 16.0.384591198
+/// What the compiler prints (and writes to its log) for the test model: every op on the Edge TPU.
+fn log() -> String {
+    const TPU: &str = "Mapped to Edge TPU";
+    edgetpu_common::compiler_log(
+        "Edge TPU Compiler version 16.0.384591198
 Model compiled successfully in 12 ms.
 Number of Edge TPU subgraphs: 1
 Total number of operations: 5
 Number of operations that will run on Edge TPU: 5
 Number of operations that will run on CPU: 0
-
-Operator                       Count      Status
-
-CONV_2D                        2          Mapped to Edge TPU
-MAX_POOL_2D                    1          Mapped to Edge TPU
-MEAN                           1          Mapped to Edge TPU
-FULLY_CONNECTED                1          Mapped to Edge TPU
-Compilation child process completed within timeout period.
-Compilation succeeded!
-";
+",
+        &[("CONV_2D", 2, TPU), ("MAX_POOL_2D", 1, TPU), ("MEAN", 1, TPU), ("FULLY_CONNECTED", 1, TPU)],
+    )
+}
 
 #[test]
 fn runs_a_given_edgetpu_compiler_and_reports_its_mapping() {
     let dir = tempfile::tempdir().unwrap();
-    let compiled = dir.path().join("compiled.bin");
-    std::fs::write(&compiled, compiled_model()).unwrap();
-    std::fs::write(dir.path().join("stdout.txt"), LOG).unwrap();
-    let script = format!(
-        r#"#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Edge TPU Compiler version 16.0.384591198"; exit 0; fi
-out=.
-model=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -o) out="$2"; shift 2 ;;
-    -m|-t|-i) shift 2 ;;
-    -s) shift ;;
-    *) model="$1"; shift ;;
-  esac
-done
-stem=$(basename "$model" .tflite)
-cat "{stdout}"
-cp "{compiled}" "$out/${{stem}}_edgetpu.tflite"
-cat "{stdout}" > "$out/${{stem}}_edgetpu.log"
-"#,
-        stdout = dir.path().join("stdout.txt").display(),
-        compiled = compiled.display(),
-    );
-    let fake = dir.path().join("edgetpu_compiler");
-    std::fs::write(&fake, script).unwrap();
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let fake = edgetpu_common::fake_compiler(dir.path(), &log(), &log(), 0);
     let cal = calibration(dir.path(), 4);
     let out = dir.path().join("net.tflite");
     let (stdout, _) = expect(

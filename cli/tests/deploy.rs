@@ -10,11 +10,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-const SSHD: &str = "/usr/sbin/sshd";
+use tpu_sdk_test_support::cli::{self, expect, noise};
+use tpu_sdk_test_support::repo;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+const SSHD: &str = "/usr/sbin/sshd";
 
 /// A private sshd; killed when dropped.
 struct Sshd {
@@ -115,19 +114,12 @@ impl Sshd {
         self.deploy_cmd(model, target, extra).output().unwrap()
     }
     fn deploy_cmd(&self, model: &Path, target: &str, extra: &[&str]) -> Command {
-        let mut c = Command::new(env!("CARGO_BIN_EXE_tpu-sdk"));
-        c.current_dir(repo()).args(["--threads", "2", "deploy"]).arg(model).args(["--target", target]);
+        let mut c = cli::command(env!("CARGO_BIN_EXE_tpu-sdk"));
+        c.args(["--threads", "2", "deploy"]).arg(model).args(["--target", target]);
         c.args(self.ssh_args("user_key")).arg("--remote-dir").arg(self.path("remote/models")).args(extra);
         c.stdin(Stdio::null());
         c
     }
-}
-
-fn expect(o: Output, code: i32) -> (String, String) {
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
-    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
-    (out, err)
 }
 
 fn json(o: Output) -> serde_json::Value {
@@ -144,16 +136,7 @@ fn sha256sum(p: &Path) -> String {
 
 fn write_model(dir: &Path, name: &str, seed: u8, len: usize) -> PathBuf {
     let p = dir.join(name);
-    let mut x = seed as u32 | 1;
-    let bytes: Vec<u8> = (0..len)
-        .map(|_| {
-            x ^= x << 13;
-            x ^= x >> 17;
-            x ^= x << 5;
-            x as u8
-        })
-        .collect();
-    std::fs::write(&p, bytes).unwrap();
+    std::fs::write(&p, noise(len, seed as u64 | 1)).unwrap();
     p
 }
 
@@ -329,13 +312,13 @@ fn login_failures_are_clear_errors() {
     let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut args = s.ssh_args("user_key");
     args[3] = closed.to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).arg("deploy").arg(&model).args(&args).output().unwrap();
+    let out = cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).arg("deploy").arg(&model).args(&args).output().unwrap();
     let (_, err) = expect(out, 4);
     assert!(err.contains("cannot reach"), "{err}");
 
     let mut args = s.ssh_args("user_key");
     args[5] = s.path("no_such_key").display().to_string();
-    let out = Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).arg("deploy").arg(&model).args(&args).output().unwrap();
+    let out = cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).arg("deploy").arg(&model).args(&args).output().unwrap();
     let (_, err) = expect(out, 4);
     assert!(err.contains("no such key file"), "{err}");
 

@@ -2,22 +2,13 @@
 //! (no device is exit 0), `run --target edgetpu` explains what it runs, bad delegate options are refused.
 #![cfg(feature = "edgetpu")]
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::PathBuf;
+use std::process::Output;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use tpu_sdk_test_support::cli::{self, expect};
 
 fn tpu_sdk(args: &[&str], env: &[(&str, &str)]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).args(["--threads", "2"]).args(args).envs(env.iter().copied()).output().unwrap()
-}
-
-fn expect(o: Output, code: i32) -> (String, String) {
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
-    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
-    (out, err)
+    cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).args(["--threads", "2"]).args(args).envs(env.iter().copied()).output().unwrap()
 }
 
 #[test]

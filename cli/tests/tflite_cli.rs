@@ -2,23 +2,14 @@
 //! truncated or corrupted `.tflite` files (including a flatbuffer whose offsets point outside the file) exit
 //! with status 3 and a message, never a panic.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Output};
+use std::path::Path;
+use std::process::Output;
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("..")
-}
+use tpu_sdk_test_support::cli::{self, assert_cannot_load, expect, noise, truncations};
+use tpu_sdk_test_support::repo;
 
 fn tpu_sdk(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_tpu-sdk")).current_dir(repo()).args(["--threads", "2"]).args(args).output().unwrap()
-}
-
-/// Asserts the exit code and that nothing panicked; returns (stdout, stderr).
-fn expect(o: Output, code: i32) -> (String, String) {
-    let (out, err) = (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned());
-    assert!(!err.contains("panicked"), "the CLI panicked:\n{err}");
-    assert_eq!(o.status.code(), Some(code), "stdout:\n{out}\nstderr:\n{err}");
-    (out, err)
+    cli::run(env!("CARGO_BIN_EXE_tpu-sdk"), args)
 }
 
 const INT8: &str = "core/tests/data/int8/cnn_int8.tflite";
@@ -50,10 +41,7 @@ fn runs_and_inspects_tflite_models() {
 fn broken_tflite_files_exit_3_with_a_message() {
     let tmp = tempfile::tempdir().unwrap();
     let good = std::fs::read(repo().join(INT8)).unwrap();
-    let mut cases: Vec<(String, Vec<u8>)> = vec![("empty".into(), vec![])];
-    for len in [3, 7, 8, 100, good.len() / 2, good.len() - 1] {
-        cases.push((format!("truncated at {len}"), good[..len].to_vec()));
-    }
+    let mut cases = truncations(&good, &[3, 7, 8, 100, good.len() / 2, good.len() - 1]);
     // the root table offset pointing past the end of the file
     let mut far = good.clone();
     far[..4].copy_from_slice(&(good.len() as u32 + 1000).to_le_bytes());
@@ -64,15 +52,7 @@ fn broken_tflite_files_exit_3_with_a_message() {
     vt[root..root + 4].copy_from_slice(&i32::MIN.to_le_bytes());
     cases.push(("vtable offset outside the buffer".into(), vt));
     // the right identifier followed by noise
-    let mut s = 99u64;
-    let mut noise: Vec<u8> = (0..4096)
-        .map(|_| {
-            s ^= s << 13;
-            s ^= s >> 7;
-            s ^= s << 17;
-            s as u8
-        })
-        .collect();
+    let mut noise = noise(4096, 99);
     noise[4..8].copy_from_slice(b"TFL3");
     cases.push(("identifier then noise".into(), noise));
     for (what, data) in cases {
@@ -80,8 +60,7 @@ fn broken_tflite_files_exit_3_with_a_message() {
         std::fs::write(&p, &data).unwrap();
         for cmd in ["run", "inspect"] {
             let args: Vec<&str> = if cmd == "run" { vec!["run", p.to_str().unwrap(), "--random-input"] } else { vec!["inspect", p.to_str().unwrap()] };
-            let (_, err) = expect(tpu_sdk(&args), 3);
-            assert!(err.contains("cannot load") && err.len() > 30, "{cmd} {what}: {err}");
+            assert_cannot_load(tpu_sdk(&args), &format!("{cmd} {what}"));
         }
     }
 }

@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 use tpu_sdk_core::import::onnx::{load, load_bytes, load_with_notes, ImportOptions};
 use tpu_sdk_core::ir::DType;
 use tpu_sdk_core::Error;
+use tpu_sdk_test_support::Rng;
 
 fn model_path() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../examples/models/text_direction_cls.onnx")
@@ -64,16 +65,10 @@ fn truncated_or_random_bytes_are_errors_not_panics() {
         let _ = load_bytes(&bytes[..len], None, &o);
     }
     // Random bytes, and the model with random bytes flipped.
-    let mut state = 0x9e37_79b9_7f4a_7c15u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = Rng::new(0x9e37_79b9_7f4a_7c15u64);
     for _ in 0..300 {
-        let len = (next() % 4096) as usize;
-        let buf: Vec<u8> = (0..len).map(|_| next() as u8).collect();
+        let len = rng.below(4096) as usize;
+        let buf: Vec<u8> = (0..len).map(|_| rng.byte()).collect();
         let _ = load_bytes(&buf, None, &o);
     }
     // TPU_SDK_FUZZ_ITERS raises the number of mutated models for a longer local run.
@@ -81,8 +76,8 @@ fn truncated_or_random_bytes_are_errors_not_panics() {
     for _ in 0..iters {
         let mut m = bytes.clone();
         for _ in 0..8 {
-            let i = (next() as usize) % m.len();
-            m[i] = next() as u8;
+            let i = rng.below(m.len() as u64) as usize;
+            m[i] = rng.byte();
         }
         let _ = load_bytes(&m, None, &o);
     }
@@ -96,52 +91,46 @@ fn structurally_mutated_models_are_errors_not_panics() {
     let base = ModelProto::decode(bytes.as_slice()).unwrap();
     let n_nodes = base.graph.as_ref().unwrap().node.len();
     let ops = ["Conv", "Softmax", "Reshape", "Concat", "Slice", "Gather", "Resize", "Pad", "Split", "TopK", "Transpose", "MaxPool"];
-    let mut state = 0x1234_5678_9abc_def1u64;
-    let mut next = move || {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        state
-    };
+    let mut rng = Rng::new(0x1234_5678_9abc_def1u64);
     let iters = std::env::var("TPU_SDK_FUZZ_ITERS").ok().and_then(|v| v.parse().ok()).unwrap_or(200);
     for _ in 0..iters {
         let mut m = base.clone();
         let g = m.graph.as_mut().unwrap();
-        for _ in 0..1 + next() % 3 {
+        for _ in 0..1 + rng.below(3) {
             // mostly the nodes that are not Constants (the model has 308 Constants)
-            let mut k = (next() as usize) % n_nodes;
+            let mut k = rng.below(n_nodes as u64) as usize;
             for _ in 0..4 {
                 if g.node[k].op_type.as_deref() != Some("Constant") {
                     break;
                 }
-                k = (next() as usize) % n_nodes;
+                k = rng.below(n_nodes as u64) as usize;
             }
             let node = &mut g.node[k];
             let interesting = [-1i64, 0, 1, 2, 3, -7, 1 << 40, i64::MIN, i64::MAX];
-            match next() % 6 {
-                0 => node.op_type = Some(ops[(next() as usize) % ops.len()].to_string()),
+            match rng.below(6) {
+                0 => node.op_type = Some(ops[rng.below(ops.len() as u64) as usize].to_string()),
                 1 => {
-                    let k = (next() as usize) % node.attribute.len().max(1);
+                    let k = rng.below(node.attribute.len().max(1) as u64) as usize;
                     if let Some(a) = node.attribute.get_mut(k) {
-                        a.i = Some(interesting[(next() as usize) % interesting.len()]);
+                        a.i = Some(interesting[rng.below(interesting.len() as u64) as usize]);
                         for v in a.ints.iter_mut() {
-                            *v = interesting[(next() as usize) % interesting.len()];
+                            *v = interesting[rng.below(interesting.len() as u64) as usize];
                         }
                     }
                 }
                 2 => {
                     if !node.input.is_empty() {
-                        let k = (next() as usize) % node.input.len();
+                        let k = rng.below(node.input.len() as u64) as usize;
                         node.input[k] = String::new();
                     }
                 }
                 3 => node.input.push(node.output.first().cloned().unwrap_or_default()),
                 4 => {
                     if let Some(t) = node.attribute.iter_mut().find_map(|a| a.t.as_mut()) {
-                        t.dims = vec![interesting[(next() as usize) % interesting.len()]];
+                        t.dims = vec![interesting[rng.below(interesting.len() as u64) as usize]];
                     }
                 }
-                _ => node.output.push(format!("extra{}", next() % 3)),
+                _ => node.output.push(format!("extra{}", rng.below(3))),
             }
         }
         let _ = load_bytes(&m.encode_to_vec(), None, &opts());

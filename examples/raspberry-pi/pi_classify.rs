@@ -106,20 +106,10 @@ fn camera_tool() -> Option<&'static str> {
 }
 
 fn main() {
-    if let Err(e) = run() {
-        eprintln!("error: {e}");
-        std::process::exit(1);
-    }
+    common::main(parse, "pi_classify MODEL (--images DIR | --camera N) [--labels FILE] [--target T] [--mean M] [--std S] [--input-shape NAME=D0,...] [--json]", run)
 }
 
-fn run() -> Result<(), Box<dyn std::error::Error>> {
-    let a = match parse() {
-        Ok(a) => a,
-        Err(e) => {
-            eprintln!("{e}\nusage: pi_classify MODEL (--images DIR | --camera N) [--labels FILE] [--target T] [--mean M] [--std S] [--input-shape NAME=D0,...] [--json]");
-            std::process::exit(2);
-        }
-    };
+fn run(a: Args) -> Result<(), Box<dyn std::error::Error>> {
     let model = common::load_image_model(&a.model, a.input_shape.as_ref(), "demo")?;
     let g = model.graph();
     let input = g.value(g.inputs[0]).clone();

@@ -7,13 +7,11 @@
 mod common;
 
 use tpu_sdk_cloud_tpu::pjrt::{CompileOptions, NamedValue, Plugin};
+use tpu_sdk_test_support::oracle;
 
 #[test]
 fn compiles_a_lowered_model_for_a_v5e_topology() {
-    let Some(path) = std::env::var_os("TPU_SDK_LIBTPU").filter(|v| !v.is_empty()) else {
-        eprintln!("note: TPU_SDK_LIBTPU is not set (pip install libtpu, then point it at libtpu/libtpu.so); skipping");
-        return;
-    };
+    let Some(path) = oracle::libtpu_path() else { return };
     let p = Plugin::load(&path).unwrap();
     let (major, minor) = p.api_version();
     eprintln!("libtpu: PJRT C API {major}.{minor}, attributes {:?}", p.attributes().unwrap());
@@ -36,10 +34,7 @@ fn compiles_a_lowered_model_for_a_v5e_topology() {
 
 #[test]
 fn the_target_compiles_a_graph_for_named_topologies() {
-    let Some(path) = std::env::var_os("TPU_SDK_LIBTPU").filter(|v| !v.is_empty()) else {
-        eprintln!("note: TPU_SDK_LIBTPU is not set; skipping");
-        return;
-    };
+    let Some(path) = oracle::libtpu_path() else { return };
     use tpu_sdk_core::ir::*;
     let mut g = Graph::new("conv_net");
     let x = g.add_input("x", DType::F32, vec![1, 3, 32, 32]);
@@ -70,10 +65,7 @@ fn the_target_compiles_a_graph_for_named_topologies() {
 
 #[test]
 fn compile_writes_tpu_executables_for_a_topology_with_bf16_replicas_shards_and_the_cache() {
-    let Some(path) = std::env::var_os("TPU_SDK_LIBTPU").filter(|v| !v.is_empty()) else {
-        eprintln!("note: TPU_SDK_LIBTPU is not set; skipping");
-        return;
-    };
+    let Some(path) = oracle::libtpu_path() else { return };
     use tpu_sdk_core::ir::*;
     use tpu_sdk_core::target::{CloudTpuOptions, CompileOptions as Opts, Target};
     let mut g = Graph::new("mlp");

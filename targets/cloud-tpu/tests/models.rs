@@ -13,47 +13,14 @@ use std::process::Command;
 
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::import::onnx::{load, ImportOptions};
-use tpu_sdk_core::ir::{DType, Tensor, TensorData};
+use tpu_sdk_core::ir::{DType, Tensor};
 use tpu_sdk_core::runtime::Session;
+use tpu_sdk_test_support::oracle::{python_or_default, required};
+use tpu_sdk_test_support::{random_inputs, random_tensor, relative_to_mean, repo};
 
-fn repo() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// Deterministic inputs: floats uniform in [-1, 1), integers in [0, 20).
-fn random_input(dtype: DType, shape: &[usize], seed: u64) -> Tensor {
-    let mut s = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move || {
-        s ^= s << 13;
-        s ^= s >> 7;
-        s ^= s << 17;
-        (s >> 11) as f64 / (1u64 << 53) as f64
-    };
-    let n: usize = shape.iter().product();
-    let data = match dtype {
-        DType::F32 => TensorData::F32((0..n).map(|_| next() as f32 * 2.0 - 1.0).collect()),
-        DType::I64 => TensorData::I64((0..n).map(|_| (next() * 20.0) as i64).collect()),
-        DType::I32 => TensorData::I32((0..n).map(|_| (next() * 20.0) as i32).collect()),
-        other => panic!("test inputs of dtype {other} are not generated"),
-    };
-    Tensor::new(shape.to_vec(), data).unwrap()
-}
-
+/// Every output within 1e-4 of the CPU runtime's, relative to |cpu| + mean |cpu|.
 fn compare(model: &str, k: usize, ours: &Tensor, cpu: &Tensor) -> Result<f64, String> {
-    if ours.shape != cpu.shape || ours.dtype() != cpu.dtype() {
-        return Err(format!("{model} output {k}: {}{:?} vs cpu {}{:?}", ours.dtype(), ours.shape, cpu.dtype(), cpu.shape));
-    }
-    let (a, b) = (ours.to_f64_vec(), cpu.to_f64_vec());
-    let mean_abs = b.iter().map(|x| x.abs()).sum::<f64>() / b.len().max(1) as f64;
-    let mut worst = 0.0f64;
-    for (i, (&x, &y)) in a.iter().zip(&b).enumerate() {
-        let rel = (x - y).abs() / (y.abs() + mean_abs).max(f64::MIN_POSITIVE);
-        if rel.is_nan() || rel > 1e-4 {
-            return Err(format!("{model} output {k} element {i}: xla {x}, cpu {y} (relative error {rel:.2e})"));
-        }
-        worst = worst.max(rel);
-    }
-    Ok(worst)
+    relative_to_mean(model, k, ours, cpu, "cpu", 1e-4)
 }
 
 enum Outcome {
@@ -74,8 +41,7 @@ fn check(plugin: &Path, path: &Path, shapes: &[(&str, Vec<usize>)]) -> Result<Ou
         Err(e) => return Ok(Outcome::NotLoadable(e.to_string())),
     };
     tpu_sdk_core::passes::optimize(&mut g).map_err(|e| format!("{stem}: optimize: {e}"))?;
-    let inputs: Vec<Tensor> =
-        g.inputs.iter().enumerate().map(|(k, &i)| random_input(g.value(i).dtype, &g.value(i).shape, k as u64 + 7)).collect();
+    let inputs = random_inputs(&g, 7);
     let cpu = Session::new(g.clone())
         .and_then(|mut s| s.run(&inputs))
         .map_err(|e| format!("{stem}: cpu runtime: {e}"))?;
@@ -105,7 +71,7 @@ fn real_models_match_the_cpu_runtime() {
     let mut models: Vec<(PathBuf, Shapes)> =
         vec![(repo().join("examples/models/text_direction_cls.onnx"), vec![("x", vec![1, 3, 48, 192])])];
     let tmp = std::env::temp_dir().join(format!("tpu-sdk-cloud-models-{}", std::process::id()));
-    let made = Command::new(common::python()).arg(repo().join("scripts/make_test_models.py")).arg(&tmp).status();
+    let made = Command::new(python_or_default()).arg(repo().join("scripts/make_test_models.py")).arg(&tmp).status();
     match made {
         Ok(s) if s.success() => {
             for m in ["mobilenet_v2", "gpt_block", "llama_block", "unet", "dlrm"] {
@@ -113,8 +79,7 @@ fn real_models_match_the_cpu_runtime() {
             }
         }
         _ => {
-            let required = std::env::var("TPU_SDK_REQUIRE_ORACLES").is_ok_and(|v| v == "1");
-            assert!(!required, "scripts/make_test_models.py did not run with {}", common::python());
+            assert!(!required(), "scripts/make_test_models.py did not run with {}", python_or_default().display());
             eprintln!("note: scripts/make_test_models.py did not run; comparing the shipped model only");
         }
     }
@@ -142,7 +107,7 @@ fn the_shipped_model_split_across_four_replicas_equals_the_cpu_runtime() {
     opts.input_shapes.insert("x".into(), vec![4, 3, 48, 192]);
     let mut g = load(&repo().join("examples/models/text_direction_cls.onnx"), &opts).unwrap();
     tpu_sdk_core::passes::optimize(&mut g).unwrap();
-    let x = random_input(DType::F32, &[4, 3, 48, 192], 11);
+    let x = random_tensor(DType::F32, &[4, 3, 48, 192], 11);
     let cpu = Session::new(g.clone()).unwrap().run(std::slice::from_ref(&x)).unwrap();
     // The importer folded the batch (4) into a Reshape's target shape; the per-replica graph gets batch 1 there.
     let mut t = CloudTpuTarget::with_plugin(&plugin);

@@ -4,6 +4,7 @@
 mod common;
 
 use common::{assert_close, rand_f32};
+use tpu_sdk_test_support::fresh_dir;
 use tpu_sdk_cloud_tpu::cache::{CacheOutcome, CompileCache};
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::ir::*;
@@ -158,25 +159,41 @@ fn replicated_execution_runs_one_batch_per_device() {
     assert!(e.contains("4 addressable device"), "{e}");
 }
 
-fn temp_dir(name: &str) -> std::path::PathBuf {
-    let d = std::env::temp_dir().join(format!("tpu-sdk-{name}-{}", std::process::id()));
-    let _ = std::fs::remove_dir_all(&d);
-    std::fs::create_dir_all(&d).unwrap();
-    d
+/// The MLP for `batch` rows with its weights (w1, b1, w2), an input from `seed`, and its outputs on one device
+/// of the plugin (the baseline the parallel runs must equal).
+fn mlp_on_one_device(plugin: &std::path::Path, batch: usize, seed: u64) -> (Graph, (Tensor, Tensor, Tensor), Tensor, Vec<Tensor>) {
+    let (g, w1, b1, w2) = mlp(batch);
+    let x = rand_f32(&[batch, 48], seed);
+    let single = CloudTpuTarget::with_plugin(plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    (g, (w1, b1, w2), x, single)
+}
+
+/// The CPU plugin and an empty folder `tpu-sdk-{name}-{pid}`; `None` (after a note) without the plugin.
+fn plugin_and_fresh_dir(name: &str) -> Option<(std::path::PathBuf, std::path::PathBuf)> {
+    Some((common::cpu_plugin()?, fresh_dir(name)))
+}
+
+/// `g` on `x` through the Target trait with `replicas` and `shard`; the target too, for more runs.
+fn run_parallel(plugin: &std::path::Path, replicas: usize, shard: &[&str], g: &Graph, x: &Tensor) -> (CloudTpuTarget, Vec<Tensor>) {
+    let mut t = CloudTpuTarget::with_plugin(plugin);
+    t.replicas = replicas;
+    t.shard = shard.iter().map(|s| s.to_string()).collect();
+    let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(x)).unwrap();
+    (t, y)
+}
+
+/// Asserts that a parallel run's output `y` equals the single-device run and the plain-Rust reference.
+fn assert_equals_one_device_and_reference(y: &Tensor, single: &Tensor, x: &Tensor, (w1, b1, w2): &(Tensor, Tensor, Tensor), what: &str) {
+    assert_close(y, single, 1e-5, 1e-7, &format!("{what} vs 1 device"));
+    assert_close(y, &mlp_reference(x, w1, b1, w2), 1e-5, 1e-6, &format!("{what} vs reference"));
 }
 
 #[test]
 fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, w1, b1, w2) = mlp(8);
-    let x = rand_f32(&[8, 48], 40);
-    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
-    let mut t = CloudTpuTarget::with_plugin(&plugin);
-    t.replicas = 4;
-    let mut exe = t.prepare(g.clone()).unwrap();
-    let y = exe.run(std::slice::from_ref(&x)).unwrap();
-    assert_close(&y[0], &single[0], 1e-5, 1e-7, "4 replicas vs 1 device");
-    assert_close(&y[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "4 replicas vs reference");
+    let (g, w, x, single) = mlp_on_one_device(&plugin, 8, 40);
+    let (mut t, y) = run_parallel(&plugin, 4, &[], &g, &x);
+    assert_equals_one_device_and_reference(&y[0], &single[0], &x, &w, "4 replicas");
     let dp = t.compile_data_parallel(g.clone(), 4).unwrap();
     assert_eq!(dp.replicated().devices().len(), 4);
     t.replicas = 3;
@@ -187,9 +204,7 @@ fn data_parallel_replicas_split_the_batch_and_equal_the_single_device_run() {
 #[test]
 fn tensor_parallel_shards_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, ..) = mlp(4);
-    let x = rand_f32(&[4, 48], 41);
-    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    let (g, _, x, single) = mlp_on_one_device(&plugin, 4, 41);
     for specs in [vec!["auto".to_string()], vec!["w1=1".to_string()], vec!["w2=0".to_string(), "parts=2".to_string()]] {
         let exe = CloudTpuTarget::with_plugin(&plugin).compile_sharded(g.clone(), &specs).unwrap();
         let parts = if specs.len() == 2 { 2 } else { 4 };
@@ -231,16 +246,10 @@ fn tensor_parallel_shards_equal_the_single_device_run() {
 #[test]
 fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let Some(plugin) = common::cpu_plugin() else { return };
-    let (g, w1, b1, w2) = mlp(6);
-    let x = rand_f32(&[6, 48], 42);
-    let single = CloudTpuTarget::with_plugin(&plugin).compile_graph(g.clone()).unwrap().execute(std::slice::from_ref(&x)).unwrap();
+    let (g, w, x, single) = mlp_on_one_device(&plugin, 6, 42);
     // 2 replicas (3 rows each) × 2 partitions (w1 split on its columns) on the 4 CPU devices, through the trait.
-    let mut t = CloudTpuTarget::with_plugin(&plugin);
-    t.replicas = 2;
-    t.shard = vec!["w1=1".into()];
-    let y = t.prepare(g.clone()).unwrap().run(std::slice::from_ref(&x)).unwrap();
-    assert_close(&y[0], &single[0], 1e-5, 1e-7, "2 replicas x 2 partitions vs 1 device");
-    assert_close(&y[0], &mlp_reference(&x, &w1, &b1, &w2), 1e-5, 1e-6, "2 x 2 vs reference");
+    let (mut t, y) = run_parallel(&plugin, 2, &["w1=1"], &g, &x);
+    assert_equals_one_device_and_reference(&y[0], &single[0], &x, &w, "2 replicas x 2 partitions");
     let dp = t.compile_data_and_tensor_parallel(g.clone(), 2, &["auto".into()]).unwrap();
     assert_eq!((dp.replicas(), dp.plan().unwrap().parts, dp.replicated().devices().len()), (2, 2, 4));
     let y = dp.execute(std::slice::from_ref(&x)).unwrap();
@@ -251,7 +260,7 @@ fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let e = t.prepare(g.clone()).err().expect("6 devices are not there").to_string();
     assert!(e.contains("4 addressable device"), "{e}");
     // The artifact: one executable for 2 × 2 devices; replica r's partitions take its half of the batch.
-    let dir = temp_dir("compile-dp-tp");
+    let dir = fresh_dir("compile-dp-tp");
     let o = CompileOptions { target: CloudTpuOptions { replicas: Some(2), shard: vec!["w2=0".parse().unwrap()], ..Default::default() }.into(), ..opts(&dir.join("rs.pjrt")) };
     let out = CloudTpuTarget::with_plugin(&plugin).compile(g.clone(), &o).unwrap();
     assert!(out.summary.contains("2 replica(s), 2 partitions"), "{}", out.summary);
@@ -264,7 +273,7 @@ fn data_and_tensor_parallel_together_equal_the_single_device_run() {
     let outs = exe.execute_replicated(&bufs.iter().map(|b| vec![b]).collect::<Vec<_>>()).unwrap();
     for (k, o) in outs.iter().enumerate() {
         let xin = if k < 2 { &x0 } else { &x1 };
-        assert_close(&o[0].to_tensor().unwrap(), &mlp_reference(xin, &w1, &b1, &w2), 1e-5, 1e-6, &format!("artifact device {k}"));
+        assert_close(&o[0].to_tensor().unwrap(), &mlp_reference(xin, &w.0, &w.1, &w.2), 1e-5, 1e-6, &format!("artifact device {k}"));
     }
     let _ = std::fs::remove_dir_all(&dir);
 }
@@ -290,8 +299,7 @@ fn opts(out: &std::path::Path) -> CompileOptions {
 
 #[test]
 fn compile_writes_stablehlo_and_executables_that_run() {
-    let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = temp_dir("compile");
+    let Some((plugin, dir)) = plugin_and_fresh_dir("compile") else { return };
     let (g, w1, b1, w2) = mlp(2);
     let t = CloudTpuTarget::with_plugin(&plugin);
     // StableHLO text, chosen by the extension.
@@ -339,7 +347,7 @@ fn compile_writes_stablehlo_and_executables_that_run() {
 
 #[test]
 fn compile_rejects_options_it_cannot_honour() {
-    let dir = temp_dir("compile-errors");
+    let dir = fresh_dir("compile-errors");
     let (g, ..) = mlp(2);
     let t = CloudTpuTarget::with_plugin("/nonexistent/libtpu.so");
     let cases: Vec<(CompileOptions, &str)> = vec![
@@ -371,8 +379,7 @@ fn compile_rejects_options_it_cannot_honour() {
 
 #[test]
 fn parallel_compilations_of_one_program_compile_once_and_report_the_speedup() {
-    let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = temp_dir("cache-parallel");
+    let Some((plugin, dir)) = plugin_and_fresh_dir("cache-parallel") else { return };
     let handles: Vec<_> = (0..2)
         .map(|_| {
             let (plugin, dir) = (plugin.clone(), dir.clone());
@@ -408,8 +415,7 @@ fn cache_child_process() {
 
 #[test]
 fn two_processes_sharing_a_cache_folder_compile_a_program_once() {
-    let Some(plugin) = common::cpu_plugin() else { return };
-    let dir = temp_dir("cache-processes");
+    let Some((plugin, dir)) = plugin_and_fresh_dir("cache-processes") else { return };
     let children: Vec<_> = (0..2)
         .map(|_| {
             std::process::Command::new(std::env::current_exe().unwrap())

@@ -3,7 +3,7 @@
 Small Keras models with seeded random weights, converted by TensorFlow's converter with a representative data
 set to full int8 (TFLITE_BUILTINS_INT8): int8 inputs and outputs, and "_fio" variants with float inputs and
 outputs (QUANTIZE / DEQUANTIZE at the edges). Only the models are written: the test draws random inputs and
-asks LiteRT (core/tests/litert_oracle.py) for the expected outputs at run time.
+asks LiteRT (test-support/litert_oracle.py) for the expected outputs at run time.
 
     /path/to/python-with-tensorflow targets/edgetpu/scripts/make_int8_fixtures.py [OUT_DIR [NAME...]]
 

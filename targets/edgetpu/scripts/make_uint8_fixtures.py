@@ -6,7 +6,7 @@ TensorFlow's v1 converter (`tf.compat.v1.lite.TFLiteConverter`, `inference_type=
 with seeded random weights whose ranges are set by FakeQuant ops (weights: their own min/max; activations:
 fixed ranges chosen so that some values saturate). "_fio" variants keep float inputs and outputs (QUANTIZE /
 DEQUANTIZE at the edges). Only the models are written: the test draws random inputs and asks LiteRT
-(core/tests/litert_oracle.py) for the expected outputs at run time.
+(test-support/litert_oracle.py) for the expected outputs at run time.
 
     /path/to/python-with-tensorflow targets/edgetpu/scripts/make_uint8_fixtures.py [OUT_DIR [NAME...]]
 

@@ -2,15 +2,16 @@
 
 #![cfg(unix)]
 
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+mod common;
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::schema::tensor_type as tt;
+use common::{compiler_log, fake_compiler};
 use tpu_sdk_edgetpu::compiler::{parse_report, CompileOptions, CompilerError, EdgeTpuCompiler};
 use tpu_sdk_edgetpu::{Placement, ReportSource};
 
-const LOG: &str = "Edge TPU Compiler version 16.0.384591198
+/// What the compiler prints (and writes to its log) for the test model.
+fn log() -> String {
+    compiler_log(
+        "Edge TPU Compiler version 16.0.384591198
 Started a compilation timeout timer of 180 seconds.
 
 Model compiled successfully in 1354 ms.
@@ -29,80 +30,22 @@ Operation log: OUT/MODEL_edgetpu.log
 Model successfully compiled but not all operations are supported by the Edge TPU. A percentage of the model will instead run on the CPU, which is slower. If possible, consider updating your model to use only operations supported by the Edge TPU. For details, visit g.co/coral/model-reqs.
 Number of operations that will run on Edge TPU: 139
 Number of operations that will run on CPU: 4
-
-Operator                       Count      Status
-
-CONV_2D                        32         Mapped to Edge TPU
-DEPTHWISE_CONV_2D              80         Mapped to Edge TPU
-ADD                            27         Mapped to Edge TPU
-LOGISTIC                       1          Operation is otherwise supported, but not mapped due to some unspecified limitation
-CONCATENATION                  1          More than one subgraph is not supported
-DEQUANTIZE                     2          Operation is working on an unsupported data type
-Compilation child process completed within timeout period.
-Compilation succeeded!
-";
-
-/// A compiled model: QUANTIZE-free int8 graph with one edgetpu-custom-op.
-fn compiled_model() -> Vec<u8> {
-    let t = |name: &str| TensorT { shape: vec![1, 4], type_: tt::INT8, name: name.into(), ..Default::default() };
-    ModelT {
-        version: 3,
-        operator_codes: vec![OperatorCodeT { builtin_code: 32, custom_code: Some("edgetpu-custom-op".into()), version: 1 }],
-        subgraphs: vec![SubGraphT {
-            tensors: vec![t("x"), t("y")],
-            inputs: vec![0],
-            outputs: vec![1],
-            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: Some(vec![1, 2, 3]) }],
-            name: None,
-        }],
-        buffers: vec![BufferT::default()],
-        ..Default::default()
-    }
-    .to_bytes()
-}
-
-/// Writes a fake compiler into `dir` that prints `stdout`, exits with `code`, and (on success) writes the
-/// compiled model and the log into the `-o` directory as the real compiler does.
-fn fake_compiler(dir: &Path, stdout: &str, log: &str, code: i32) -> PathBuf {
-    let compiled = dir.join("prepared_edgetpu.tflite");
-    std::fs::write(&compiled, compiled_model()).unwrap();
-    std::fs::write(dir.join("stdout.txt"), stdout).unwrap();
-    std::fs::write(dir.join("log.txt"), log).unwrap();
-    let script = format!(
-        r#"#!/bin/sh
-if [ "$1" = "--version" ]; then echo "Edge TPU Compiler version 16.0.384591198"; exit 0; fi
-out=.
-model=
-while [ $# -gt 0 ]; do
-  case "$1" in
-    -o|--out_dir) out="$2"; shift 2 ;;
-    -m|-t|-i) echo "$1 $2" >> "{args}"; shift 2 ;;
-    -s) shift ;;
-    *) model="$1"; shift ;;
-  esac
-done
-stem=$(basename "$model" .tflite)
-cat "{stdout}"
-if [ {code} -ne 0 ]; then echo "Internal compiler error. Aborting!" >&2; exit {code}; fi
-cp "{compiled}" "$out/${{stem}}_edgetpu.tflite"
-cp "{log}" "$out/${{stem}}_edgetpu.log"
-exit 0
-"#,
-        args = dir.join("args.txt").display(),
-        stdout = dir.join("stdout.txt").display(),
-        log = dir.join("log.txt").display(),
-        compiled = compiled.display(),
-    );
-    let path = dir.join("edgetpu_compiler");
-    std::fs::write(&path, script).unwrap();
-    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
-    path
+",
+        &[
+            ("CONV_2D", 32, "Mapped to Edge TPU"),
+            ("DEPTHWISE_CONV_2D", 80, "Mapped to Edge TPU"),
+            ("ADD", 27, "Mapped to Edge TPU"),
+            ("LOGISTIC", 1, "Operation is otherwise supported, but not mapped due to some unspecified limitation"),
+            ("CONCATENATION", 1, "More than one subgraph is not supported"),
+            ("DEQUANTIZE", 2, "Operation is working on an unsupported data type"),
+        ],
+    )
 }
 
 #[test]
 fn runs_the_compiler_and_parses_its_report() {
     let dir = tempfile::tempdir().unwrap();
-    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), LOG, LOG, 0)).unwrap();
+    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), &log(), &log(), 0)).unwrap();
     assert_eq!(compiler.version().unwrap(), "16.0.384591198");
     let model = dir.path().join("mobilenet.tflite");
     std::fs::write(&model, b"input model bytes").unwrap();
@@ -140,8 +83,8 @@ fn runs_the_compiler_and_parses_its_report() {
 fn reads_the_table_from_the_log_when_stdout_lacks_it() {
     let dir = tempfile::tempdir().unwrap();
     // Older compilers print "See the operation log file..." and keep the table in the log only.
-    let short = LOG.split("Operator   ").next().unwrap().to_string() + "See the operation log file for individual operation details.\n";
-    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), &short, LOG, 0)).unwrap();
+    let short = log().split("Operator   ").next().unwrap().to_string() + "See the operation log file for individual operation details.\n";
+    let compiler = EdgeTpuCompiler::at(fake_compiler(dir.path(), &short, &log(), 0)).unwrap();
     let model = dir.path().join("m.tflite");
     std::fs::write(&model, b"x").unwrap();
     let out = compiler.compile(&model, &dir.path().join("o"), &CompileOptions::default()).unwrap();

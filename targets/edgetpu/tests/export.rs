@@ -2,7 +2,6 @@
 //! that has `ai-edge-litert`, named by `TPU_SDK_PYTHON`) LiteRT runs them to the same outputs.
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use tpu_sdk_core::import::tflite::schema;
 use tpu_sdk_core::import::tflite::{load, load_bytes, ImportOptions};
@@ -10,6 +9,7 @@ use tpu_sdk_core::ir::{Graph, Tensor};
 use tpu_sdk_core::runtime::Session;
 use tpu_sdk_core::{npy, passes};
 use tpu_sdk_edgetpu::export::{export, ExportOptions};
+use tpu_sdk_test_support::litert;
 
 fn data(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data").join(name)
@@ -31,34 +31,9 @@ fn ops_of(bytes: &[u8]) -> Vec<String> {
     m.subgraphs().unwrap().get(0).operators().unwrap().iter().map(|o| codes.get(o.opcode_index() as usize).name()).collect()
 }
 
-/// Runs `model` in LiteRT; `None` (after a note) when no oracle Python is configured.
+/// Runs `model` in LiteRT's reference kernels; `None` (after a note) when no oracle Python is configured.
 fn litert(model: &[u8], inputs: &[Tensor]) -> Option<Vec<Tensor>> {
-    let Some(py) = std::env::var_os("TPU_SDK_PYTHON") else {
-        assert!(std::env::var("TPU_SDK_REQUIRE_ORACLES").as_deref() != Ok("1"), "TPU_SDK_REQUIRE_ORACLES=1 but TPU_SDK_PYTHON is not set");
-        eprintln!("note: TPU_SDK_PYTHON is not set; skipping the LiteRT comparison");
-        return None;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let mp = dir.path().join("model.tflite");
-    std::fs::write(&mp, model).unwrap();
-    let mut cmd = Command::new(py);
-    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/run_litert.py")).arg(&mp).arg(dir.path());
-    for (k, x) in inputs.iter().enumerate() {
-        let p = dir.path().join(format!("input_{k}.npy"));
-        npy::write(&p, x).unwrap();
-        cmd.arg(p);
-    }
-    let out = cmd.output().unwrap();
-    assert!(out.status.success(), "LiteRT failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-    let mut outs = Vec::new();
-    for k in 0.. {
-        let p = dir.path().join(format!("output_{k}.npy"));
-        if !p.exists() {
-            break;
-        }
-        outs.push(npy::read(&p).unwrap());
-    }
-    Some(outs)
+    litert::run(model, litert::REFERENCE, &[inputs.to_vec()]).map(|mut sets| sets.remove(0))
 }
 
 /// Imports a TF-made fixture, exports it, and checks the export against LiteRT's recorded outputs, both

@@ -21,68 +21,21 @@ use tpu_sdk_core::target::Progress;
 use tpu_sdk_core::{npy, passes};
 use tpu_sdk_edgetpu::export::{export, ExportOptions, Exported};
 use tpu_sdk_edgetpu::rules::{analyze_bytes, RulesOptions};
+use tpu_sdk_test_support::{differing, f32_samples, litert, oracle};
 
 fn manifest() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn python() -> Option<std::ffi::OsString> {
-    let py = std::env::var_os("TPU_SDK_PYTHON");
-    if py.is_none() {
-        assert!(std::env::var("TPU_SDK_REQUIRE_ORACLES").as_deref() != Ok("1"), "TPU_SDK_REQUIRE_ORACLES=1 but TPU_SDK_PYTHON is not set");
-        eprintln!("note: TPU_SDK_PYTHON is not set; skipping the LiteRT comparison");
-    }
-    py
-}
-
-/// LiteRT's builtin optimized kernels without XNNPACK: what the int8 CPU runtime matches bit for bit.
-const OPTIMIZED: &str = "BUILTIN_WITHOUT_DEFAULT_DELEGATES";
-
 /// Runs `model` in LiteRT's reference kernels on several input sets; `None` when no oracle Python is configured.
 fn litert(model: &[u8], inputs: &[Vec<Tensor>]) -> Option<Vec<Vec<Tensor>>> {
-    litert_with("BUILTIN_REF", model, inputs)
+    litert::run(model, litert::REFERENCE, inputs)
 }
 
-/// Runs `model` in LiteRT with the op resolver `resolver` on several input sets.
-fn litert_with(resolver: &str, model: &[u8], inputs: &[Vec<Tensor>]) -> Option<Vec<Vec<Tensor>>> {
-    let py = python()?;
-    let dir = tempfile::tempdir().unwrap();
-    let mp = dir.path().join("model.tflite");
-    std::fs::write(&mp, model).unwrap();
-    let mut all = Vec::new();
-    for (s, set) in inputs.iter().enumerate() {
-        let od = dir.path().join(format!("out{s}"));
-        std::fs::create_dir(&od).unwrap();
-        let mut cmd = Command::new(&py);
-        cmd.arg(manifest().join("tests/run_litert.py")).arg(format!("--resolver={resolver}")).arg(&mp).arg(&od);
-        for (k, x) in set.iter().enumerate() {
-            let p = dir.path().join(format!("in{s}_{k}.npy"));
-            npy::write(&p, x).unwrap();
-            cmd.arg(p);
-        }
-        let out = cmd.output().unwrap();
-        assert!(out.status.success(), "LiteRT failed: {}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
-        let mut outs = Vec::new();
-        for k in 0.. {
-            let p = od.join(format!("output_{k}.npy"));
-            if !p.exists() {
-                break;
-            }
-            outs.push(npy::read(&p).unwrap());
-        }
-        all.push(outs);
-    }
-    Some(all)
-}
-
-/// Deterministic pseudo-random f32 samples in [lo, hi).
-fn samples(shapes: &[Vec<usize>], n: usize, seed: u64, lo: f32, hi: f32) -> Vec<Vec<Tensor>> {
-    let mut state = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-    let mut next = move || {
-        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-        ((state >> 40) as f32 / (1u64 << 24) as f32) * (hi - lo) + lo
-    };
-    (0..n).map(|_| shapes.iter().map(|s| Tensor::from_f32(s.clone(), (0..s.iter().product::<usize>()).map(|_| next()).collect())).collect()).collect()
+/// Calibration and evaluation samples for the inputs of `g`: (count, seed) of each, values in [lo, hi).
+fn samples_for(g: &Graph, cal: (usize, u64), eval: (usize, u64), lo: f32, hi: f32) -> (Vec<Vec<Tensor>>, Vec<Vec<Tensor>>) {
+    let shapes = input_shapes(g);
+    (f32_samples(&shapes, cal.0, cal.1, lo, hi), f32_samples(&shapes, eval.0, eval.1, lo, hi))
 }
 
 fn input_shapes(g: &Graph) -> Vec<Vec<usize>> {
@@ -142,8 +95,24 @@ fn filters(bytes: &[u8]) -> Vec<(String, i32, usize, i8)> {
     out
 }
 
+/// The TF-made float CNN fixture, optimised.
+fn convnet() -> Graph {
+    let mut g = tflite::load(manifest().join("tests/data/convnet_f32.tflite"), &tflite::ImportOptions::default()).unwrap();
+    passes::optimize(&mut g).unwrap();
+    g
+}
+
+/// The shipped text-direction classifier (x = 1,3,48,192), optimised and prepared for quantization.
+fn text_direction_classifier() -> Graph {
+    let opts = onnx::ImportOptions { input_shapes: [("x".to_string(), vec![1, 3, 48, 192])].into_iter().collect(), ..Default::default() };
+    let mut g = onnx::load(&manifest().join("../../examples/models/text_direction_cls.onnx"), &opts).unwrap();
+    passes::optimize(&mut g).unwrap();
+    tpu_sdk_core::quant::prepare(&mut g);
+    g
+}
+
 fn mobilenet(dir: &Path) -> Option<Graph> {
-    let py = python()?;
+    let py = oracle::python()?;
     let st = Command::new(py).arg(manifest().join("../../scripts/make_test_models.py")).arg(dir).output().unwrap();
     assert!(st.status.success(), "make_test_models.py failed: {}", String::from_utf8_lossy(&st.stderr));
     let mut g = onnx::load(&dir.join("mobilenet_v2.onnx"), &onnx::ImportOptions::default()).unwrap();
@@ -155,9 +124,7 @@ fn mobilenet(dir: &Path) -> Option<Graph> {
 fn mobilenet_v2_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
     let dir = tempfile::tempdir().unwrap();
     let Some(g) = mobilenet(dir.path()) else { return };
-    let shapes = input_shapes(&g);
-    let cal = samples(&shapes, 16, 1, -1.0, 1.0);
-    let eval = samples(&shapes, 4, 2, -1.0, 1.0);
+    let (cal, eval) = samples_for(&g, (16, 1), (4, 2), -1.0, 1.0);
     let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, false);
     // Per-axis filters: CONV_2D OHWI axis 0, DEPTHWISE_CONV_2D 1HWC axis 3, one scale per output channel;
     // FULLY_CONNECTED per tensor.
@@ -180,11 +147,8 @@ fn mobilenet_v2_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
 
 #[test]
 fn tflite_fixture_int8_and_float_io_run_in_litert() {
-    let mut g = tflite::load(manifest().join("tests/data/convnet_f32.tflite"), &tflite::ImportOptions::default()).unwrap();
-    passes::optimize(&mut g).unwrap();
-    let shapes = input_shapes(&g);
-    let cal = samples(&shapes, 32, 3, 0.0, 1.0);
-    let eval = samples(&shapes, 4, 4, 0.0, 1.0);
+    let g = convnet();
+    let (cal, eval) = samples_for(&g, (32, 3), (4, 4), 0.0, 1.0);
     for float_io in [false, true] {
         let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, float_io);
         let m = schema::parse_model(&ex.bytes).unwrap();
@@ -202,11 +166,8 @@ fn tflite_fixture_int8_and_float_io_run_in_litert() {
 
 #[test]
 fn calibration_methods_all_produce_working_models() {
-    let mut g = tflite::load(manifest().join("tests/data/convnet_f32.tflite"), &tflite::ImportOptions::default()).unwrap();
-    passes::optimize(&mut g).unwrap();
-    let shapes = input_shapes(&g);
-    let cal = samples(&shapes, 16, 5, 0.0, 1.0);
-    let eval = samples(&shapes, 3, 6, 0.0, 1.0);
+    let g = convnet();
+    let (cal, eval) = samples_for(&g, (16, 5), (3, 6), 0.0, 1.0);
     let mut results = HashMap::new();
     for m in ["minmax", "percentile:99.99", "mse"] {
         let method = RangeMethod::parse(m).unwrap();
@@ -224,13 +185,8 @@ fn calibration_methods_all_produce_working_models() {
 fn text_direction_classifier_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
     // A trained MobileNetV3-style network (hard-swish written with Div, HardSigmoid squeeze-excite blocks:
     // the quantizer's float rewrites make it fully int8).
-    let opts = onnx::ImportOptions { input_shapes: [("x".to_string(), vec![1, 3, 48, 192])].into_iter().collect(), ..Default::default() };
-    let mut g = onnx::load(&manifest().join("../../examples/models/text_direction_cls.onnx"), &opts).unwrap();
-    passes::optimize(&mut g).unwrap();
-    tpu_sdk_core::quant::prepare(&mut g);
-    let shapes = input_shapes(&g);
-    let cal = samples(&shapes, 8, 7, -1.0, 1.0);
-    let eval = samples(&shapes, 3, 8, -1.0, 1.0);
+    let g = text_direction_classifier();
+    let (cal, eval) = samples_for(&g, (8, 7), (3, 8), -1.0, 1.0);
     let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, false);
     let report = analyze_bytes(&ex.bytes, &RulesOptions::default()).unwrap();
     assert!(report.all_on_tpu(), "not all ops map to the Edge TPU:\n{}", report.to_text());
@@ -245,21 +201,11 @@ fn file_feeds(q: &Graph, ex: &Exported, eval: &[Vec<Tensor>]) -> Vec<Vec<Tensor>
     eval.iter().map(|s| s.iter().enumerate().map(|(k, t)| permute(&to_graph_input(t, q, q.inputs[k]).unwrap(), &ex.inputs[k].perm)).collect()).collect()
 }
 
-/// Number of values of `a` and `b` that differ (bitwise for floats).
-fn differing(a: &Tensor, b: &Tensor) -> usize {
-    assert_eq!(a.shape, b.shape, "shapes differ");
-    assert_eq!(a.dtype(), b.dtype(), "dtypes differ");
-    if let (Some(x), Some(y)) = (a.as_f32(), b.as_f32()) {
-        return x.iter().zip(y).filter(|(p, q)| p.to_bits() != q.to_bits()).count();
-    }
-    a.to_i64_vec().iter().zip(b.to_i64_vec()).filter(|(p, q)| **p != *q).count()
-}
-
 /// Runs the exported int8 model in our CPU runtime (the file imported back with the TFLite importer, as given
 /// and after the optimisation passes) and in LiteRT's optimized kernels on the same inputs. Returns (values
 /// compared, differing values), both over the two runs; `None` without the oracle.
 fn ours_vs_litert(name: &str, ex: &Exported, feeds: &[Vec<Tensor>]) -> Option<(usize, usize)> {
-    let want = litert_with(OPTIMIZED, &ex.bytes, feeds)?;
+    let want = litert::run(&ex.bytes, litert::OPTIMIZED, feeds)?;
     let (mut total, mut diff) = (0, 0);
     for optimize in [false, true] {
         let mut g = tflite::load_bytes(&ex.bytes, &tflite::ImportOptions::default()).unwrap_or_else(|e| panic!("{name}: import of the exported model: {e}"));
@@ -293,7 +239,7 @@ fn ours_vs_litert(name: &str, ex: &Exported, feeds: &[Vec<Tensor>]) -> Option<(u
 /// tensor, and in our runtime with every value the file names as an output, then names the first op (in
 /// LiteRT's execution order) whose output differs.
 fn first_divergence(ex: &Exported, feed: &[Tensor]) -> Option<String> {
-    let py = python()?;
+    let py = oracle::python()?;
     let dir = tempfile::tempdir().unwrap();
     let mp = dir.path().join("model.tflite");
     std::fs::write(&mp, &ex.bytes).unwrap();
@@ -347,7 +293,7 @@ fn pool(k: usize) -> PoolAttrs {
 
 /// Deterministic weights in [-a, a).
 fn weights(shape: &[usize], seed: u64, a: f32) -> Tensor {
-    samples(&[shape.to_vec()], 1, seed, -a, a).remove(0).remove(0)
+    f32_samples(&[shape.to_vec()], 1, seed, -a, a).remove(0).remove(0)
 }
 
 /// A float CNN using every op class the quantizer handles: convolutions with fused ReLU/ReLU6, a depthwise
@@ -422,13 +368,9 @@ const KNOWN_KERNEL_GAPS: &[(&str, &str)] = &[];
 #[test]
 fn our_int8_runtime_matches_litert_exactly_on_exported_models() {
     let mut models: Vec<(String, Graph, f32, f32)> = vec![("op_mix".into(), op_mix(), -1.0, 1.0), ("resize_mix".into(), resize_mix(), -1.0, 1.0)];
-    let mut g = tflite::load(manifest().join("tests/data/convnet_f32.tflite"), &tflite::ImportOptions::default()).unwrap();
-    passes::optimize(&mut g).unwrap();
+    let g = convnet();
     models.push(("convnet_f32".into(), g, 0.0, 1.0));
-    let opts = onnx::ImportOptions { input_shapes: [("x".to_string(), vec![1, 3, 48, 192])].into_iter().collect(), ..Default::default() };
-    let mut g = onnx::load(&manifest().join("../../examples/models/text_direction_cls.onnx"), &opts).unwrap();
-    passes::optimize(&mut g).unwrap();
-    tpu_sdk_core::quant::prepare(&mut g);
+    let g = text_direction_classifier();
     models.push(("text_direction_cls".into(), g, -1.0, 1.0));
     let dir = tempfile::tempdir().unwrap();
     if let Some(g) = mobilenet(dir.path()) {
@@ -437,9 +379,9 @@ fn our_int8_runtime_matches_litert_exactly_on_exported_models() {
     let mut failures = Vec::new();
     for (name, g, lo, hi) in &models {
         let shapes = input_shapes(g);
-        let cal = samples(&shapes, 8, 21, *lo, *hi);
+        let cal = f32_samples(&shapes, 8, 21, *lo, *hi);
         // Held-out inputs, some beyond the calibrated range (saturation paths).
-        let eval = samples(&shapes, 3, 22, *lo * 1.2, *hi * 1.2);
+        let eval = f32_samples(&shapes, 3, 22, *lo * 1.2, *hi * 1.2);
         for float_io in [false, true] {
             let (q, ex) = quantize_export(g, &cal, RangeMethod::MinMax, float_io);
             let label = format!("{name} float_io={float_io}");

@@ -1,12 +1,13 @@
 //! Test helpers shared by the Edge TPU runtime tests and the command-line tests (which include this file with
-//! `#[path]`): stub TFLite C / libedgetpu libraries built with `cc` from tests/stubs/, and a minimal compiled
-//! Edge TPU model.
+//! `#[path]`): stub TFLite C / libedgetpu libraries built with `cc` from tests/stubs/, minimal compiled
+//! Edge TPU models, and a fake `edgetpu_compiler`.
 #![allow(dead_code)]
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use tpu_sdk_core::import::tflite::builder::{BufferT, ModelT, OperatorCodeT, OperatorT, QuantizationT, SubGraphT, TensorT};
+use tpu_sdk_core::import::tflite::schema::tensor_type as tt;
 
 /// The stub libraries in a temporary folder; `calls.log` there records every call.
 pub struct Stubs {
@@ -84,3 +85,67 @@ pub fn model(custom_code: &str) -> Vec<u8> {
     .to_bytes()
 }
 
+/// A compiled model as the real compiler writes it: a QUANTIZE-free int8 graph with one edgetpu-custom-op.
+pub fn compiled_model() -> Vec<u8> {
+    let t = |name: &str| TensorT { shape: vec![1, 4], type_: tt::INT8, name: name.into(), ..Default::default() };
+    ModelT {
+        version: 3,
+        operator_codes: vec![OperatorCodeT { builtin_code: 32, custom_code: Some("edgetpu-custom-op".into()), version: 1 }],
+        subgraphs: vec![SubGraphT {
+            tensors: vec![t("x"), t("y")],
+            inputs: vec![0],
+            outputs: vec![1],
+            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: Some(vec![1, 2, 3]) }],
+            name: None,
+        }],
+        buffers: vec![BufferT::default()],
+        ..Default::default()
+    }
+    .to_bytes()
+}
+
+/// Writes a fake compiler into `dir` that prints `stdout`, exits with `code`, and (on success) writes the
+/// compiled model and the log into the `-o` directory as the real compiler does.
+#[cfg(unix)]
+pub fn fake_compiler(dir: &Path, stdout: &str, log: &str, code: i32) -> PathBuf {
+    let compiled = dir.join("prepared_edgetpu.tflite");
+    std::fs::write(&compiled, compiled_model()).unwrap();
+    std::fs::write(dir.join("stdout.txt"), stdout).unwrap();
+    std::fs::write(dir.join("log.txt"), log).unwrap();
+    let script = format!(
+        r#"#!/bin/sh
+if [ "$1" = "--version" ]; then echo "Edge TPU Compiler version 16.0.384591198"; exit 0; fi
+out=.
+model=
+while [ $# -gt 0 ]; do
+  case "$1" in
+    -o|--out_dir) out="$2"; shift 2 ;;
+    -m|-t|-i) echo "$1 $2" >> "{args}"; shift 2 ;;
+    -s) shift ;;
+    *) model="$1"; shift ;;
+  esac
+done
+stem=$(basename "$model" .tflite)
+cat "{stdout}"
+if [ {code} -ne 0 ]; then echo "Internal compiler error. Aborting!" >&2; exit {code}; fi
+cp "{compiled}" "$out/${{stem}}_edgetpu.tflite"
+cp "{log}" "$out/${{stem}}_edgetpu.log"
+exit 0
+"#,
+        args = dir.join("args.txt").display(),
+        stdout = dir.join("stdout.txt").display(),
+        log = dir.join("log.txt").display(),
+        compiled = compiled.display(),
+    );
+    let path = dir.join("edgetpu_compiler");
+    std::fs::write(&path, script).unwrap();
+    std::fs::set_permissions(&path, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    path
+}
+
+/// What edgetpu_compiler prints: `head` (version, timings, counts), the operator table with one row per
+/// (op, count, status), and the closing lines.
+pub fn compiler_log(head: &str, ops: &[(&str, usize, &str)]) -> String {
+    let rows: String = ops.iter().map(|(op, n, status)| format!("{op:<31}{n:<11}{status}\n")).collect();
+    format!("{head}\nOperator                       Count      Status\n\n{rows}Compilation child process completed within timeout period.\nCompilation succeeded!\n")
+}

@@ -1,4 +1,4 @@
-"""LiteRT oracle for the int8 runtime test: litert_oracle.py MODEL RESOLVER DIR N.
+"""The LiteRT oracle of the Rust tests (tpu_sdk_test_support::litert): litert_oracle.py MODEL RESOLVER DIR N.
 
 Runs MODEL on DIR/case{i}.input_{k}.npy for i in 0..N with LiteRT's CPU interpreter and writes
 DIR/case{i}.{RESOLVER}.output_{k}.npy (subgraph input/output order). RESOLVER is an OpResolverType name:
