@@ -41,7 +41,7 @@ fn run_node(op: Op, args: Vec<Option<Arg>>, out_quant: Option<QuantParams>) -> T
     g.value_mut(y).quant = out_quant;
     g.add_node("node", op, inputs, vec![y]);
     g.outputs.push(y);
-    infer_graph(&mut g).expect("shape inference");
+    infer_graph(&mut g, &tpu_sdk_core::runtime::CpuEval).expect("shape inference");
     let mut out = Session::new(g).expect("session").run(&feeds).expect("run");
     out.remove(0)
 }
