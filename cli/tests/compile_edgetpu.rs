@@ -7,7 +7,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
-use tpu_sdk::core::import::tflite::schema::{self, tensor_type as tt};
+use tpu_sdk::core::format::tflite::schema::{self, tensor_type as tt};
 use tpu_sdk::core::npy;
 use tpu_sdk::Tensor;
 use tpu_sdk_test_support::cli::{self, expect, fails};

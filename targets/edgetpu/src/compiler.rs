@@ -18,7 +18,7 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tpu_sdk_core::import::tflite::schema;
+use tpu_sdk_core::format::tflite::schema;
 
 use crate::report::{status, MappingReport, OpMapping, OpSummary, Placement, ReportSource};
 

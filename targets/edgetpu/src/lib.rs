@@ -16,7 +16,8 @@
 //! * [`deploy`]: uploading models (and the runtime binary) over SSH, atomically, with rollback;
 //! * [`runtime`]: running compiled models through the system's TFLite C library and libedgetpu.
 //!
-//! Reading TFLite files (schema, import into the core IR) lives in `tpu_sdk_core::import::tflite`.
+//! The TFLite flatbuffer reader/writer lives in `tpu_sdk_core::format::tflite`, the import into the core IR in
+//! `tpu_sdk_core::import::tflite`.
 #![warn(missing_docs)]
 
 pub mod compiler;

@@ -11,7 +11,7 @@
 //! the compiler's own report ([`crate::compiler`]) is authoritative where the two differ (the compiler
 //! also declines some ops for reasons it does not publish, such as precision or size).
 
-use tpu_sdk_core::import::tflite::schema::{self, builtin_operator as bo, tensor_type as tt};
+use tpu_sdk_core::format::tflite::schema::{self, builtin_operator as bo, tensor_type as tt};
 
 use crate::report::{status, MappingReport, OpMapping, Placement, ReportSource};
 

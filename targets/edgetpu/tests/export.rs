@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use tpu_sdk_core::import::tflite::schema;
+use tpu_sdk_core::format::tflite::schema;
 use tpu_sdk_core::import::tflite::{load, load_bytes, ImportOptions};
 use tpu_sdk_core::ir::{Graph, Tensor};
 use tpu_sdk_core::runtime::Session;
@@ -91,7 +91,7 @@ fn an_onnx_mobilenet_exports_with_an_nhwc_input() {
     let n = 3 * 48 * 192;
     let x = Tensor::from_f32(vec![1, 3, 48, 192], (0..n).map(|i| ((i * 7919 % 1000) as f32 / 500.0) - 1.0).collect());
     let want = run(g, std::slice::from_ref(&x));
-    let x_nhwc = tpu_sdk_core::import::tflite::permute_tensor(&x, &[0, 2, 3, 1]);
+    let x_nhwc = x.permuted(&[0, 2, 3, 1]);
     let back = load_bytes(&ex.bytes, &ImportOptions::default()).unwrap();
     let got = run(back, std::slice::from_ref(&x_nhwc));
     let e = rel_err(&got[0], &want[0]);

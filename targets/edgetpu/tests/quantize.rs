@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tpu_sdk_core::import::tflite::schema;
+use tpu_sdk_core::format::tflite::schema;
 use tpu_sdk_core::import::{onnx, tflite};
 use tpu_sdk_core::ir::builder::GraphBuilder;
 use tpu_sdk_core::ir::{
@@ -49,17 +49,12 @@ fn quantize_export(g: &Graph, cal: &[Vec<Tensor>], method: RangeMethod, float_io
     (q, ex)
 }
 
-/// A tensor with its dims permuted (`out.shape[i] = t.shape[perm[i]]`).
-fn permute(t: &Tensor, perm: &[usize]) -> Tensor {
-    tpu_sdk_core::import::tflite::permute_tensor(t, perm)
-}
-
 /// SQNR (dB) per output of the exported int8 model run by LiteRT against the float graph on `eval`.
 /// `None` without the oracle.
 fn litert_sqnr(g: &Graph, q: &Graph, ex: &Exported, eval: &[Vec<Tensor>]) -> Option<Vec<f64>> {
     let feeds: Vec<Vec<Tensor>> = eval
         .iter()
-        .map(|s| s.iter().enumerate().map(|(k, t)| permute(&to_graph_input(t, q, q.inputs[k]).unwrap(), &ex.inputs[k].perm)).collect())
+        .map(|s| s.iter().enumerate().map(|(k, t)| to_graph_input(t, q, q.inputs[k]).unwrap().permuted(&ex.inputs[k].perm)).collect())
         .collect();
     let got = litert(&ex.bytes, &feeds)?;
     let mut fs = Session::new(g.clone()).unwrap();
@@ -198,7 +193,7 @@ fn text_direction_classifier_int8_runs_in_litert_close_to_float_and_maps_to_the_
 /// The inputs of the exported model for float samples: quantized with the int8 inputs' parameters (float
 /// inputs stay float) and permuted to the file's layout (NHWC for image inputs).
 fn file_feeds(q: &Graph, ex: &Exported, eval: &[Vec<Tensor>]) -> Vec<Vec<Tensor>> {
-    eval.iter().map(|s| s.iter().enumerate().map(|(k, t)| permute(&to_graph_input(t, q, q.inputs[k]).unwrap(), &ex.inputs[k].perm)).collect()).collect()
+    eval.iter().map(|s| s.iter().enumerate().map(|(k, t)| to_graph_input(t, q, q.inputs[k]).unwrap().permuted(&ex.inputs[k].perm)).collect()).collect()
 }
 
 /// Runs the exported int8 model in our CPU runtime (the file imported back with the TFLite importer, as given

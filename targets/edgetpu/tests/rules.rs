@@ -1,7 +1,7 @@
 //! The rules analyzer on TF-converted fixtures and on hand-built models that break one rule each.
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::schema::{activation, builtin_operator as bo, padding, tensor_type as tt};
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::schema::{activation, builtin_operator as bo, padding, tensor_type as tt};
 use tpu_sdk_edgetpu::report::status;
 use tpu_sdk_edgetpu::rules::{analyze_bytes, RulesOptions};
 use tpu_sdk_edgetpu::Placement;

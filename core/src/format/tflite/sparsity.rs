@@ -173,7 +173,7 @@ impl Plan<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::import::tflite::schema::voffset;
+    use crate::format::tflite::schema::voffset;
     use flatbuffers::FlatBufferBuilder;
 
     /// A `SparsityParameters` table: (format, dense_size, CSR (segments, indices) as Int32Vector) per level.

@@ -26,18 +26,9 @@ use std::collections::HashMap;
 use std::path::Path;
 
 use crate::format::tflite::schema::{get, parse_model, to_vec};
-use crate::ir::{verify, Graph, Tensor};
+use crate::ir::{verify, Graph};
 use crate::{Error, Result};
 use importer::Importer;
-
-// TEMPORARY re-export for the merge of issue 12; the coordinator removes it.
-pub use crate::format::tflite::{builder, decode_data, dtype_of, schema, tensor_type_of, tflite_padding};
-
-// TEMPORARY re-export for the merge of issue 12; the coordinator removes it.
-#[doc(hidden)]
-pub fn permute_tensor(t: &Tensor, perm: &[usize]) -> Tensor {
-    t.permuted(perm)
-}
 
 /// Options for [`load`].
 #[derive(Clone, Debug, Default)]

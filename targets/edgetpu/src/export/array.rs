@@ -1,7 +1,7 @@
 //! Export of the data-movement ops: Identity, Reshape and its kin, Transpose, Concat, Pad, Slice, Gather.
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::schema::{activation as act, builtin_operator as bo};
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo};
 use tpu_sdk_core::ir::{Node, PadMode, Tensor};
 use tpu_sdk_core::Result;
 

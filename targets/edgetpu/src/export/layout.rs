@@ -1,9 +1,8 @@
 //! Layouts: the permutation each exported tensor holds its IR value in, and the tensors of a value in
 //! another layout (permuted constants, TRANSPOSE or RESHAPE copies).
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::permute_tensor;
-use tpu_sdk_core::import::tflite::schema::builtin_operator as bo;
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::schema::builtin_operator as bo;
 use tpu_sdk_core::ir::{Op, Tensor, ValueId};
 use tpu_sdk_core::{Error, Result};
 
@@ -90,7 +89,7 @@ impl Ex<'_> {
         let val = self.g.value(v);
         let name = if perm == ident(perm.len()).as_slice() { val.name.clone() } else { format!("{}/p{}", val.name, perm.iter().map(|p| p.to_string()).collect::<String>()) };
         let t = if let Some(c) = &val.constant {
-            let pc = permute_tensor(c, perm);
+            let pc = c.permuted(perm);
             let t = self.constant(&name, &pc)?;
             self.set_quant(t, v, perm);
             t
@@ -144,7 +143,7 @@ impl Ex<'_> {
         let mut shape = vec![1; r - c.shape.len()];
         shape.extend_from_slice(&c.shape);
         let aligned = Tensor { shape, data: c.data.clone() };
-        let pc = permute_tensor(&aligned, perm);
+        let pc = aligned.permuted(perm);
         let name = format!("{}/bcast", self.g.value(v).name);
         let t = self.constant(&name, &pc)?;
         self.set_quant(t, v, perm);

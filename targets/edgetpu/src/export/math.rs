@@ -1,9 +1,8 @@
 //! Export of the arithmetic ops: Gemm and MatMul, binary and unary elementwise ops, clips, Softmax,
 //! reductions; and the TFLite form of fused activations.
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::permute_tensor;
-use tpu_sdk_core::import::tflite::schema::{activation as act, builtin_operator as bo, builtin_options};
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options};
 use tpu_sdk_core::ir::{Activation, BinaryOp, DType, Node, ReduceOp, Tensor, UnaryOp, ValueId};
 use tpu_sdk_core::Result;
 
@@ -24,7 +23,7 @@ impl Ex<'_> {
         let n_out = if trans_b { bs[0] } else { bs[1] };
         let wt = match &g.value(b).constant {
             Some(c) => {
-                let mut w = if trans_b { c.clone() } else { permute_tensor(c, &[1, 0]) };
+                let mut w = if trans_b { c.clone() } else { c.permuted(&[1, 0]) };
                 if alpha != 1.0 {
                     w = scale(&w, alpha).ok_or_else(|| self.unsupported("alpha on non-f32 weights"))?;
                 }
@@ -97,7 +96,7 @@ impl Ex<'_> {
         }
         let at = self.get(a, &ident(ra))?;
         if let (Some(c), 2) = (&g.value(b).constant, rb) {
-            let w = permute_tensor(c, &[1, 0]);
+            let w = c.permuted(&[1, 0]);
             let wt = self.constant(&format!("{}/weights", g.value(b).name), &w)?;
             self.set_quant(wt, b, &[1, 0]);
             let yt = self.out(y, ident(self.rank(y)))?;

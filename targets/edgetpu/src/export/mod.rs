@@ -30,7 +30,7 @@ mod tensors;
 
 use std::collections::HashMap;
 
-use tpu_sdk_core::import::tflite::builder::*;
+use tpu_sdk_core::format::tflite::builder::*;
 use tpu_sdk_core::ir::{Graph, Op, UnaryOp, ValueId};
 use tpu_sdk_core::{Error, Result};
 

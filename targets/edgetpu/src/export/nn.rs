@@ -1,8 +1,8 @@
 //! Export of the spatial (NHWC) ops: Conv, pooling, Resize, and the TFLite padding of their windows.
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::schema::{activation as act, builtin_operator as bo, padding};
-use tpu_sdk_core::import::tflite::{permute_tensor, tflite_padding};
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, padding};
+use tpu_sdk_core::format::tflite::tflite_padding;
 use tpu_sdk_core::ir::{AutoPad, ConvAttrs, CoordTransform, NearestMode, Node, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, ValueId};
 use tpu_sdk_core::Result;
 
@@ -34,7 +34,7 @@ impl Ex<'_> {
         let dil = if a.dilations.is_empty() { vec![1, 1] } else { a.dilations.clone() };
         let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [kh, kw], &strides, &dil, 0.0, &n.name)?;
         let wperm: &[usize] = if depthwise { &[1, 2, 3, 0] } else { &[0, 2, 3, 1] };
-        let wt = permute_tensor(&wc, wperm);
+        let wt = wc.permuted(wperm);
         let wname = format!("{}/filter", g.value(w).name);
         let wi = self.constant(&wname, &wt)?;
         self.set_quant(wi, w, wperm);

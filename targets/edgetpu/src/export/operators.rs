@@ -1,9 +1,9 @@
 //! Operators and their versions: operator codes (one per builtin, at the highest version used), the versions
 //! int8 kernels need, and the `min_runtime_version` metadata.
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::schema::builtin_operator as bo;
-use tpu_sdk_core::import::tflite::tensor_type_of;
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::schema::builtin_operator as bo;
+use tpu_sdk_core::format::tflite::tensor_type_of;
 use tpu_sdk_core::ir::DType;
 
 use super::Ex;

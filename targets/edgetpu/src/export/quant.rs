@@ -1,6 +1,6 @@
 //! Export of QuantizeLinear and DequantizeLinear.
 
-use tpu_sdk_core::import::tflite::schema::builtin_operator as bo;
+use tpu_sdk_core::format::tflite::schema::builtin_operator as bo;
 use tpu_sdk_core::ir::Node;
 use tpu_sdk_core::Result;
 

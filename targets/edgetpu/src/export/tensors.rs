@@ -1,8 +1,8 @@
 //! Tensors and buffers: new tensors (with their quantization), constants and their little-endian buffers,
 //! and output names.
 
-use tpu_sdk_core::import::tflite::builder::*;
-use tpu_sdk_core::import::tflite::tensor_type_of;
+use tpu_sdk_core::format::tflite::builder::*;
+use tpu_sdk_core::format::tflite::tensor_type_of;
 use tpu_sdk_core::ir::{DType, QuantParams, Tensor, ValueId};
 use tpu_sdk_core::{Error, Result};
 

@@ -12,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use tpu_sdk_core::import::tflite::{dtype_of as tflite_dtype_of, schema};
+use tpu_sdk_core::format::tflite::{dtype_of as tflite_dtype_of, schema};
 use tpu_sdk_core::ir::{DType, Graph, Tensor};
 use tpu_sdk_core::target::{Executable, Target};
 use tpu_sdk_core::{Error, Result};

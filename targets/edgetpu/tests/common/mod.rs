@@ -6,8 +6,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use tpu_sdk_core::import::tflite::builder::{BufferT, ModelT, OperatorCodeT, OperatorT, QuantizationT, SubGraphT, TensorT};
-use tpu_sdk_core::import::tflite::schema::tensor_type as tt;
+use tpu_sdk_core::format::tflite::builder::{BufferT, ModelT, OperatorCodeT, OperatorT, QuantizationT, SubGraphT, TensorT};
+use tpu_sdk_core::format::tflite::schema::tensor_type as tt;
 
 /// The stub libraries in a temporary folder; `calls.log` there records every call.
 pub struct Stubs {
