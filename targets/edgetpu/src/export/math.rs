@@ -123,7 +123,19 @@ impl Ex<'_> {
             BinaryOp::Min => bo::MINIMUM,
             BinaryOp::Pow => bo::POW,
             BinaryOp::PRelu => bo::PRELU,
-            other => return Err(self.unsupported(format!("binary op {other:?}"))),
+            BinaryOp::Mod
+            | BinaryOp::Fmod
+            | BinaryOp::Equal
+            | BinaryOp::Less
+            | BinaryOp::LessOrEqual
+            | BinaryOp::Greater
+            | BinaryOp::GreaterOrEqual
+            | BinaryOp::And
+            | BinaryOp::Or
+            | BinaryOp::Xor
+            | BinaryOp::BitAnd
+            | BinaryOp::BitOr
+            | BinaryOp::BitXor => return Err(self.unsupported(format!("binary op {bop:?}"))),
         };
         let (a, b) = (required(n, 0)?, required(n, 1)?);
         let r = self.rank(y);
@@ -194,7 +206,30 @@ impl Ex<'_> {
                 self.op(bo::DIV, 1, vec![one, xt], vec![yt], Some(OptionsT::arithmetic(bo::DIV, act::NONE)));
                 return Ok(());
             }
-            _ => None,
+            UnaryOp::Elu { .. }
+            | UnaryOp::Round
+            | UnaryOp::Sign
+            | UnaryOp::Tan
+            | UnaryOp::Asin
+            | UnaryOp::Acos
+            | UnaryOp::Atan
+            | UnaryOp::Sinh
+            | UnaryOp::Cosh
+            | UnaryOp::Asinh
+            | UnaryOp::Acosh
+            | UnaryOp::Atanh
+            | UnaryOp::Erf
+            | UnaryOp::Not
+            | UnaryOp::BitNot
+            | UnaryOp::Softplus
+            | UnaryOp::Softsign
+            | UnaryOp::IsNaN
+            | UnaryOp::IsInf { .. }
+            | UnaryOp::Selu { .. }
+            | UnaryOp::Celu { .. }
+            | UnaryOp::ThresholdedRelu { .. }
+            | UnaryOp::HardSigmoid { .. }
+            | UnaryOp::Mish => None,
         };
         let (code, opts) = m.ok_or_else(|| self.unsupported(format!("unary op {u:?}")))?;
         let yt = self.out(y, perm)?;
