@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use super::calibrate::Calibration;
 use super::params::{activation_params, quantize_one, symmetric_scale};
 use super::range::RangeMethod;
-use crate::ir::{BinaryOp, DType, Graph, Op, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, DType, Graph, Node, Op, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
 use crate::{Error, Result};
 
 /// Options of [`quantize`].
@@ -144,22 +144,69 @@ impl UnionFind {
 }
 
 /// Quantizes the float graph `g` with the observations in `cal` (see the module docs).
-#[allow(clippy::needless_range_loop)] // values are indexed in several parallel tables
 pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<Graph> {
-    let nv = g.values.len();
     let live: Vec<usize> = (0..g.nodes.len()).filter(|&k| g.nodes[k].outputs.iter().any(|o| g.value(*o).constant.is_none())).collect();
-    // Activations: float values that are graph inputs or computed.
-    let mut is_act = vec![false; nv];
-    for &i in &g.inputs {
-        let v = g.value(i);
-        if v.dtype != DType::F32 {
-            return Err(Error::Unsupported(format!("int8 quantization: graph input '{}' is {}, only f32 inputs quantize", v.name, v.dtype)));
+    let mut acts = Activations::mark(g, &live)?;
+    let groups = Groups::collect(g, cal, opts, &mut acts)?;
+    let mut q = g.clone();
+    for v in 0..g.values.len() {
+        if acts.is_act[v] {
+            let p = groups.params(v, &mut acts.uf);
+            let val = &mut q.values[v];
+            val.dtype = DType::I8;
+            val.quant = Some(p);
         }
-        is_act[i.0] = true;
     }
-    let mut uf = UnionFind((0..nv).collect());
-    let mut fixed: HashMap<usize, (f32, i64)> = HashMap::new();
+    // Constants: weights and biases of Conv/Gemm/MatMul, other float operands per tensor. New values each
+    // time, since one float constant may be quantized differently for different users.
     for &k in &live {
+        let n = g.nodes[k].clone();
+        match &n.op {
+            Op::Conv(_) => quantize_conv_weights(g, &mut q, k, &n)?,
+            Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
+                let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: *trans_a, trans_b: *trans_b, activation: *activation };
+                quantize_gemm_weights(g, &mut q, k, &n, (*alpha, *beta, *trans_b), gemm)?
+            }
+            Op::MatMul => quantize_matmul_weights(g, &mut q, k, &n),
+            _ => quantize_float_operands(g, &mut q, k, &n, &groups, &mut acts.uf),
+        }
+    }
+    if opts.float_io {
+        add_float_edges(&mut q);
+    }
+    Ok(q)
+}
+
+/// Which values become int8 activations, and which must share parameters (union-find over value ids).
+struct Activations {
+    /// Float values that are graph inputs or computed.
+    is_act: Vec<bool>,
+    /// Values tied to share one set of parameters.
+    uf: UnionFind,
+    /// Outputs whose parameters the op fixes (Softmax, Logistic, Tanh).
+    fixed: HashMap<usize, (f32, i64)>,
+}
+
+impl Activations {
+    /// Checks that every live node quantizes and marks its activations and ties.
+    fn mark(g: &Graph, live: &[usize]) -> Result<Activations> {
+        let nv = g.values.len();
+        let mut is_act = vec![false; nv];
+        for &i in &g.inputs {
+            let v = g.value(i);
+            if v.dtype != DType::F32 {
+                return Err(Error::Unsupported(format!("int8 quantization: graph input '{}' is {}, only f32 inputs quantize", v.name, v.dtype)));
+            }
+            is_act[i.0] = true;
+        }
+        let mut a = Activations { is_act, uf: UnionFind((0..nv).collect()), fixed: HashMap::new() };
+        for &k in live {
+            a.mark_node(g, k)?;
+        }
+        Ok(a)
+    }
+
+    fn mark_node(&mut self, g: &Graph, k: usize) -> Result<()> {
         let n = &g.nodes[k];
         let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' ({}): {why}", n.name, n.op.name()));
         let tie = classify(&n.op).map_err(what)?;
@@ -177,9 +224,9 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
         if g.value(y).dtype != DType::F32 {
             return Err(what(format!("its output is {}, only f32 values quantize", g.value(y).dtype)));
         }
-        is_act[y.0] = true;
+        self.is_act[y.0] = true;
         if let Some(f) = fixed_output(&n.op) {
-            fixed.insert(y.0, f);
+            self.fixed.insert(y.0, f);
         }
         if tie {
             // Float data inputs (Gather's indices, Reshape's shape... are not float) share y's parameters.
@@ -189,140 +236,150 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
             };
             for v in data_inputs {
                 if g.value(v).dtype == DType::F32 {
-                    uf.union(y.0, v.0);
+                    self.uf.union(y.0, v.0);
                 }
             }
         }
         for &o in &n.outputs[1..] {
             if g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
-                is_act[o.0] = true;
-                uf.union(y.0, o.0);
+                self.is_act[o.0] = true;
+                self.uf.union(y.0, o.0);
             }
         }
+        Ok(())
     }
-    // Group ranges: the union of every member's chosen range (constants in a group contribute theirs).
-    let mut group_range: HashMap<usize, (f32, f32)> = HashMap::new();
-    let mut group_fixed: HashMap<usize, (f32, i64)> = HashMap::new();
-    for v in 0..nv {
-        let val = &g.values[v];
-        let range = if is_act[v] {
-            match cal.observed.get(&ValueId(v)) {
-                Some(o) => Some(o.range(opts.method)),
-                None => return Err(Error::Unsupported(format!("int8 quantization: calibration recorded no range for '{}'", val.name))),
+}
+
+/// Per group of tied values (keyed by its union-find root): the union of every member's range, or the
+/// parameters an op fixes.
+struct Groups {
+    range: HashMap<usize, (f32, f32)>,
+    fixed: HashMap<usize, (f32, i64)>,
+}
+
+impl Groups {
+    /// Group ranges: the union of every member's chosen range (constants in a group contribute theirs).
+    fn collect(g: &Graph, cal: &Calibration, opts: &QuantizeOptions, acts: &mut Activations) -> Result<Groups> {
+        let mut groups = Groups { range: HashMap::new(), fixed: HashMap::new() };
+        for v in 0..g.values.len() {
+            let val = &g.values[v];
+            let range = if acts.is_act[v] {
+                match cal.observed.get(&ValueId(v)) {
+                    Some(o) => Some(o.range(opts.method)),
+                    None => return Err(Error::Unsupported(format!("int8 quantization: calibration recorded no range for '{}'", val.name))),
+                }
+            } else if val.dtype == DType::F32 && acts.uf.0[v] != v {
+                // A constant operand tied to a group (Concat's constant part, Max's bound).
+                val.constant.as_ref().map(const_range)
+            } else {
+                None
+            };
+            let r = acts.uf.find(v);
+            if let Some((lo, hi)) = range {
+                let e = groups.range.entry(r).or_insert((lo, hi));
+                e.0 = e.0.min(lo);
+                e.1 = e.1.max(hi);
             }
-        } else if val.dtype == DType::F32 && uf.0[v] != v {
-            // A constant operand tied to a group (Concat's constant part, Max's bound).
-            val.constant.as_ref().map(const_range)
-        } else {
-            None
-        };
-        let r = uf.find(v);
-        if let Some((lo, hi)) = range {
-            let e = group_range.entry(r).or_insert((lo, hi));
-            e.0 = e.0.min(lo);
-            e.1 = e.1.max(hi);
+            if let Some(&f) = acts.fixed.get(&v) {
+                groups.fixed.insert(r, f);
+            }
         }
-        if let Some(&f) = fixed.get(&v) {
-            group_fixed.insert(r, f);
-        }
+        Ok(groups)
     }
-    let params_of = |v: usize, uf: &mut UnionFind| -> QuantParams {
+
+    /// The parameters of value `v`: its group's.
+    fn params(&self, v: usize, uf: &mut UnionFind) -> QuantParams {
         let r = uf.find(v);
-        if let Some(&(s, z)) = group_fixed.get(&r) {
+        if let Some(&(s, z)) = self.fixed.get(&r) {
             return QuantParams { scale: vec![s], zero_point: vec![z], axis: None };
         }
-        let (lo, hi) = group_range.get(&r).copied().unwrap_or((0.0, 0.0));
+        let (lo, hi) = self.range.get(&r).copied().unwrap_or((0.0, 0.0));
         activation_params(lo, hi)
+    }
+}
+
+/// The scale of node `n`'s (already quantized) input `i` in `q`.
+fn input_scale(q: &Graph, n: &Node, i: usize) -> f32 {
+    q.value(n.input(i).expect("data input")).quant.as_ref().expect("quantized input").scale[0]
+}
+
+/// Conv: per-channel int8 weights and an int32 bias (added when absent) for node `k`.
+fn quantize_conv_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) -> Result<()> {
+    let name = &n.name;
+    let w = n.input(1).expect("verified");
+    let wt = g.value(w).constant.as_ref().expect("checked").clone();
+    let (wq, scales) = weights_per_channel(&wt)?;
+    let wname = format!("{}_int8", g.value(w).name);
+    let wid = add_quant_const(q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
+    q.nodes[k].inputs[1] = Some(wid);
+    let s_in = input_scale(q, n, 0);
+    let c_out = wt.shape[0];
+    let bias = match n.input(2) {
+        Some(b) => g.value(b).constant.as_ref().ok_or_else(|| Error::Unsupported(format!("int8 quantization of node '{name}': non-constant bias")))?.to_f64_vec(),
+        None => vec![0.0; c_out],
     };
-    let mut q = g.clone();
-    for v in 0..nv {
-        if is_act[v] {
-            let p = params_of(v, &mut uf);
-            let val = &mut q.values[v];
-            val.dtype = DType::I8;
-            val.quant = Some(p);
+    let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &scales, true);
+    if q.nodes[k].inputs.len() < 3 {
+        q.nodes[k].inputs.resize(3, None);
+    }
+    q.nodes[k].inputs[2] = Some(bid);
+    Ok(())
+}
+
+/// Gemm: alpha folded into per-tensor int8 weights, beta · C into an int32 bias; the node becomes `gemm`.
+fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, beta, trans_b): (f32, f32, bool), gemm: Op) -> Result<()> {
+    let name = &n.name;
+    let b = n.input(1).expect("verified");
+    let bt = g.value(b).constant.as_ref().expect("checked");
+    let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| (x * alpha as f64) as f32).collect();
+    let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
+    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
+    let n_out = if trans_b { bt.shape[0] } else { bt.shape[1] };
+    let bias: Vec<f64> = match n.input(2).and_then(|c| g.value(c).constant.as_ref()) {
+        Some(c) if c.len() == n_out => c.to_f64_vec().iter().map(|x| x * beta as f64).collect(),
+        Some(c) if c.len() == 1 => vec![c.to_f64_vec()[0] * beta as f64; n_out],
+        Some(_) => return Err(Error::Unsupported(format!("int8 quantization of node '{name}': Gemm C is a full matrix, not a bias"))),
+        None => vec![0.0; n_out],
+    };
+    let s_in = input_scale(q, n, 0);
+    let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &[s], false);
+    q.nodes[k].op = gemm;
+    q.nodes[k].inputs = vec![n.input(0), Some(wid), Some(bid)];
+    Ok(())
+}
+
+/// MatMul with constant weights: per-tensor int8 weights.
+fn quantize_matmul_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) {
+    let b = n.input(1).expect("verified");
+    if let Some(bt) = g.value(b).constant.as_ref() {
+        let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| x as f32).collect();
+        let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
+        let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
+        q.nodes[k].inputs[1] = Some(wid);
+    }
+}
+
+/// Float constant operands (Add's addend, Concat's constant part, PRelu's slope...): their group's parameters
+/// when tied, their own range's otherwise.
+fn quantize_float_operands(g: &Graph, q: &mut Graph, k: usize, n: &Node, groups: &Groups, uf: &mut UnionFind) {
+    for (i, inp) in n.inputs.iter().enumerate() {
+        let Some(v) = *inp else { continue };
+        let val = g.value(v);
+        let Some(c) = val.constant.as_ref() else { continue };
+        if val.dtype != DType::F32 || !takes_float_data(&n.op, i) {
+            continue;
         }
+        let p = if uf.0[v.0] != v.0 {
+            groups.params(v.0, uf)
+        } else {
+            let (lo, hi) = const_range(c);
+            activation_params(lo, hi)
+        };
+        let data: Vec<i8> = c.to_f64_vec().iter().map(|&x| quantize_one(x as f32, p.scale[0], p.zero_point[0], -128)).collect();
+        let t = Tensor::from_vec(c.shape.clone(), data).expect("same length");
+        let id = add_quant_const(q, format!("{}_int8", val.name), t, p);
+        q.nodes[k].inputs[i] = Some(id);
     }
-    // Constants: weights and biases of Conv/Gemm/MatMul, other float operands per tensor. New values each
-    // time, since one float constant may be quantized differently for different users.
-    for &k in &live {
-        let n = g.nodes[k].clone();
-        let name = n.name.clone();
-        let in_scale = |q: &Graph, i: usize| -> f32 { q.value(n.input(i).expect("data input")).quant.as_ref().expect("quantized input").scale[0] };
-        match &n.op {
-            Op::Conv(_) => {
-                let w = n.input(1).expect("verified");
-                let wt = g.value(w).constant.as_ref().expect("checked").clone();
-                let (wq, scales) = weights_per_channel(&wt)?;
-                let wname = format!("{}_int8", g.value(w).name);
-                let wid = add_quant_const(&mut q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
-                q.nodes[k].inputs[1] = Some(wid);
-                let s_in = in_scale(&q, 0);
-                let c_out = wt.shape[0];
-                let bias = match n.input(2) {
-                    Some(b) => g.value(b).constant.as_ref().ok_or_else(|| Error::Unsupported(format!("int8 quantization of node '{name}': non-constant bias")))?.to_f64_vec(),
-                    None => vec![0.0; c_out],
-                };
-                let bid = add_bias(&mut q, format!("{name}/bias_int32"), &bias, s_in, &scales, true);
-                if q.nodes[k].inputs.len() < 3 {
-                    q.nodes[k].inputs.resize(3, None);
-                }
-                q.nodes[k].inputs[2] = Some(bid);
-            }
-            Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
-                let b = n.input(1).expect("verified");
-                let bt = g.value(b).constant.as_ref().expect("checked");
-                let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| (x * *alpha as f64) as f32).collect();
-                let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
-                let wid = add_quant_const(&mut q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
-                let n_out = if *trans_b { bt.shape[0] } else { bt.shape[1] };
-                let bias: Vec<f64> = match n.input(2).and_then(|c| g.value(c).constant.as_ref()) {
-                    Some(c) if c.len() == n_out => c.to_f64_vec().iter().map(|x| x * *beta as f64).collect(),
-                    Some(c) if c.len() == 1 => vec![c.to_f64_vec()[0] * *beta as f64; n_out],
-                    Some(_) => return Err(Error::Unsupported(format!("int8 quantization of node '{name}': Gemm C is a full matrix, not a bias"))),
-                    None => vec![0.0; n_out],
-                };
-                let s_in = in_scale(&q, 0);
-                let bid = add_bias(&mut q, format!("{name}/bias_int32"), &bias, s_in, &[s], false);
-                q.nodes[k].op = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: *trans_a, trans_b: *trans_b, activation: *activation };
-                q.nodes[k].inputs = vec![n.input(0), Some(wid), Some(bid)];
-            }
-            Op::MatMul => {
-                let b = n.input(1).expect("verified");
-                if let Some(bt) = g.value(b).constant.as_ref() {
-                    let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| x as f32).collect();
-                    let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
-                    let wid = add_quant_const(&mut q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
-                    q.nodes[k].inputs[1] = Some(wid);
-                }
-            }
-            _ => {
-                // Float constant operands (Add's addend, Concat's constant part, PRelu's slope...).
-                for (i, inp) in n.inputs.iter().enumerate() {
-                    let Some(v) = *inp else { continue };
-                    let val = g.value(v);
-                    let Some(c) = val.constant.as_ref() else { continue };
-                    if val.dtype != DType::F32 || !takes_float_data(&n.op, i) {
-                        continue;
-                    }
-                    let p = if uf.0[v.0] != v.0 {
-                        params_of(v.0, &mut uf)
-                    } else {
-                        let (lo, hi) = const_range(c);
-                        activation_params(lo, hi)
-                    };
-                    let data: Vec<i8> = c.to_f64_vec().iter().map(|&x| quantize_one(x as f32, p.scale[0], p.zero_point[0], -128)).collect();
-                    let t = Tensor::from_vec(c.shape.clone(), data).expect("same length");
-                    let id = add_quant_const(&mut q, format!("{}_int8", val.name), t, p);
-                    q.nodes[k].inputs[i] = Some(id);
-                }
-            }
-        }
-    }
-    if opts.float_io {
-        add_float_edges(&mut q);
-    }
-    Ok(q)
 }
 
 /// Whether input `i` of `op` is float data (not a shape, axes, pads or indices operand).
