@@ -55,8 +55,7 @@ fn reshape(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
             None => imp.declared(o.outs[0])?.1.iter().map(|&d| d as i64).collect(),
         },
     };
-    let s = imp.const_i64(format!("{base}/shape"), shape);
-    imp.op1(Op::Reshape { allowzero: true }, &[x, s], base.clone())
+    imp.op_with_i64(Op::Reshape { allowzero: true }, x, format!("{base}/shape"), shape, base.clone())
 }
 
 fn squeeze(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -72,8 +71,7 @@ fn squeeze(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
             axes.push(imp.axis(d as i64, xs.len())? as i64);
         }
     }
-    let s = imp.const_i64(format!("{base}/axes"), axes);
-    imp.op1(Op::Squeeze { axes: None }, &[x, s], base.clone())
+    imp.op_with_i64(Op::Squeeze { axes: None }, x, format!("{base}/axes"), axes, base.clone())
 }
 
 fn expand_dims(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -83,8 +81,7 @@ fn expand_dims(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let a = imp.const_ints(imp.req(o, 1)?, "the axis")?;
     let a = *a.first().ok_or_else(|| imp.invalid("the axis is empty"))?;
     let axis = imp.axis(a, rank + 1)?;
-    let s = imp.const_i64(format!("{base}/axes"), vec![axis as i64]);
-    imp.op1(Op::Unsqueeze { axes: None }, &[x, s], base.clone())
+    imp.op_with_i64(Op::Unsqueeze { axes: None }, x, format!("{base}/axes"), vec![axis as i64], base.clone())
 }
 
 fn transpose(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -184,8 +181,7 @@ fn tile(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let base = &o.base;
     let x = imp.value(imp.req(o, 0)?)?;
     let reps = imp.const_ints(imp.req(o, 1)?, "the multiples")?;
-    let r = imp.const_i64(format!("{base}/repeats"), reps);
-    imp.op1(Op::Tile, &[x, r], base.clone())
+    imp.op_with_i64(Op::Tile, x, format!("{base}/repeats"), reps, base.clone())
 }
 
 fn gather(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -270,8 +266,7 @@ fn strided_slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     if shrink == 0 {
         return Ok(sliced);
     }
-    let shape = imp.const_i64(format!("{base}/shape"), out_shape);
-    imp.op1(Op::Reshape { allowzero: true }, &[sliced, shape], base.to_string())
+    imp.op_with_i64(Op::Reshape { allowzero: true }, sliced, format!("{base}/shape"), out_shape, base.to_string())
 }
 
 fn slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
