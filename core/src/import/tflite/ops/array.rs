@@ -258,11 +258,8 @@ fn strided_slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
         steps.push(stride);
         out_shape.push(len);
     }
-    let st = imp.const_i64(format!("{base}/starts"), starts);
-    let en = imp.const_i64(format!("{base}/ends"), ends);
-    let ax = imp.const_i64(format!("{base}/axes"), axes);
-    let sp = imp.const_i64(format!("{base}/steps"), steps);
-    let sliced = imp.op1(Op::Slice, &[x, st, en, ax, sp], if shrink != 0 { format!("{base}/slice") } else { base.to_string() })?;
+    let name = if shrink != 0 { format!("{base}/slice") } else { base.to_string() };
+    let sliced = slice_node(imp, x, base, [starts, ends, axes], Some(steps), name)?;
     if shrink == 0 {
         return Ok(sliced);
     }
@@ -280,8 +277,21 @@ fn slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     }
     let ends: Vec<i64> = begin.iter().zip(&size).zip(&xs).map(|((&b, &s), &d)| if s < 0 { d as i64 } else { b + s }).collect();
     let axes: Vec<i64> = (0..xs.len() as i64).collect();
-    let st = imp.const_i64(format!("{base}/starts"), begin);
-    let en = imp.const_i64(format!("{base}/ends"), ends);
-    let ax = imp.const_i64(format!("{base}/axes"), axes);
-    imp.op1(Op::Slice, &[x, st, en, ax], base.clone())
+    slice_node(imp, x, base, [begin, ends, axes], None, base.clone())
+}
+
+/// A Slice node `name` on `x` with constant starts, ends, axes (and steps), named after `base`.
+fn slice_node(
+    imp: &mut Importer,
+    x: ValueId,
+    base: &str,
+    [starts, ends, axes]: [Vec<i64>; 3],
+    steps: Option<Vec<i64>>,
+    name: String,
+) -> Result<ValueId> {
+    let mut inputs = vec![x];
+    for (what, values) in [("starts", starts), ("ends", ends), ("axes", axes)].into_iter().chain(steps.map(|s| ("steps", s))) {
+        inputs.push(imp.const_i64(format!("{base}/{what}"), values));
+    }
+    imp.op1(Op::Slice, &inputs, name)
 }
