@@ -32,7 +32,7 @@ pub(super) struct Importer<'a> {
 /// Ops whose quantized output has the input's parameters: data movement, max pooling, nearest resize, and
 /// the RELU family that stands for a fused activation (clamping on the same grid).
 fn keeps_quant(op: &Op) -> bool {
-    (crate::runtime::kernels::int8::moves_data(op) && !matches!(op, Op::DequantizeLinear { .. } | Op::Shape { .. } | Op::Size))
+    (crate::ir::ops::quantize::moves_data(op) && !matches!(op, Op::DequantizeLinear { .. } | Op::Shape { .. } | Op::Size))
         || matches!(op, Op::MaxPool(_) | Op::Resize(ResizeAttrs { mode: ResizeMode::Nearest, .. }))
 }
 
@@ -219,6 +219,12 @@ impl<'a> Importer<'a> {
     pub(super) fn const_i64(&mut self, name: String, v: Vec<i64>) -> ValueId {
         let n = v.len();
         self.g.add_constant(name, Tensor::from_i64(vec![n], v))
+    }
+
+    /// `op` on `v` and a new i64 vector constant `values` named `const_name` (a shape, the axes), as `name`.
+    pub(super) fn op_with_i64(&mut self, op: Op, v: ValueId, const_name: String, values: Vec<i64>, name: String) -> Result<ValueId> {
+        let c = self.const_i64(const_name, values);
+        self.op1(op, &[v, c], name)
     }
 
     pub(super) fn transpose(&mut self, v: ValueId, perm: &[usize], name: String) -> Result<ValueId> {

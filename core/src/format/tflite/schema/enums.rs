@@ -1,66 +1,49 @@
 //! The schema's enums, as plain integer constants (files may carry values newer than this transcription).
 
+/// Declares an enum's values as constants of type `$t`; with a doc line and a fallback word, also a `name`
+/// function giving a value's schema name (`"<fallback> <value>"` for values newer than this transcription).
+macro_rules! schema_values {
+    ($t:ty; $($n:ident = $v:literal),* $(,)?) => { $( #[allow(missing_docs)] pub const $n: $t = $v; )* };
+    (#[doc = $doc:literal] $t:ty, $fallback:literal; $($n:ident = $v:literal),* $(,)?) => {
+        schema_values! { $t; $($n = $v),* }
+        #[doc = $doc]
+        pub fn name(v: $t) -> String {
+            match v {
+                $( $n => stringify!($n).to_string(), )*
+                other => format!(concat!($fallback, " {}"), other),
+            }
+        }
+    };
+}
+
 /// `TensorType` values.
 #[allow(missing_docs)]
 pub mod tensor_type {
-    pub const FLOAT32: i8 = 0;
-    pub const FLOAT16: i8 = 1;
-    pub const INT32: i8 = 2;
-    pub const UINT8: i8 = 3;
-    pub const INT64: i8 = 4;
-    pub const STRING: i8 = 5;
-    pub const BOOL: i8 = 6;
-    pub const INT16: i8 = 7;
-    pub const COMPLEX64: i8 = 8;
-    pub const INT8: i8 = 9;
-    pub const FLOAT64: i8 = 10;
-    pub const COMPLEX128: i8 = 11;
-    pub const UINT64: i8 = 12;
-    pub const RESOURCE: i8 = 13;
-    pub const VARIANT: i8 = 14;
-    pub const UINT32: i8 = 15;
-    pub const UINT16: i8 = 16;
-    pub const INT4: i8 = 17;
-    pub const BFLOAT16: i8 = 18;
-
-    /// The schema name of a tensor type.
-    pub fn name(t: i8) -> String {
-        const NAMES: [&str; 19] = [
-            "FLOAT32", "FLOAT16", "INT32", "UINT8", "INT64", "STRING", "BOOL", "INT16", "COMPLEX64", "INT8", "FLOAT64",
-            "COMPLEX128", "UINT64", "RESOURCE", "VARIANT", "UINT32", "UINT16", "INT4", "BFLOAT16",
-        ];
-        usize::try_from(t).ok().and_then(|i| NAMES.get(i)).map(|s| s.to_string()).unwrap_or_else(|| format!("type {t}"))
+    schema_values! {
+        /// The schema name of a tensor type.
+        i8, "type";
+        FLOAT32 = 0, FLOAT16 = 1, INT32 = 2, UINT8 = 3, INT64 = 4, STRING = 5, BOOL = 6, INT16 = 7, COMPLEX64 = 8,
+        INT8 = 9, FLOAT64 = 10, COMPLEX128 = 11, UINT64 = 12, RESOURCE = 13, VARIANT = 14, UINT32 = 15, UINT16 = 16,
+        INT4 = 17, BFLOAT16 = 18,
     }
 }
 
 /// `Padding` values.
 #[allow(missing_docs)]
 pub mod padding {
-    pub const SAME: i8 = 0;
-    pub const VALID: i8 = 1;
+    schema_values! {
+        i8;
+        SAME = 0, VALID = 1,
+    }
 }
 
 /// `ActivationFunctionType` values.
 #[allow(missing_docs)]
 pub mod activation {
-    pub const NONE: i8 = 0;
-    pub const RELU: i8 = 1;
-    pub const RELU_N1_TO_1: i8 = 2;
-    pub const RELU6: i8 = 3;
-    pub const TANH: i8 = 4;
-    pub const SIGN_BIT: i8 = 5;
-
-    /// The schema name of a fused activation.
-    pub fn name(a: i8) -> String {
-        match a {
-            NONE => "NONE".into(),
-            RELU => "RELU".into(),
-            RELU_N1_TO_1 => "RELU_N1_TO_1".into(),
-            RELU6 => "RELU6".into(),
-            TANH => "TANH".into(),
-            SIGN_BIT => "SIGN_BIT".into(),
-            other => format!("activation {other}"),
-        }
+    schema_values! {
+        /// The schema name of a fused activation.
+        i8, "activation";
+        NONE = 0, RELU = 1, RELU_N1_TO_1 = 2, RELU6 = 3, TANH = 4, SIGN_BIT = 5,
     }
 }
 
@@ -112,10 +95,8 @@ pub mod builtin_operator {
         NAMES.iter().position(|n| *n == name).map(|i| i as i32)
     }
 
-    macro_rules! codes {
-        ($($n:ident = $v:literal,)*) => { $( #[allow(missing_docs)] pub const $n: i32 = $v; )* };
-    }
-    codes! {
+    schema_values! {
+        i32;
         ADD = 0, AVERAGE_POOL_2D = 1, CONCATENATION = 2, CONV_2D = 3, DEPTHWISE_CONV_2D = 4, DEPTH_TO_SPACE = 5,
         DEQUANTIZE = 6, FLOOR = 8, FULLY_CONNECTED = 9, L2_NORMALIZATION = 11, LOGISTIC = 14, LSTM = 16,
         MAX_POOL_2D = 17, MUL = 18, RELU = 19, RELU_N1_TO_1 = 20, RELU6 = 21, RESHAPE = 22, RESIZE_BILINEAR = 23,
@@ -135,59 +116,32 @@ pub mod builtin_operator {
 /// Discriminants of the `BuiltinOptions` union for the option tables transcribed here.
 #[allow(missing_docs)]
 pub mod builtin_options {
-    pub const NONE: u8 = 0;
-    pub const CONV_2D: u8 = 1;
-    pub const DEPTHWISE_CONV_2D: u8 = 2;
-    pub const POOL_2D: u8 = 5;
-    pub const FULLY_CONNECTED: u8 = 8;
-    pub const SOFTMAX: u8 = 9;
-    pub const CONCATENATION: u8 = 10;
-    pub const ADD: u8 = 11;
-    pub const L2_NORM: u8 = 12;
-    pub const RESIZE_BILINEAR: u8 = 15;
-    pub const RESHAPE: u8 = 17;
-    pub const SPACE_TO_DEPTH: u8 = 19;
-    pub const MUL: u8 = 21;
-    pub const PAD: u8 = 22;
-    pub const GATHER: u8 = 23;
-    pub const TRANSPOSE: u8 = 26;
-    pub const REDUCER: u8 = 27;
-    pub const SUB: u8 = 28;
-    pub const DIV: u8 = 29;
-    pub const SQUEEZE: u8 = 30;
-    pub const STRIDED_SLICE: u8 = 32;
-    pub const SPLIT: u8 = 35;
-    pub const CAST: u8 = 37;
-    pub const DEQUANTIZE: u8 = 38;
-    pub const MAXIMUM_MINIMUM: u8 = 39;
-    pub const PADV2: u8 = 43;
-    pub const SLICE: u8 = 48;
-    pub const TRANSPOSE_CONV: u8 = 49;
-    pub const EXPAND_DIMS: u8 = 52;
-    pub const PACK: u8 = 59;
-    pub const UNPACK: u8 = 64;
-    pub const RESIZE_NEAREST_NEIGHBOR: u8 = 74;
-    pub const LEAKY_RELU: u8 = 75;
-    pub const MIRROR_PAD: u8 = 77;
-    pub const QUANTIZE: u8 = 89;
-    pub const HARD_SWISH: u8 = 91;
-    pub const DEPTH_TO_SPACE: u8 = 94;
-    pub const BATCH_MATMUL: u8 = 101;
-    pub const GELU: u8 = 116;
+    schema_values! {
+        u8;
+        NONE = 0, CONV_2D = 1, DEPTHWISE_CONV_2D = 2, POOL_2D = 5, FULLY_CONNECTED = 8, SOFTMAX = 9, CONCATENATION = 10,
+        ADD = 11, L2_NORM = 12, RESIZE_BILINEAR = 15, RESHAPE = 17, SPACE_TO_DEPTH = 19, MUL = 21, PAD = 22,
+        GATHER = 23, TRANSPOSE = 26, REDUCER = 27, SUB = 28, DIV = 29, SQUEEZE = 30, STRIDED_SLICE = 32, SPLIT = 35,
+        CAST = 37, DEQUANTIZE = 38, MAXIMUM_MINIMUM = 39, PADV2 = 43, SLICE = 48, TRANSPOSE_CONV = 49, EXPAND_DIMS = 52,
+        PACK = 59, UNPACK = 64, RESIZE_NEAREST_NEIGHBOR = 74, LEAKY_RELU = 75, MIRROR_PAD = 77, QUANTIZE = 89,
+        HARD_SWISH = 91, DEPTH_TO_SPACE = 94, BATCH_MATMUL = 101, GELU = 116,
+    }
 }
 
 /// `DimensionType`.
 #[allow(missing_docs)]
 pub mod dimension_type {
-    pub const DENSE: i8 = 0;
-    pub const SPARSE_CSR: i8 = 1;
+    schema_values! {
+        i8;
+        DENSE = 0, SPARSE_CSR = 1,
+    }
 }
 
 /// Discriminants of the `SparseIndexVector` union.
 #[allow(missing_docs)]
 pub mod sparse_index_vector {
-    pub const INT32: u8 = 1;
-    pub const UINT16: u8 = 2;
-    pub const UINT8: u8 = 3;
+    schema_values! {
+        u8;
+        INT32 = 1, UINT16 = 2, UINT8 = 3,
+    }
 }
 

@@ -1,7 +1,7 @@
 //! Shape and layout: reshaping, transposing, joining and splitting, slicing, tiling, padding, depth/space
 //! rearrangement, and the ops that make tensors from shapes (Shape, ConstantOfShape, EyeLike, Range).
 
-use super::{aux, axis_of, base, choice, dtype_attr, pass, scalar_const, scalar_of, single, trimmed, MapFn};
+use super::{aux, axis_of, base, choice, dtype_attr, input_or_attr, pass, scalar_const, scalar_of, single, trimmed, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::import::onnx::tensor::to_tensor;
 use crate::ir::{BinaryOp, DType, Op, PadMode, Tensor};
@@ -49,13 +49,7 @@ pub(super) const OPS: &[(&str, MapFn)] = &[
 fn reshape(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let a = &n.attrs;
     let x = n.req(0)?;
-    let shape = if n.opset < 5 {
-        let s = a.ints("shape")?.ok_or_else(|| n.invalid("attribute 'shape' is required"))?;
-        let b = base(cx, n);
-        cx.const_i64(&format!("{b}:shape"), s)
-    } else {
-        n.req(1)?
-    };
+    let shape = input_or_attr(cx, n, 5, "shape", |a| a.ints("shape"))?;
     single(cx, n, Op::Reshape { allowzero: a.bool_or("allowzero", false)? }, vec![Some(x), Some(shape)])
 }
 

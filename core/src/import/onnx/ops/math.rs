@@ -1,7 +1,7 @@
 //! Elementwise math (unary, binary with the legacy broadcasting, variadic, Where, Cast, Clip) and reductions
 //! (Reduce*, ArgMax/ArgMin, CumSum, TopK).
 
-use super::{axis_of, base, dtype_attr, pass, single, trimmed, MapFn};
+use super::{axis_of, base, dtype_attr, input_or_attr, pass, single, trimmed, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::import::onnx::tensor::elem_type_name;
 use crate::ir::{BinaryOp, Op, ReduceOp, UnaryOp, ValueId};
@@ -247,13 +247,7 @@ fn arg_reduce(cx: &mut Cx, n: &NodeIn) -> Result<()> {
 fn top_k(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let a = &n.attrs;
     let x = n.req(0)?;
-    let k = if n.opset < 10 {
-        let k = a.int("k")?.ok_or_else(|| n.invalid("attribute 'k' is required"))?;
-        let b = base(cx, n);
-        cx.const_i64(&format!("{b}:k"), vec![k])
-    } else {
-        n.req(1)?
-    };
+    let k = input_or_attr(cx, n, 10, "k", |a| Ok(a.int("k")?.map(|k| vec![k])))?;
     let op = Op::TopK {
         axis: axis_of(cx, n, x, a.int_or("axis", -1)?, "axis", false)?,
         largest: a.bool_or("largest", true)?,

@@ -214,6 +214,23 @@ fn scalar_const(cx: &mut Cx, n: &NodeIn, suffix: &str, dtype: DType, x: f64) -> 
     cx.constant_value(&format!("{b}:{suffix}"), scalar_of(dtype, x))
 }
 
+/// Input 1 of the node, or, before opset `since`, its older form: the integer attribute `name` (read by
+/// `read`, required) as a constant.
+fn input_or_attr(
+    cx: &mut Cx,
+    n: &NodeIn,
+    since: i64,
+    name: &str,
+    read: impl FnOnce(&super::attrs::Attrs<'_>) -> Result<Option<Vec<i64>>>,
+) -> Result<ValueId> {
+    if n.opset >= since {
+        return n.req(1);
+    }
+    let values = read(&n.attrs)?.ok_or_else(|| n.invalid(format!("attribute '{name}' is required")))?;
+    let b = base(cx, n);
+    Ok(cx.const_i64(&format!("{b}:{name}"), values))
+}
+
 /// `inputs` without trailing absent ones.
 fn trimmed(inputs: &[Option<ValueId>]) -> Vec<Option<ValueId>> {
     let mut v = inputs.to_vec();

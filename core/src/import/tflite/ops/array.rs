@@ -55,8 +55,7 @@ fn reshape(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
             None => imp.declared(o.outs[0])?.1.iter().map(|&d| d as i64).collect(),
         },
     };
-    let s = imp.const_i64(format!("{base}/shape"), shape);
-    imp.op1(Op::Reshape { allowzero: true }, &[x, s], base.clone())
+    imp.op_with_i64(Op::Reshape { allowzero: true }, x, format!("{base}/shape"), shape, base.clone())
 }
 
 fn squeeze(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -72,8 +71,7 @@ fn squeeze(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
             axes.push(imp.axis(d as i64, xs.len())? as i64);
         }
     }
-    let s = imp.const_i64(format!("{base}/axes"), axes);
-    imp.op1(Op::Squeeze { axes: None }, &[x, s], base.clone())
+    imp.op_with_i64(Op::Squeeze { axes: None }, x, format!("{base}/axes"), axes, base.clone())
 }
 
 fn expand_dims(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -83,8 +81,7 @@ fn expand_dims(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let a = imp.const_ints(imp.req(o, 1)?, "the axis")?;
     let a = *a.first().ok_or_else(|| imp.invalid("the axis is empty"))?;
     let axis = imp.axis(a, rank + 1)?;
-    let s = imp.const_i64(format!("{base}/axes"), vec![axis as i64]);
-    imp.op1(Op::Unsqueeze { axes: None }, &[x, s], base.clone())
+    imp.op_with_i64(Op::Unsqueeze { axes: None }, x, format!("{base}/axes"), vec![axis as i64], base.clone())
 }
 
 fn transpose(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -184,8 +181,7 @@ fn tile(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let base = &o.base;
     let x = imp.value(imp.req(o, 0)?)?;
     let reps = imp.const_ints(imp.req(o, 1)?, "the multiples")?;
-    let r = imp.const_i64(format!("{base}/repeats"), reps);
-    imp.op1(Op::Tile, &[x, r], base.clone())
+    imp.op_with_i64(Op::Tile, x, format!("{base}/repeats"), reps, base.clone())
 }
 
 fn gather(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -262,16 +258,12 @@ fn strided_slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
         steps.push(stride);
         out_shape.push(len);
     }
-    let st = imp.const_i64(format!("{base}/starts"), starts);
-    let en = imp.const_i64(format!("{base}/ends"), ends);
-    let ax = imp.const_i64(format!("{base}/axes"), axes);
-    let sp = imp.const_i64(format!("{base}/steps"), steps);
-    let sliced = imp.op1(Op::Slice, &[x, st, en, ax, sp], if shrink != 0 { format!("{base}/slice") } else { base.to_string() })?;
+    let name = if shrink != 0 { format!("{base}/slice") } else { base.to_string() };
+    let sliced = slice_node(imp, x, base, [starts, ends, axes], Some(steps), name)?;
     if shrink == 0 {
         return Ok(sliced);
     }
-    let shape = imp.const_i64(format!("{base}/shape"), out_shape);
-    imp.op1(Op::Reshape { allowzero: true }, &[sliced, shape], base.to_string())
+    imp.op_with_i64(Op::Reshape { allowzero: true }, sliced, format!("{base}/shape"), out_shape, base.to_string())
 }
 
 fn slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -285,8 +277,21 @@ fn slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     }
     let ends: Vec<i64> = begin.iter().zip(&size).zip(&xs).map(|((&b, &s), &d)| if s < 0 { d as i64 } else { b + s }).collect();
     let axes: Vec<i64> = (0..xs.len() as i64).collect();
-    let st = imp.const_i64(format!("{base}/starts"), begin);
-    let en = imp.const_i64(format!("{base}/ends"), ends);
-    let ax = imp.const_i64(format!("{base}/axes"), axes);
-    imp.op1(Op::Slice, &[x, st, en, ax], base.clone())
+    slice_node(imp, x, base, [begin, ends, axes], None, base.clone())
+}
+
+/// A Slice node `name` on `x` with constant starts, ends, axes (and steps), named after `base`.
+fn slice_node(
+    imp: &mut Importer,
+    x: ValueId,
+    base: &str,
+    [starts, ends, axes]: [Vec<i64>; 3],
+    steps: Option<Vec<i64>>,
+    name: String,
+) -> Result<ValueId> {
+    let mut inputs = vec![x];
+    for (what, values) in [("starts", starts), ("ends", ends), ("axes", axes)].into_iter().chain(steps.map(|s| ("steps", s))) {
+        inputs.push(imp.const_i64(format!("{base}/{what}"), values));
+    }
+    imp.op1(Op::Slice, &inputs, name)
 }

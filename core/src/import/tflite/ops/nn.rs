@@ -123,8 +123,7 @@ fn fully_connected(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let x2 = if xs == [batch, k] {
         x
     } else {
-        let s = imp.const_i64(format!("{base}/flat_shape"), vec![batch as i64, k as i64]);
-        imp.op1(Op::Reshape { allowzero: false }, &[x, s], format!("{base}/flatten"))?
+        imp.op_with_i64(Op::Reshape { allowzero: false }, x, format!("{base}/flat_shape"), vec![batch as i64, k as i64], format!("{base}/flatten"))?
     };
     let fused = imp.fused(opt.fused_activation_function())?;
     let gemm = Op::Gemm {
@@ -143,8 +142,7 @@ fn fully_connected(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     if keep {
         let mut s: Vec<i64> = xs[..xs.len() - 1].iter().map(|&d| d as i64).collect();
         s.push(n_out as i64);
-        let s = imp.const_i64(format!("{base}/out_shape"), s);
-        imp.op1(Op::Reshape { allowzero: false }, &[y, s], base.clone())
+        imp.op_with_i64(Op::Reshape { allowzero: false }, y, format!("{base}/out_shape"), s, base.clone())
     } else {
         Ok(y)
     }
