@@ -58,15 +58,25 @@ impl<'e> GraphBuilder<'e> {
 
     /// Adds a node with `n_outputs` outputs and infers their types; absent optional inputs are `None`.
     pub fn node(&mut self, op: Op, inputs: &[Option<ValueId>], n_outputs: usize) -> Result<Vec<ValueId>> {
+        let base = format!("{}_{}", op.name().to_lowercase(), self.g.nodes.len());
+        let names: Vec<String> =
+            (0..n_outputs).map(|k| if n_outputs == 1 { base.clone() } else { format!("{base}_{k}") }).collect();
+        self.add_node(base, op, inputs, names)
+    }
+
+    /// Adds a single-output node called `node` whose output value is called `output` (for a graph whose
+    /// names matter, e.g. to a test that looks them up).
+    pub fn named_op(&mut self, node: &str, output: &str, op: Op, inputs: &[Option<ValueId>]) -> Result<ValueId> {
+        Ok(self.add_node(node.to_string(), op, inputs, vec![output.to_string()])?[0])
+    }
+
+    /// Adds the node `name` with one output value per name in `outputs`, infers their types, and takes it
+    /// back out when inference fails.
+    fn add_node(&mut self, name: String, op: Op, inputs: &[Option<ValueId>], outputs: Vec<String>) -> Result<Vec<ValueId>> {
         let idx = self.g.nodes.len();
-        let base = format!("{}_{idx}", op.name().to_lowercase());
-        let outs: Vec<ValueId> = (0..n_outputs)
-            .map(|k| {
-                let name = if n_outputs == 1 { base.clone() } else { format!("{base}_{k}") };
-                self.g.add_value(name, DType::F32, vec![])
-            })
-            .collect();
-        self.g.add_node(base, op, inputs.to_vec(), outs.clone());
+        let n_outputs = outputs.len();
+        let outs: Vec<ValueId> = outputs.into_iter().map(|o| self.g.add_value(o, DType::F32, vec![])).collect();
+        self.g.add_node(name, op, inputs.to_vec(), outs.clone());
         if let Err(e) = infer::infer_node(&mut self.g, idx, self.eval) {
             self.g.nodes.pop();
             self.g.values.truncate(self.g.values.len() - n_outputs);

@@ -137,14 +137,13 @@ impl fmt::Display for Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{ConvAttrs, DType, Tensor};
+    use crate::ir::{builder::GraphBuilder, ConvAttrs, DType, Tensor};
 
     #[test]
     fn counts_conv_macs_and_prints_types() {
-        let mut g = Graph::new("m");
-        let x = g.add_input("x", DType::F32, vec![1, 3, 8, 8]);
-        let w = g.add_constant("w", Tensor::zeros(DType::F32, vec![4, 3, 3, 3]));
-        let y = g.add_value("y", DType::F32, vec![1, 4, 6, 6]);
+        let mut b = GraphBuilder::new("m");
+        let x = b.input("x", DType::F32, &[1, 3, 8, 8]);
+        let w = b.constant("w", Tensor::zeros(DType::F32, vec![4, 3, 3, 3]));
         let attrs = ConvAttrs {
             kernel_shape: vec![],
             strides: vec![],
@@ -154,8 +153,9 @@ mod tests {
             group: 1,
             activation: None,
         };
-        g.add_node("conv1", Op::Conv(attrs), vec![Some(x), Some(w), None], vec![y]);
-        g.outputs.push(y);
+        let y = b.named_op("conv1", "y", Op::Conv(attrs), &[Some(x), Some(w), None]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
         // 4*6*6 outputs, 3*3*3 MACs each
         assert_eq!(summary(&g).macs, 4 * 36 * 27);
         assert_eq!(summary(&g).parameters, 108);

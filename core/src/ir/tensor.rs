@@ -326,15 +326,7 @@ impl Tensor {
             let mut off = 0usize;
             for _ in 0..n {
                 out.push(v[off]);
-                for d in (0..rank).rev() {
-                    idx[d] += 1;
-                    off += strides[d];
-                    if idx[d] < out_shape[d] {
-                        break;
-                    }
-                    off -= strides[d] * out_shape[d];
-                    idx[d] = 0;
-                }
+                super::ops::dims::step_index(&mut idx, &out_shape, &strides, &mut off);
             }
             out
         }

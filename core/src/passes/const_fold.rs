@@ -17,18 +17,18 @@ pub fn run(g: &mut Graph) -> Result<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{BinaryOp, DType, Op, Tensor, UnaryOp};
+    use crate::ir::{builder::GraphBuilder, BinaryOp, DType, Op, Tensor, UnaryOp};
 
     #[test]
     fn folds_a_constant_subgraph() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![2]);
-        let c = g.add_constant("c", Tensor::from_f32(vec![2], vec![-1.0, 4.0]));
-        let a = g.add_value("a", DType::F32, vec![]);
-        let y = g.add_value("y", DType::F32, vec![]);
-        g.add_node("abs", Op::Unary(UnaryOp::Abs), vec![Some(c)], vec![a]);
-        g.add_node("mul", Op::Binary(BinaryOp::Mul, None), vec![Some(x), Some(a)], vec![y]);
-        g.outputs.push(y);
+        // GraphBuilder::new folds nothing, so the Abs of a constant is still a node for the pass to fold.
+        let mut b = GraphBuilder::new("t");
+        let x = b.input("x", DType::F32, &[2]);
+        let c = b.constant("c", Tensor::from_f32(vec![2], vec![-1.0, 4.0]));
+        let a = b.op(Op::Unary(UnaryOp::Abs), &[c]).unwrap();
+        let y = b.op(Op::Binary(BinaryOp::Mul, None), &[x, a]).unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
         assert_eq!(run(&mut g).unwrap(), 1);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.constant(a).unwrap().as_f32().unwrap(), &[1.0, 4.0]);

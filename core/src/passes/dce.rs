@@ -61,20 +61,18 @@ pub fn compact(g: &mut Graph) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{infer::infer_graph, verify::verify, DType, Op, Tensor, UnaryOp};
+    use crate::ir::{builder::GraphBuilder, verify::verify, DType, Op, Tensor, UnaryOp};
     use crate::runtime::CpuEval;
 
     #[test]
     fn removes_dead_nodes_and_unused_weights() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![2]);
-        let _unused = g.add_constant("w", Tensor::zeros(DType::F32, vec![1000]));
-        let dead = g.add_value("dead", DType::F32, vec![]);
-        let y = g.add_value("y", DType::F32, vec![]);
-        g.add_node("dead", Op::Unary(UnaryOp::Neg), vec![Some(x)], vec![dead]);
-        g.add_node("live", Op::Unary(UnaryOp::Relu), vec![Some(x)], vec![y]);
-        g.outputs.push(y);
-        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut b = GraphBuilder::with_eval("t", &CpuEval);
+        let x = b.input("x", DType::F32, &[2]);
+        let _unused = b.constant("w", Tensor::zeros(DType::F32, vec![1000]));
+        b.named_op("dead", "dead", Op::Unary(UnaryOp::Neg), &[Some(x)]).unwrap();
+        let y = b.named_op("live", "y", Op::Unary(UnaryOp::Relu), &[Some(x)]).unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
         assert_eq!(run(&mut g), 1);
         assert_eq!(g.values.len(), 2);
         assert_eq!(g.nodes[0].name, "live");

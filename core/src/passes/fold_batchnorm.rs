@@ -108,7 +108,7 @@ pub fn run(g: &mut Graph) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{infer::infer_graph, AutoPad, ConvAttrs, DType};
+    use crate::ir::{builder::GraphBuilder, AutoPad, ConvAttrs, DType};
     use crate::runtime::CpuEval;
     use crate::runtime::Session;
 
@@ -116,22 +116,22 @@ mod tests {
     /// onnxruntime separately; this checks the algebra of the rewrite).
     #[test]
     fn folded_conv_matches_unfolded() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![1, 2, 4, 4]);
-        let w = g.add_constant("w", Tensor::from_f32(vec![3, 2, 3, 3], (0..54).map(|i| (i as f32 * 0.37).sin()).collect()));
-        let b = g.add_constant("b", Tensor::from_f32(vec![3], vec![0.1, -0.2, 0.3]));
-        let p = |n: &str, v: Vec<f32>, g: &mut Graph| g.add_constant(n, Tensor::from_f32(vec![3], v));
-        let gamma = p("gamma", vec![1.5, 0.5, -1.0], &mut g);
-        let beta = p("beta", vec![0.2, 0.0, -0.3], &mut g);
-        let mean = p("mean", vec![0.05, -0.1, 0.4], &mut g);
-        let var = p("var", vec![0.9, 2.0, 0.3], &mut g);
-        let y = g.add_value("y", DType::F32, vec![]);
-        let z = g.add_value("z", DType::F32, vec![]);
+        let mut gb = GraphBuilder::with_eval("t", &CpuEval);
+        let x = gb.input("x", DType::F32, &[1, 2, 4, 4]);
+        let w = gb.constant("w", Tensor::from_f32(vec![3, 2, 3, 3], (0..54).map(|i| (i as f32 * 0.37).sin()).collect()));
+        let b = gb.constant("b", Tensor::from_f32(vec![3], vec![0.1, -0.2, 0.3]));
+        let mut p = |n: &str, v: Vec<f32>| gb.constant(n, Tensor::from_f32(vec![3], v));
+        let [gamma, beta, mean, var] = [
+            p("gamma", vec![1.5, 0.5, -1.0]),
+            p("beta", vec![0.2, 0.0, -0.3]),
+            p("mean", vec![0.05, -0.1, 0.4]),
+            p("var", vec![0.9, 2.0, 0.3]),
+        ];
         let attrs = ConvAttrs { kernel_shape: vec![], strides: vec![], dilations: vec![], pads: vec![1; 4], auto_pad: AutoPad::NotSet, group: 1, activation: None };
-        g.add_node("conv", Op::Conv(attrs), vec![Some(x), Some(w), Some(b)], vec![y]);
-        g.add_node("bn", Op::BatchNorm { epsilon: 1e-5 }, vec![Some(y), Some(gamma), Some(beta), Some(mean), Some(var)], vec![z]);
-        g.outputs.push(z);
-        infer_graph(&mut g, &CpuEval).unwrap();
+        let y = gb.op(Op::Conv(attrs), &[x, w, b]).unwrap();
+        let z = gb.op(Op::BatchNorm { epsilon: 1e-5 }, &[y, gamma, beta, mean, var]).unwrap();
+        gb.output(z);
+        let mut g = gb.finish().unwrap();
         let input = Tensor::from_f32(vec![1, 2, 4, 4], (0..32).map(|i| (i as f32 * 0.11).cos()).collect());
         let want = Session::new(g.clone()).unwrap().run(&[input.clone()]).unwrap();
         assert_eq!(run(&mut g), 1);

@@ -48,19 +48,17 @@ pub fn run(g: &mut Graph) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{infer::infer_graph, verify::verify, DType};
+    use crate::ir::{builder::GraphBuilder, verify::verify, DType};
     use crate::runtime::CpuEval;
 
     #[test]
     fn fuses_relu6_into_add_and_keeps_the_output_name() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![4]);
-        let a = g.add_value("a", DType::F32, vec![]);
-        let y = g.add_value("y", DType::F32, vec![]);
-        g.add_node("add", Op::Binary(BinaryOp::Add, None), vec![Some(x), Some(x)], vec![a]);
-        g.add_node("clip", Op::Unary(UnaryOp::Clip { min: 0.0, max: 6.0 }), vec![Some(a)], vec![y]);
-        g.outputs.push(y);
-        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut b = GraphBuilder::with_eval("t", &CpuEval);
+        let x = b.input("x", DType::F32, &[4]);
+        let a = b.add(x, x).unwrap();
+        let y = b.op(Op::Unary(UnaryOp::Clip { min: 0.0, max: 6.0 }), &[a]).unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
         assert_eq!(run(&mut g), 1);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.nodes[0].op, Op::Binary(BinaryOp::Add, Some(Activation::Relu6)));

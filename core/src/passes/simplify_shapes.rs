@@ -68,22 +68,18 @@ pub fn run(g: &mut Graph) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::ir::{infer::infer_graph, DType, Tensor, UnaryOp};
+    use crate::ir::{builder::GraphBuilder, DType, Tensor};
     use crate::runtime::CpuEval;
 
     #[test]
     fn removes_noop_reshape_and_identity() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![2, 3]);
-        let s = g.add_constant("s", Tensor::from_i64(vec![2], vec![2, 3]));
-        let a = g.add_value("a", DType::F32, vec![]);
-        let b = g.add_value("b", DType::F32, vec![]);
-        let y = g.add_value("y", DType::F32, vec![]);
-        g.add_node("reshape", Op::Reshape { allowzero: false }, vec![Some(x), Some(s)], vec![a]);
-        g.add_node("id", Op::Identity, vec![Some(a)], vec![b]);
-        g.add_node("relu", Op::Unary(UnaryOp::Relu), vec![Some(b)], vec![y]);
-        g.outputs.push(y);
-        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut b = GraphBuilder::with_eval("t", &CpuEval);
+        let x = b.input("x", DType::F32, &[2, 3]);
+        let a = b.reshape(x, &[2, 3]).unwrap();
+        let id = b.op(Op::Identity, &[a]).unwrap();
+        let y = b.relu(id).unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
         assert_eq!(run(&mut g), 2);
         assert_eq!(g.nodes.len(), 1);
         assert_eq!(g.nodes[0].input(0), Some(x));
@@ -91,16 +87,13 @@ mod tests {
 
     #[test]
     fn keeps_a_reshape_whose_zero_copies_a_dim_of_the_earlier_reshape() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![2, 3, 4]);
-        let a = g.add_value("a", DType::F32, vec![]);
-        let y = g.add_value("y", DType::F32, vec![]);
-        let axes = g.add_constant("axes", Tensor::from_i64(vec![1], vec![0]));
-        let s = g.add_constant("s", Tensor::from_i64(vec![2], vec![0, -1]));
-        g.add_node("unsq", Op::Unsqueeze { axes: None }, vec![Some(x), Some(axes)], vec![a]);
-        g.add_node("reshape", Op::Reshape { allowzero: false }, vec![Some(a), Some(s)], vec![y]);
-        g.outputs.push(y);
-        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut b = GraphBuilder::with_eval("t", &CpuEval);
+        let x = b.input("x", DType::F32, &[2, 3, 4]);
+        let axes = b.constant("axes", Tensor::from_i64(vec![1], vec![0]));
+        let a = b.op(Op::Unsqueeze { axes: None }, &[x, axes]).unwrap();
+        let y = b.reshape(a, &[0, -1]).unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
         run(&mut g);
         assert_eq!(g.nodes[1].input(0), Some(a));
     }

@@ -84,15 +84,16 @@ fn retype(op: &mut Op) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use tpu_sdk_core::ir::builder::GraphBuilder;
 
     #[test]
     fn keeps_an_f32_interface_around_a_bf16_body() {
-        let mut g = Graph::new("t");
-        let x = g.add_input("x", DType::F32, vec![2]);
-        let w = g.add_constant("w", Tensor::from_f32(vec![2], vec![1.0, 1.0 / 3.0]));
-        let y = g.add_value("y", DType::F32, vec![2]);
-        g.add_node("m", Op::Binary(tpu_sdk_core::ir::BinaryOp::Mul, None), vec![Some(x), Some(w)], vec![y]);
-        g.outputs.push(y);
+        let mut gb = GraphBuilder::new("t");
+        let x = gb.input("x", DType::F32, &[2]);
+        let w = gb.constant("w", Tensor::from_f32(vec![2], vec![1.0, 1.0 / 3.0]));
+        let y = gb.named_op("m", "y", Op::Binary(tpu_sdk_core::ir::BinaryOp::Mul, None), &[Some(x), Some(w)]).unwrap();
+        gb.output(y);
+        let g = gb.finish().unwrap();
         let b = to_bf16(&g);
         assert_eq!(b.value(b.inputs[0]).dtype, DType::F32);
         assert_eq!(b.value(b.inputs[0]).name, "x");

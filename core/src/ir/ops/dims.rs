@@ -123,6 +123,21 @@ pub fn norm_axes(axes: &[i64], rank: usize) -> Result<Vec<usize>, String> {
     Ok(out)
 }
 
+/// Advances the row-major multi-index `idx` (over `dims[..idx.len()]`, last dim fastest) by one element and
+/// moves the offset `off` along with it by `strides`; after the last element both wrap back to the start.
+#[inline(always)]
+pub fn step_index(idx: &mut [usize], dims: &[usize], strides: &[usize], off: &mut usize) {
+    for d in (0..idx.len()).rev() {
+        idx[d] += 1;
+        *off += strides[d];
+        if idx[d] < dims[d] {
+            break;
+        }
+        *off -= strides[d] * dims[d];
+        idx[d] = 0;
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -135,5 +150,12 @@ mod tests {
         assert_eq!(broadcast_strides(&[2, 1], &[2, 3]), vec![1, 0]);
         assert_eq!(norm_axis(-1, 3).unwrap(), 2);
         assert!(norm_axis(3, 3).is_err());
+        let (mut idx, mut off) = (vec![0, 2], 2);
+        step_index(&mut idx, &[2, 3], &[10, 1], &mut off);
+        assert_eq!((idx.as_slice(), off), (&[1, 0][..], 10));
+        step_index(&mut idx, &[2, 3], &[10, 1], &mut off);
+        step_index(&mut idx, &[2, 3], &[10, 1], &mut off);
+        step_index(&mut idx, &[2, 3], &[10, 1], &mut off);
+        assert_eq!((idx.as_slice(), off), (&[0, 0][..], 0));
     }
 }

@@ -6,6 +6,7 @@
 
 use super::layout::for_rows;
 use super::util::strides;
+use crate::ir::ops::dims::step_index;
 use super::input;
 use crate::ir::ops::gather::{elements_check, gather_nd_shape, gather_shape, reduction_ok, scatter_nd_check};
 use crate::ir::{BinaryOp, Element, Tensor, TensorData};
@@ -164,15 +165,7 @@ fn rows_of(
     let mut base = 0usize;
     for k in 0..rows {
         f(k * row, base)?;
-        for d in (0..r - 1).rev() {
-            idx[d] += 1;
-            base += dst[d];
-            if idx[d] < ishape[d] {
-                break;
-            }
-            base -= dst[d] * ishape[d];
-            idx[d] = 0;
-        }
+        step_index(&mut idx, ishape, dst, &mut base);
     }
     Ok(())
 }

@@ -44,6 +44,32 @@ pub struct Scratch {
     pub i8b: Vec<i8>,
 }
 
+impl Scratch {
+    /// Computes in f32 for a narrow float type (f16/bf16): widens `v` into the f32 workspace, runs
+    /// `f(input, output)` with a zeroed output of `out_shape`'s size, and narrows that into `out`.
+    pub(crate) fn via_f32<T: crate::ir::Element>(
+        &mut self,
+        v: &[T],
+        out_shape: &[usize],
+        out: &mut Tensor,
+        f: impl FnOnce(&[f32], &mut [f32]),
+    ) {
+        let n = v.len();
+        let no: usize = out_shape.iter().product();
+        let buf = &mut self.f32;
+        buf.clear();
+        buf.resize(n + no, 0.0);
+        let (xs, os) = buf.split_at_mut(n);
+        for (d, &s) in xs.iter_mut().zip(v) {
+            *d = s.to_f64() as f32;
+        }
+        f(xs, os);
+        for (d, &s) in out.reset::<T>(out_shape).iter_mut().zip(os.iter()) {
+            *d = T::from_f64(s as f64);
+        }
+    }
+}
+
 /// Fetches input `i` or fails with a message.
 pub fn input<'a>(inputs: &[Option<&'a Tensor>], i: usize) -> Result<&'a Tensor, String> {
     inputs.get(i).copied().flatten().ok_or_else(|| format!("missing required input {i}"))

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 
 use super::numeric::Arith;
 use super::{input, Scratch};
+use crate::ir::ops::dims::step_index;
 use crate::ir::ops::reduce::{arg_reduce_shape, axes_values, check_axis, check_reduce_dtype, cumsum_axis, reduce_mask, reduced_shape, topk_k};
 use crate::ir::{DType, Element, ReduceOp, Tensor, TensorData};
 use crate::with_data;
@@ -161,39 +162,12 @@ fn reduce_tensor(
     scratch: &mut Scratch,
 ) -> Result<(), String> {
     match &x.data {
-        TensorData::F16(v) => reduce_via_f32(v, &x.shape, mask, op, shape, out, scratch),
-        TensorData::BF16(v) => reduce_via_f32(v, &x.shape, mask, op, shape, out, scratch),
-        data => {
-            with_data!(data, v => {
-                let o = out.reset(shape);
-                reduce_slice(v, &x.shape, mask, op, o);
-            });
-            Ok(())
-        }
-    }
-}
-
-fn reduce_via_f32<T: Element>(
-    v: &[T],
-    in_shape: &[usize],
-    mask: &[bool],
-    op: ReduceOp,
-    shape: &[usize],
-    out: &mut Tensor,
-    scratch: &mut Scratch,
-) -> Result<(), String> {
-    let n = v.len();
-    let no: usize = shape.iter().product();
-    let buf = &mut scratch.f32;
-    buf.clear();
-    buf.resize(n + no, 0.0);
-    let (xs, os) = buf.split_at_mut(n);
-    for (d, &s) in xs.iter_mut().zip(v) {
-        *d = s.to_f64() as f32;
-    }
-    reduce_slice(xs, in_shape, mask, op, os);
-    for (d, &s) in out.reset::<T>(shape).iter_mut().zip(os.iter()) {
-        *d = T::from_f64(s as f64);
+        TensorData::F16(v) => scratch.via_f32(v, shape, out, |xs, os| reduce_slice(xs, &x.shape, mask, op, os)),
+        TensorData::BF16(v) => scratch.via_f32(v, shape, out, |xs, os| reduce_slice(xs, &x.shape, mask, op, os)),
+        data => with_data!(data, v => {
+            let o = out.reset(shape);
+            reduce_slice(v, &x.shape, mask, op, o);
+        }),
     }
     Ok(())
 }
@@ -332,17 +306,7 @@ fn fold_seq<T: Arith, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], ostr: &
             }
         }
         // Advance the odometer over the groups in front of the last one.
-        let mut d = m - 1;
-        while d > 0 {
-            d -= 1;
-            idx[d] += 1;
-            o += ostr[d];
-            if idx[d] < dims[d] {
-                break;
-            }
-            o -= ostr[d] * dims[d];
-            idx[d] = 0;
-        }
+        step_index(&mut idx, dims, ostr, &mut o);
     }
 }
 

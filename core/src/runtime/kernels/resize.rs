@@ -323,19 +323,7 @@ fn interpolate_via_f32<T: Element>(
     scratch: &mut Scratch,
     extrap: f32,
 ) {
-    let n = v.len();
-    let no: usize = out_shape.iter().product();
-    let buf = &mut scratch.f32;
-    buf.clear();
-    buf.resize(n + no, 0.0);
-    let (xs, os) = buf.split_at_mut(n);
-    for (d, &s) in xs.iter_mut().zip(v) {
-        *d = s.to_f64() as f32;
-    }
-    interpolate(xs, in_shape, tables, out_shape, os, extrap);
-    for (d, &s) in out.reset::<T>(out_shape).iter_mut().zip(os.iter()) {
-        *d = T::from_f64(s as f64);
-    }
+    scratch.via_f32(v, out_shape, out, |xs, os| interpolate(xs, in_shape, tables, out_shape, os, extrap));
 }
 
 /// Linear/cubic interpolation in f32.

@@ -58,15 +58,12 @@ mod tests {
 
     #[test]
     fn broadcasting() {
-        assert_eq!(broadcast_shape(&[2, 1, 3], &[4, 1]).unwrap(), vec![2, 4, 3]);
-        assert!(broadcast_shape(&[2], &[3]).is_err());
+        // broadcast_shape and norm_axis are tested where they live, in ir::ops::dims.
         let out = [2, 3];
         let a = broadcast_strides(&[3], &out);
         let b = broadcast_strides(&[2, 1], &out);
         let mut seen = vec![];
         for_each_broadcast(&out, [&a, &b], |o, [i, j]| seen.push((o, i, j)));
         assert_eq!(seen, vec![(0, 0, 0), (1, 1, 0), (2, 2, 0), (3, 0, 1), (4, 1, 1), (5, 2, 1)]);
-        assert_eq!(norm_axis(-1, 3).unwrap(), 2);
-        assert!(norm_axis(3, 3).is_err());
     }
 }
