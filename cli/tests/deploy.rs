@@ -61,31 +61,53 @@ fn sshd() -> Option<Sshd> {
     if user == "root" {
         let _ = std::fs::create_dir_all("/run/sshd");
     }
-    let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let config = format!(
-        "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n\
-         StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
-         PermitRootLogin prohibit-password\nAllowUsers {user}\nLogLevel ERROR\nMaxStartups 50\nMaxSessions 50\n",
-        d = d.display()
-    );
-    std::fs::write(d.join("sshd_config"), config).unwrap();
     let host_pub = std::fs::read_to_string(d.join("host_key.pub")).unwrap();
-    std::fs::write(d.join("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
-    let child = Command::new(SSHD)
-        .args(["-D", "-e", "-f"])
-        .arg(d.join("sshd_config"))
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
-        .spawn()
-        .unwrap();
-    let s = Sshd { child, port, dir, user };
-    let t0 = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(t0.elapsed() < Duration::from_secs(10), "sshd did not start: {}", std::fs::read_to_string(s.dir.path().join("sshd.log")).unwrap_or_default());
-        std::thread::sleep(Duration::from_millis(20));
+    // The port is picked by binding port 0 and letting it go, so another process (a parallel test's sshd, or an
+    // outgoing connection's local port) can take it before this sshd binds it. A probe connection alone could
+    // then reach someone else's listener; this sshd is up only once it wrote its pid file (after binding) and is
+    // still running. Otherwise it is restarted on a fresh port.
+    let mut log = String::new();
+    for _attempt in 0..5 {
+        let port = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let config = format!(
+            "Port {port}\nListenAddress 127.0.0.1\nHostKey {d}/host_key\nPidFile {d}/sshd.pid\nAuthorizedKeysFile {d}/authorized_keys\n\
+             StrictModes no\nUsePAM no\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nPubkeyAuthentication yes\n\
+             PermitRootLogin prohibit-password\nAllowUsers {user}\nLogLevel ERROR\nMaxStartups 50\nMaxSessions 50\n",
+            d = d.display()
+        );
+        std::fs::write(d.join("sshd_config"), config).unwrap();
+        std::fs::write(d.join("known_hosts"), format!("[127.0.0.1]:{port} {host_pub}")).unwrap();
+        let _ = std::fs::remove_file(d.join("sshd.pid"));
+        let mut child = Command::new(SSHD)
+            .args(["-D", "-e", "-f"])
+            .arg(d.join("sshd_config"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(d.join("sshd.log")).unwrap())
+            .spawn()
+            .unwrap();
+        let pid = child.id().to_string();
+        let t0 = Instant::now();
+        let up = loop {
+            if child.try_wait().unwrap().is_some() {
+                break false; // it could not bind the port (or failed otherwise): see the log
+            }
+            let wrote_pid = std::fs::read_to_string(d.join("sshd.pid")).is_ok_and(|p| p.trim() == pid);
+            if wrote_pid && TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                // Still ours after the probe: a bind failure would have ended it before the pid file.
+                break child.try_wait().unwrap().is_none();
+            }
+            assert!(t0.elapsed() < Duration::from_secs(10), "sshd did not start: {}", std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default());
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if up {
+            return Some(Sshd { child, port, dir, user });
+        }
+        let _ = child.kill();
+        let _ = child.wait();
+        log = std::fs::read_to_string(d.join("sshd.log")).unwrap_or_default();
     }
-    Some(s)
+    panic!("sshd did not start on any of 5 free ports; its last log: {log}");
 }
 
 impl Sshd {
