@@ -49,6 +49,22 @@ pub struct LoadOptions {
     pub no_optimize: bool,
 }
 
+/// The model file formats, told by the file's extension.
+enum Format {
+    Onnx,
+    Tflite,
+}
+
+impl Format {
+    fn of(path: &Path) -> Result<Format> {
+        match path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase().as_str() {
+            "onnx" | "" => Ok(Format::Onnx),
+            "tflite" => Ok(Format::Tflite),
+            other => Err(Error::Unsupported(format!("model format '.{other}' of {} (supported: .onnx, .tflite)", path.display()))),
+        }
+    }
+}
+
 /// A model loaded into the core IR.
 #[derive(Clone, Debug)]
 pub struct Model {
@@ -65,9 +81,8 @@ impl Model {
     /// Loads a model with options.
     pub fn load_with(path: impl AsRef<Path>, opts: &LoadOptions) -> Result<Model> {
         let path = path.as_ref();
-        let ext = path.extension().and_then(|e| e.to_str()).unwrap_or("").to_ascii_lowercase();
-        let mut graph = match ext.as_str() {
-            "onnx" | "" => {
+        let mut graph = match Format::of(path)? {
+            Format::Onnx => {
                 let io = tpu_sdk_core::import::onnx::ImportOptions {
                     dims: opts.dims.clone(),
                     input_shapes: opts.input_shapes.clone(),
@@ -75,21 +90,25 @@ impl Model {
                 };
                 tpu_sdk_core::import::onnx::load(path, &io)?
             }
-            "tflite" => {
+            Format::Tflite => {
                 let io = tpu_sdk_core::import::tflite::ImportOptions { input_shapes: opts.input_shapes.clone() };
                 tpu_sdk_core::import::tflite::load(path, &io)?
-            }
-            other => {
-                return Err(Error::Unsupported(format!(
-                    "model format '.{other}' of {} (supported: .onnx, .tflite)",
-                    path.display()
-                )))
             }
         };
         if !opts.no_optimize {
             tpu_sdk_core::passes::optimize(&mut graph)?;
         }
         Ok(Model { graph, path: Some(path.to_path_buf()) })
+    }
+
+    /// The inputs `path` declares and which of their dimensions it leaves free, read without importing the
+    /// model (`.onnx`, `.tflite`).
+    pub fn declared_inputs(path: impl AsRef<Path>) -> Result<Vec<tpu_sdk_core::import::DeclaredInput>> {
+        let path = path.as_ref();
+        match Format::of(path)? {
+            Format::Onnx => tpu_sdk_core::import::onnx::declared_inputs(path),
+            Format::Tflite => tpu_sdk_core::import::tflite::declared_inputs(path),
+        }
     }
 
     /// Wraps a graph built in code (see [`tpu_sdk_core::ir::builder`]).

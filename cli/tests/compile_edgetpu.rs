@@ -171,3 +171,49 @@ fn calibrates_on_a_folder_of_images_preprocessed_like_run_image() {
     assert!((scale - 2.0 / 255.0).abs() < 2e-4, "input scale {scale}");
     assert_eq!(doc["mapping"]["cpu_ops"], 0);
 }
+
+/// The shipped model leaves N, H and W free (`x: [N, 3, H, W]`): without `--input-shape`, the calibration
+/// samples fix them, in each form samples come in; image samples fix only the batch, so an input with a free
+/// image size is a clear usage error naming the flag.
+#[test]
+fn free_input_dims_are_taken_from_the_calibration_samples() {
+    let dir = tempfile::tempdir().unwrap();
+    let compile = |cal: &Path| {
+        let out = dir.path().join("model.tflite");
+        let o = cli::command(env!("CARGO_BIN_EXE_tpu-sdk"))
+            .env_remove("TPU_SDK_EDGETPU_COMPILER")
+            .env("PATH", "/nonexistent")
+            .args(["--threads", "2", "compile", MODEL, "--target", "edgetpu", "--calibration", cal.to_str().unwrap(), "-o", out.to_str().unwrap(), "--json"])
+            .output()
+            .unwrap();
+        o
+    };
+    let shape_of = |o: Output| -> (serde_json::Value, u64) {
+        let (stdout, stderr) = expect(o, 0);
+        assert!(stderr.contains("note: input 'x' has free dimensions"), "{stderr}");
+        let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+        (doc["inputs"][0]["shape"].clone(), doc["calibration"]["samples"].as_u64().unwrap())
+    };
+    let mut rng = Rng::from_state(99);
+    // N samples stacked on a new first axis.
+    let stacked = dir.path().join("stacked.npy");
+    npy::write(&stacked, &rng.f32_tensor(&[3, 1, 3, 48, 96], -1.0, 1.0)).unwrap();
+    assert_eq!(shape_of(compile(&stacked)), (serde_json::json!([1, 48, 96, 3]), 3));
+    // N samples along the (free) batch axis.
+    let batched = dir.path().join("batched.npy");
+    npy::write(&batched, &rng.f32_tensor(&[4, 3, 48, 128], -1.0, 1.0)).unwrap();
+    assert_eq!(shape_of(compile(&batched)), (serde_json::json!([1, 48, 128, 3]), 4));
+    // A folder of one-sample files.
+    let folder = dir.path().join("folder");
+    std::fs::create_dir(&folder).unwrap();
+    for k in 0..2 {
+        npy::write(&folder.join(format!("{k}.npy")), &rng.f32_tensor(&[1, 3, 48, 160], -1.0, 1.0)).unwrap();
+    }
+    assert_eq!(shape_of(compile(&folder)), (serde_json::json!([1, 48, 160, 3]), 2));
+    // Images cannot fix a free image size.
+    let images = dir.path().join("images");
+    std::fs::create_dir(&images).unwrap();
+    std::fs::copy(repo().join("examples/images/text_upright.png"), images.join("a.png")).unwrap();
+    let (_, err) = expect(compile(&images), 2);
+    assert!(err.contains("--input-shape x="), "{err}");
+}

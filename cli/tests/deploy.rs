@@ -156,6 +156,8 @@ fn sha256sum(p: &Path) -> String {
     String::from_utf8_lossy(&o.stdout).split_whitespace().next().unwrap().to_string()
 }
 
+/// A file of noise named like a model: the upload tests deploy it with `--target cpu`, which uploads MODEL
+/// as it is (for `--target edgetpu` a `.tflite` must be a real model: a float one is compiled first).
 fn write_model(dir: &Path, name: &str, seed: u8, len: usize) -> PathBuf {
     let p = dir.join(name);
     std::fs::write(&p, noise(len, seed as u64 | 1)).unwrap();
@@ -171,7 +173,7 @@ fn deploy_uploads_verifies_and_skips_the_second_time() {
     let Some(s) = sshd() else { return };
     let local = tempfile::tempdir().unwrap();
     let model = write_model(local.path(), "m.tflite", 1, 300_000);
-    let doc = json(s.deploy(&model, "edgetpu", &["--json"]));
+    let doc = json(s.deploy(&model, "cpu", &["--json"]));
     let remote = s.path("remote/models/m.tflite");
     assert_eq!(std::fs::read(&remote).unwrap(), std::fs::read(&model).unwrap());
     assert_eq!(doc["model"]["sha256"], sha256sum(&model));
@@ -179,10 +181,10 @@ fn deploy_uploads_verifies_and_skips_the_second_time() {
     assert_eq!(doc["model"]["kept_previous"], false);
     let mtime = std::fs::metadata(&remote).unwrap().modified().unwrap();
 
-    let doc = json(s.deploy(&model, "edgetpu", &["--json"]));
+    let doc = json(s.deploy(&model, "cpu", &["--json"]));
     assert_eq!(doc["model"]["uploaded_bytes"], 0, "the second deploy must skip the upload: {doc}");
     assert_eq!(std::fs::metadata(&remote).unwrap().modified().unwrap(), mtime);
-    let (out, _) = expect(s.deploy(&model, "edgetpu", &[]), 0);
+    let (out, _) = expect(s.deploy(&model, "cpu", &[]), 0);
     assert!(out.contains("already up to date"), "{out}");
     assert!(leftovers(&s.path("remote/models")).is_empty());
 }
@@ -200,13 +202,13 @@ fn deploy_replaces_atomically_and_rolls_back() {
 
     // Rolling back with nothing deployed is a clear error.
     std::fs::copy(&v1, &model).unwrap();
-    let (_, err) = expect(s.deploy(&model, "edgetpu", &["--rollback"]), 4);
+    let (_, err) = expect(s.deploy(&model, "cpu", &["--rollback"]), 4);
     assert!(err.contains("no previous version"), "{err}");
 
-    expect(s.deploy(&model, "edgetpu", &[]), 0);
+    expect(s.deploy(&model, "cpu", &[]), 0);
     let inode_v1 = std::fs::metadata(&remote).unwrap().ino();
     std::fs::copy(&v2, &model).unwrap();
-    let (out, _) = expect(s.deploy(&model, "edgetpu", &[]), 0);
+    let (out, _) = expect(s.deploy(&model, "cpu", &[]), 0);
     assert!(out.contains("previous version kept"), "{out}");
     assert_eq!(sha256sum(&remote), sha256sum(&v2));
     assert_eq!(sha256sum(&prev), sha256sum(&v1));
@@ -215,11 +217,11 @@ fn deploy_replaces_atomically_and_rolls_back() {
     assert_eq!(std::fs::metadata(&prev).unwrap().ino(), inode_v1);
     assert!(leftovers(&s.path("remote/models")).is_empty());
 
-    let doc = json(s.deploy(&model, "edgetpu", &["--rollback", "--json"]));
+    let doc = json(s.deploy(&model, "cpu", &["--rollback", "--json"]));
     assert_eq!(doc["model"]["sha256"], sha256sum(&v1));
     assert_eq!(sha256sum(&remote), sha256sum(&v1));
     assert_eq!(sha256sum(&prev), sha256sum(&v2));
-    expect(s.deploy(&model, "edgetpu", &["--rollback"]), 0);
+    expect(s.deploy(&model, "cpu", &["--rollback"]), 0);
     assert_eq!(sha256sum(&remote), sha256sum(&v2));
     assert!(leftovers(&s.path("remote/models")).is_empty());
 }
@@ -233,12 +235,12 @@ fn interrupted_upload_leaves_the_old_model() {
     let model = local.path().join("big.tflite");
     let old = write_model(local.path(), "old.bin", 3, 10_000);
     std::fs::copy(&old, &model).unwrap();
-    expect(s.deploy(&model, "edgetpu", &[]), 0);
+    expect(s.deploy(&model, "cpu", &[]), 0);
     let remote_dir = s.path("remote/models");
     let remote = remote_dir.join("big.tflite");
 
     write_model(local.path(), "big.tflite", 4, 192 << 20);
-    let mut child = s.deploy_cmd(&model, "edgetpu", &["--json"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
+    let mut child = s.deploy_cmd(&model, "cpu", &["--json"]).stdout(Stdio::null()).stderr(Stdio::null()).spawn().unwrap();
     let t0 = Instant::now();
     let mut seen = 0;
     while seen == 0 {
@@ -259,7 +261,7 @@ fn interrupted_upload_leaves_the_old_model() {
     assert_eq!(sha256sum(&remote), sha256sum(&old), "an interrupted upload changed the model");
     assert!(!remote_dir.join("big.tflite.prev").exists());
 
-    let doc = json(s.deploy(&model, "edgetpu", &["--json"]));
+    let doc = json(s.deploy(&model, "cpu", &["--json"]));
     assert_eq!(doc["model"]["uploaded_bytes"], 192 << 20);
     assert_eq!(sha256sum(&remote), sha256sum(&model));
     assert!(leftovers(&remote_dir).is_empty(), "{:?}", leftovers(&remote_dir));
@@ -322,6 +324,7 @@ fn login_failures_are_clear_errors() {
         .current_dir(repo())
         .arg("deploy")
         .arg(&model)
+        .args(["--target", "cpu"])
         .args(&args)
         .arg("--remote-dir")
         .arg(s.path("remote/models"))
@@ -334,19 +337,19 @@ fn login_failures_are_clear_errors() {
     let closed = TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let mut args = s.ssh_args("user_key");
     args[3] = closed.to_string();
-    let out = cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).arg("deploy").arg(&model).args(&args).output().unwrap();
+    let out = cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).arg("deploy").arg(&model).args(["--target", "cpu"]).args(&args).output().unwrap();
     let (_, err) = expect(out, 4);
     assert!(err.contains("cannot reach"), "{err}");
 
     let mut args = s.ssh_args("user_key");
     args[5] = s.path("no_such_key").display().to_string();
-    let out = cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).arg("deploy").arg(&model).args(&args).output().unwrap();
+    let out = cli::command(env!("CARGO_BIN_EXE_tpu-sdk")).arg("deploy").arg(&model).args(["--target", "cpu"]).args(&args).output().unwrap();
     let (_, err) = expect(out, 4);
     assert!(err.contains("no such key file"), "{err}");
 
     // A remote folder the user may not create.
     if s.user != "root" {
-        let (_, err) = expect(s.deploy(&model, "edgetpu", &["--remote-dir", "/proc/tpu-sdk-test"]), 4);
+        let (_, err) = expect(s.deploy(&model, "cpu", &["--remote-dir", "/proc/tpu-sdk-test"]), 4);
         assert!(err.contains("failed"), "{err}");
     }
 }
@@ -425,4 +428,45 @@ fn deploying_an_onnx_model_compiles_it_deterministically() {
     assert_eq!(second["model"]["uploaded_bytes"], 0, "the recompiled model must be identical: {second}");
     let remote: Vec<String> = std::fs::read_dir(s.path("remote/models")).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(remote.iter().any(|n| n.ends_with(".tflite")), "{remote:?}");
+}
+
+/// `--target edgetpu` with a `.tflite`: a float model is compiled (quantized to int8) as `compile` does, with
+/// its free batch taken from the calibration samples; a full-integer model is uploaded as it is; a file that
+/// is not a TFLite model is refused before anything is sent.
+#[test]
+fn deploying_a_tflite_for_the_edge_tpu_compiles_only_float_models() {
+    use tpu_sdk_edgetpu::runtime::has_integer_activations;
+    let Some(s) = sshd() else { return };
+    let local = tempfile::tempdir().unwrap();
+    let data = repo().join("targets/edgetpu/tests/data");
+    let remote = |name: &str| std::fs::read(s.path(&format!("remote/models/{name}"))).unwrap();
+
+    // A float model with calibration samples: what lands is an int8 model, not the float file.
+    let float = data.join("convnet_f32.tflite");
+    let input = tpu_sdk::core::npy::read(&data.join("convnet_f32.input_0.npy")).unwrap();
+    let mut rng = tpu_sdk_test_support::random::Rng::new(7);
+    let cal = local.path().join("cal.npy");
+    let shape: Vec<usize> = [&[8], &input.shape[1..]].concat();
+    tpu_sdk::core::npy::write(&cal, &rng.tensor(tpu_sdk::DType::F32, &shape)).unwrap();
+    let doc = json(s.deploy(&float, "edgetpu", &["--calibration", cal.to_str().unwrap(), "--json"]));
+    assert!(doc["model"]["uploaded_bytes"].as_u64().unwrap() > 0, "{doc}");
+    let uploaded = remote("convnet_f32.tflite");
+    assert_ne!(uploaded, std::fs::read(&float).unwrap(), "the float file itself was uploaded");
+    assert!(has_integer_activations(&uploaded).unwrap(), "the uploaded model is not full-integer");
+    // Without samples the float model cannot be compiled: the error says what to pass, nothing is sent.
+    let (_, err) = expect(s.deploy(&float, "edgetpu", &[]), 2);
+    assert!(err.contains("--calibration"), "{err}");
+    assert_eq!(remote("convnet_f32.tflite"), uploaded);
+
+    // A full-integer model goes as it is; calibration samples for it are a usage error.
+    let int8 = data.join("convnet_int8.tflite");
+    json(s.deploy(&int8, "edgetpu", &["--json"]));
+    assert_eq!(remote("convnet_int8.tflite"), std::fs::read(&int8).unwrap());
+    let (_, err) = expect(s.deploy(&int8, "edgetpu", &["--calibration", cal.to_str().unwrap()]), 2);
+    assert!(err.contains("already a full-integer"), "{err}");
+
+    // Noise named .tflite is no model.
+    let noise = write_model(local.path(), "noise.tflite", 9, 5000);
+    let (_, err) = expect(s.deploy(&noise, "edgetpu", &[]), 3);
+    assert!(err.contains("noise.tflite"), "{err}");
 }

@@ -73,7 +73,7 @@ pub struct Args {
 /// Runs `compile`.
 pub fn main(a: Args) -> Result<()> {
     let mut target_options = a.target_options()?;
-    let model = a.model.load()?;
+    let model = a.model.load_for_samples(a.calibration.as_deref())?;
     let target = tpu_sdk::targets::by_name(&a.target)?;
     let g = model.graph();
     if let TargetOptions::EdgeTpu(o) = &mut target_options {

@@ -18,8 +18,9 @@ use super::ModelArgs;
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// What the model is for: `edgetpu` (compiled like `compile --target edgetpu` unless MODEL is already a
-    /// `.tflite`) or `cpu` (uploaded as it is, for the CPU runtime on the remote machine).
+    /// What the model is for: `edgetpu` (compiled like `compile --target edgetpu`, float `.tflite` files
+    /// included, unless MODEL is already a full-integer or Edge TPU `.tflite`) or `cpu` (uploaded as it is,
+    /// for the CPU runtime on the remote machine).
     #[arg(long, default_value = "edgetpu", value_parser = ["edgetpu", "cpu"])]
     target: String,
     /// The remote machine: `user@host` or an alias from ~/.ssh/config.
@@ -170,17 +171,31 @@ mod imp {
         }
     }
 
-    /// The file to upload: MODEL itself for `--target cpu` or a `.tflite`; otherwise the edgetpu compile output.
+    /// The file to upload: MODEL itself for `--target cpu`, an Edge TPU model (`edgetpu-custom-op` inside) or a
+    /// full-integer `.tflite`; anything else (ONNX, a float `.tflite`) is compiled as `compile --target edgetpu` does:
+    /// a float file on an Edge TPU machine would only run on its CPU.
     fn artifact(a: &Args, work: &TempDir) -> Result<PathBuf> {
         let model = &a.model.model;
-        let is_tflite = model.extension().is_some_and(|e| e.eq_ignore_ascii_case("tflite"));
-        if a.target == "cpu" || is_tflite {
-            if a.calibration.is_some() {
-                return Err(UsageError("--calibration applies only when deploy compiles the model (edgetpu, MODEL not a .tflite)".into()).into());
+        let as_is = |why: &str| -> Result<PathBuf> {
+            match a.calibration {
+                Some(_) => Err(UsageError(format!("--calibration applies only when deploy compiles the model, and {why}")).into()),
+                None => Ok(model.clone()),
             }
-            return Ok(model.clone());
+        };
+        if a.target == "cpu" {
+            return as_is("--target cpu uploads MODEL as it is");
         }
-        let m = a.model.load()?;
+        if model.extension().is_some_and(|e| e.eq_ignore_ascii_case("tflite")) {
+            let bytes = std::fs::read(model).with_context(|| format!("cannot read {}", model.display()))?;
+            let cannot_load = || format!("cannot load {}", model.display());
+            if tpu_sdk_edgetpu::runtime::is_compiled_for_edgetpu(&bytes).with_context(cannot_load)? {
+                return as_is("MODEL is already compiled for the Edge TPU");
+            }
+            if tpu_sdk_edgetpu::runtime::has_integer_activations(&bytes).with_context(cannot_load)? {
+                return as_is("MODEL is already a full-integer .tflite");
+            }
+        }
+        let m = a.model.load_for_samples(a.calibration.as_deref())?;
         let g = m.graph();
         let calibration = match &a.calibration {
             Some(p) => super::super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read calibration samples {}", p.display()))?,

@@ -66,6 +66,22 @@ impl ModelArgs {
         self.load_with(self.options()?)
     }
 
+    /// Loads the model to be compiled with the samples at `samples` (calibration data): input dimensions that
+    /// the file leaves free and no flag sets are taken from the first sample (see
+    /// [`samples::free_input_shapes`]), so a model with a free batch or image size needs no `--input-shape`.
+    pub fn load_for_samples(&self, samples: Option<&Path>) -> Result<Model> {
+        let mut o = self.options()?;
+        if let Some(p) = samples {
+            let declared = Model::declared_inputs(&self.model).with_context(|| format!("cannot load {}", self.model.display()))?;
+            let shapes = samples::free_input_shapes(p, &declared, &o).with_context(|| format!("cannot read samples {}", p.display()))?;
+            for (name, shape) in shapes {
+                eprintln!("note: input '{name}' has free dimensions; using {shape:?} from the samples in {}", p.display());
+                o.input_shapes.insert(name, shape);
+            }
+        }
+        self.load_with(o)
+    }
+
     /// Loads the model with explicit options.
     pub fn load_with(&self, o: LoadOptions) -> Result<Model> {
         Model::load_with(&self.model, &o).with_context(|| format!("cannot load {}", self.model.display()))

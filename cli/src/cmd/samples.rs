@@ -9,10 +9,12 @@
 //!   models);
 //! * a folder of images (`.png`, `.jpg`, `.jpeg`, `.bmp`, `.webp`), preprocessed exactly as `run --image`.
 
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use anyhow::Result;
-use tpu_sdk::{DType, Graph, Tensor};
+use tpu_sdk::core::import::{DeclaredDim, DeclaredInput};
+use tpu_sdk::{DType, Graph, LoadOptions, Tensor};
 
 use super::image_input::{self, ImageArgs};
 use super::UsageError;
@@ -70,6 +72,117 @@ pub fn load(path: &Path, graph: &Graph, image: &ImageArgs) -> Result<Vec<Vec<Ten
     let all = tpu_sdk::core::npy::read(path)?;
     let v = graph.value(graph.inputs[0]);
     split(&all, &v.shape, &v.name, path)
+}
+
+/// Shapes for the inputs that the model file leaves free (and that neither `--input-shape` nor `--dim` sets),
+/// read from the first sample at `path` (the forms of [`load`]): a sample fixes every dimension a model may
+/// leave open. Image samples fix only a free batch dimension (to 1), since images are resized to the input's
+/// size; other free dimensions then need `--input-shape`.
+pub fn free_input_shapes(path: &Path, declared: &[DeclaredInput], opts: &LoadOptions) -> Result<HashMap<String, Vec<usize>>> {
+    let mut shapes = HashMap::new();
+    for (k, input) in declared.iter().enumerate() {
+        let resolved = |d: &DeclaredDim| match d {
+            DeclaredDim::Fixed(_) => true,
+            DeclaredDim::Symbol(s) => opts.dims.contains_key(s),
+            DeclaredDim::Free => false,
+        };
+        if opts.input_shapes.contains_key(&input.name) || input.dims.as_ref().is_some_and(|d| d.iter().all(resolved)) {
+            continue;
+        }
+        let Some(sample) = first_sample(path, declared, k)? else { continue };
+        let shape = match (sample, &input.dims) {
+            (Sample::Image, Some(dims)) if dims.iter().skip(1).all(resolved) => {
+                // The batch is the only free dimension: one image per sample.
+                dims.iter().enumerate().map(|(i, d)| if i == 0 { 1 } else { fixed_or_dim(d, opts) }).collect()
+            }
+            (Sample::Image, _) => {
+                return Err(UsageError(format!(
+                    "input '{}' leaves dimensions free ({}) and image samples are resized to the input's size: give it with --input-shape {}=D0,D1,...",
+                    input.name,
+                    describe(input.dims.as_deref()),
+                    input.name
+                ))
+                .into())
+            }
+            (Sample::Array { shape, stacked }, dims) => {
+                let rank = dims.as_ref().map_or(shape.len() - usize::from(stacked), Vec::len);
+                if stacked && shape.len() == rank + 1 {
+                    shape[1..].to_vec() // [N, ...input]
+                } else if shape.len() == rank {
+                    match dims {
+                        // [N·b, ...]: N samples of the input's batch b (1 where the batch is free).
+                        Some(d) if stacked && rank > 0 => [&[fixed_or_dim(&d[0], opts)], &shape[1..]].concat(),
+                        _ => shape,
+                    }
+                } else if !stacked && shape.len() == rank + 1 && shape[0] == 1 {
+                    shape[1..].to_vec()
+                } else {
+                    return Err(tpu_sdk::Error::InputMismatch(format!(
+                        "{}: a sample of shape {shape:?} does not fit input '{}' ({})",
+                        path.display(),
+                        input.name,
+                        describe(dims.as_deref())
+                    ))
+                    .into());
+                }
+            }
+        };
+        shapes.insert(input.name.clone(), shape);
+    }
+    Ok(shapes)
+}
+
+fn fixed_or_dim(d: &DeclaredDim, opts: &LoadOptions) -> usize {
+    match d {
+        DeclaredDim::Fixed(n) => *n,
+        DeclaredDim::Symbol(s) => opts.dims.get(s).copied().unwrap_or(1),
+        DeclaredDim::Free => 1,
+    }
+}
+
+fn describe(dims: Option<&[DeclaredDim]>) -> String {
+    match dims {
+        None => "no declared shape".into(),
+        Some(d) => {
+            let parts: Vec<String> = d
+                .iter()
+                .map(|d| match d {
+                    DeclaredDim::Fixed(n) => n.to_string(),
+                    DeclaredDim::Symbol(s) => s.clone(),
+                    DeclaredDim::Free => "?".into(),
+                })
+                .collect();
+            format!("[{}]", parts.join(", "))
+        }
+    }
+}
+
+/// The first sample of input `k`: an image, or an array (`stacked`: a single `.npy` of N samples).
+enum Sample {
+    Image,
+    Array { shape: Vec<usize>, stacked: bool },
+}
+
+fn first_sample(path: &Path, declared: &[DeclaredInput], k: usize) -> Result<Option<Sample>> {
+    let array = |p: &Path, stacked: bool| -> Result<Option<Sample>> { Ok(Some(Sample::Array { shape: tpu_sdk::core::npy::read(p)?.shape, stacked })) };
+    if !path.is_dir() {
+        if IMAGE_EXTS.contains(&ext(path).as_str()) {
+            return Ok(Some(Sample::Image));
+        }
+        return if declared.len() == 1 { array(path, true) } else { Ok(None) }; // load() explains the forms
+    }
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect();
+    entries.sort();
+    if let Some(p) = entries.iter().find(|p| p.is_file() && ext(p) == "npy") {
+        return if declared.len() == 1 { array(p, false) } else { Ok(None) };
+    }
+    if entries.iter().any(|p| p.is_file() && IMAGE_EXTS.contains(&ext(p).as_str())) {
+        return Ok(Some(Sample::Image));
+    }
+    match entries.iter().find(|p| p.is_dir()) {
+        Some(d) if d.join(format!("{}.npy", declared[k].name)).is_file() => array(&d.join(format!("{}.npy", declared[k].name)), false),
+        _ => Ok(None),
+    }
 }
 
 /// One sample per sub-folder: `<input>.npy` for every input.

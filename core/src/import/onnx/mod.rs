@@ -71,6 +71,39 @@ pub fn load_with_notes(path: &Path, opts: &ImportOptions) -> Result<(Graph, Vec<
     })
 }
 
+/// The graph inputs the file declares (initializers left out) and which of their dimensions are free; reads the
+/// model without importing it.
+pub fn declared_inputs(path: &Path) -> Result<Vec<super::DeclaredInput>> {
+    use super::DeclaredDim;
+    use proto::tensor_shape_proto::dimension::Value as Dim;
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
+    let model = graph::decode(&bytes)?;
+    let graph = model.graph.as_ref().ok_or_else(|| Error::InvalidModel(format!("{}: the model has no graph", path.display())))?;
+    let inits: std::collections::HashSet<&str> = graph.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
+    Ok(graph
+        .input
+        .iter()
+        .filter(|vi| !inits.contains(vi.name.as_deref().unwrap_or("")))
+        .map(|vi| {
+            let shape = match vi.r#type.as_ref().and_then(|t| t.value.as_ref()) {
+                Some(proto::type_proto::Value::TensorType(tt)) => tt.shape.as_ref(),
+                _ => None,
+            };
+            let dims = shape.map(|s| {
+                s.dim
+                    .iter()
+                    .map(|d| match d.value {
+                        Some(Dim::DimValue(v)) if v >= 0 => usize::try_from(v).map_or(DeclaredDim::Free, DeclaredDim::Fixed),
+                        Some(Dim::DimParam(ref p)) if !p.is_empty() && p != "?" => DeclaredDim::Symbol(p.clone()),
+                        _ => DeclaredDim::Free,
+                    })
+                    .collect()
+            });
+            super::DeclaredInput { name: vi.name.clone().unwrap_or_default(), dims }
+        })
+        .collect())
+}
+
 /// Loads an ONNX model from memory. `base_dir` is the folder external tensor data is read from (`None`:
 /// models with external data are rejected).
 pub fn load_bytes(bytes: &[u8], base_dir: Option<&Path>, opts: &ImportOptions) -> Result<Graph> {

@@ -79,3 +79,28 @@ pub fn load_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Graph> {
     Ok(imp.g)
 }
 
+/// The first subgraph's inputs as the file declares them, -1 in `shape_signature` as a free dimension; reads
+/// the model without importing it.
+pub fn declared_inputs(path: &Path) -> Result<Vec<super::DeclaredInput>> {
+    let bytes = std::fs::read(path).map_err(|e| Error::Io { path: path.display().to_string(), source: e })?;
+    let model = parse_model(&bytes).map_err(|e| Error::InvalidModel(e.to_string()))?;
+    let sg = model.subgraphs().filter(|s| !s.is_empty()).map(|s| s.get(0)).ok_or_else(|| Error::InvalidModel("the model has no subgraphs".into()))?;
+    let tensors = sg.tensors();
+    to_vec(sg.inputs())
+        .into_iter()
+        .map(|t| {
+            let tensor = usize::try_from(t).ok().and_then(|i| get(tensors, i)).ok_or_else(|| Error::InvalidModel(format!("input tensor #{t} does not exist")))?;
+            let shape = to_vec(tensor.shape());
+            let signature = to_vec(tensor.shape_signature());
+            let dims = (0..shape.len())
+                .map(|k| match signature.get(k) {
+                    Some(&s) if s < 0 => super::DeclaredDim::Free,
+                    _ => usize::try_from(shape[k]).map_or(super::DeclaredDim::Free, super::DeclaredDim::Fixed),
+                })
+                .collect();
+            // Named as the importer names it.
+            let name = tensor.name().filter(|s| !s.is_empty()).map(str::to_string).unwrap_or_else(|| format!("tensor_{t}"));
+            Ok(super::DeclaredInput { name, dims: Some(dims) })
+        })
+        .collect()
+}

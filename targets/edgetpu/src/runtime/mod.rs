@@ -118,6 +118,22 @@ pub fn is_compiled_for_edgetpu(bytes: &[u8]) -> Result<bool> {
         .unwrap_or(false))
 }
 
+/// Whether a `.tflite` file is a full-integer model, the kind `edgetpu_compiler` takes as it is: some tensor
+/// that the model computes (no constant data) is int8/uint8 with quantization parameters. Float models,
+/// including those with fp16 or dynamic-range (int8 weight, float activation) weights, are not.
+pub fn has_integer_activations(bytes: &[u8]) -> Result<bool> {
+    let m = schema::parse_model(bytes).map_err(|e| Error::InvalidModel(e.to_string()))?;
+    let Some(sg) = m.subgraphs().filter(|s| !s.is_empty()).map(|s| s.get(0)) else { return Ok(false) };
+    for t in sg.tensors().into_iter().flat_map(|v| v.iter()) {
+        let integer = matches!(t.type_(), schema::tensor_type::INT8 | schema::tensor_type::UINT8);
+        let quantized = t.quantization().and_then(|q| q.scale()).is_some_and(|s| !s.is_empty());
+        if integer && quantized && schema::buffer_data(&m, bytes, t.buffer()).map_err(Error::InvalidModel)?.is_empty() {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
 /// The interface of a `.tflite` model — its first subgraph's inputs and outputs (names, dtypes, shapes), no
 /// nodes. For a compiled Edge TPU model that is all the CLI needs to make inputs and name outputs, since
 /// the program itself (the `edgetpu-custom-op`) runs inside libedgetpu.
