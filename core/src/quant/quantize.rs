@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use super::calibrate::Calibration;
 use super::params::{activation_params, quantize_one, symmetric_scale};
 use super::range::RangeMethod;
-use crate::ir::{BinaryOp, DType, Graph, Node, Op, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
+use crate::ir::{BinaryOp, DType, Graph, Node, Op, PadMode, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
 use crate::{Error, Result};
 
 /// Options of [`quantize`].
@@ -168,6 +168,9 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
                 quantize_gemm_weights(g, &mut q, k, &n, (*alpha, *beta, *trans_b), gemm)?
             }
             Op::MatMul => quantize_matmul_weights(g, &mut q, k, &n),
+            Op::Pad { mode: PadMode::Constant } if n.input(2).is_none_or(|c| g.value(c).constant.is_some()) => {
+                quantize_pad_fill(g, &mut q, k, &n, &groups, &mut acts.uf)
+            }
             _ => quantize_float_operands(g, &mut q, k, &n, &groups, &mut acts.uf),
         }
     }
@@ -359,6 +362,22 @@ fn quantize_matmul_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) {
     }
 }
 
+/// Constant-mode Pad: the fill value quantized with the data's parameters (which the output shares), added
+/// when the node has none (ONNX's default 0). The int8 kernel copies the fill as it is, so a fill quantized
+/// with parameters of its own, or a missing one read as the integer 0, would pad with another real value
+/// than TFLite's PAD, which fills with the data's zero point.
+fn quantize_pad_fill(g: &Graph, q: &mut Graph, k: usize, n: &Node, groups: &Groups, uf: &mut UnionFind) {
+    let p = groups.params(n.outputs[0].0, uf);
+    let fill = n.input(2).and_then(|c| g.value(c).constant.as_ref()).map_or(0.0, |c| c.to_f64_vec().first().copied().unwrap_or(0.0));
+    let t = Tensor::from_vec(vec![], vec![quantize_one(fill as f32, p.scale[0], p.zero_point[0], -128)]).expect("one element");
+    let id = add_quant_const(q, format!("{}/fill_int8", n.name), t, p);
+    let inputs = &mut q.nodes[k].inputs;
+    if inputs.len() < 3 {
+        inputs.resize(3, None);
+    }
+    inputs[2] = Some(id);
+}
+
 /// Float constant operands (Add's addend, Concat's constant part, PRelu's slope...): their group's parameters
 /// when tied, their own range's otherwise.
 fn quantize_float_operands(g: &Graph, q: &mut Graph, k: usize, n: &Node, groups: &Groups, uf: &mut UnionFind) {
@@ -514,6 +533,31 @@ mod tests {
         let cal = calibrate(&g, &[sample], RangeMethod::MinMax, &Progress::default()).unwrap();
         let q = quantize(&g, &cal, &QuantizeOptions { method: RangeMethod::MinMax, float_io }).unwrap();
         (g, q)
+    }
+
+    /// ReLU then a channel Pad (BlazeFace's residual blocks): the ReLU output's zero point is -128, so the
+    /// int8 fill must be -128 (real 0), with or without an explicit fill operand.
+    #[test]
+    fn pad_fills_with_the_real_zero() {
+        for explicit_fill in [false, true] {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &[1, 2, 2, 2]);
+            let r = b.op(Op::Unary(UnaryOp::Relu), &[x]).unwrap();
+            let pads = b.constant("pads", Tensor::from_vec(vec![8], vec![0i64, 0, 0, 0, 0, 2, 0, 0]).unwrap());
+            let fill = explicit_fill.then(|| b.constant("fill", Tensor::scalar(0.0f32)));
+            let p = b.node(Op::Pad { mode: PadMode::Constant }, &[Some(r), Some(pads), fill], 1).unwrap()[0];
+            b.output(p);
+            let g = b.finish().unwrap();
+            let sample = vec![Tensor::from_f32(vec![1, 2, 2, 2], (0..8).map(|i| i as f32 - 2.0).collect())];
+            let cal = calibrate(&g, std::slice::from_ref(&sample), RangeMethod::MinMax, &Progress::default()).unwrap();
+            let q = quantize(&g, &cal, &QuantizeOptions { method: RangeMethod::MinMax, float_io: true }).unwrap();
+            let out = &crate::runtime::Session::new(q).unwrap().run(&sample).unwrap()[0];
+            let v = out.to_f64_vec();
+            assert_eq!(out.shape, vec![1, 4, 2, 2]);
+            // Channels 2 and 3 are padding: exactly 0, not 128 steps above the zero point.
+            assert!(v[8..].iter().all(|&x| x == 0.0), "explicit fill {explicit_fill}: {v:?}");
+            assert!(v[..8].iter().zip([0.0, 0.0, 0.0, 1.0, 2.0, 3.0, 4.0, 5.0]).all(|(a, b)| (a - b).abs() < 0.02), "{v:?}");
+        }
     }
 
     fn by_name<'a>(g: &'a Graph, name: &str) -> &'a crate::ir::Value {

@@ -391,3 +391,36 @@ fn our_int8_runtime_matches_litert_exactly_on_exported_models() {
     }
     assert!(failures.is_empty(), "our int8 runtime disagrees with LiteRT:\n{}", failures.join("\n"));
 }
+
+/// MediaPipe's float face detector (BlazeFace, from the mediapipe wheel; its residual blocks pad channels
+/// with PAD after ReLU, where the int8 zero point is -128): our int8 runtime equals LiteRT on the int8 file,
+/// and the compile report's error (measured on the int8 graph before export) agrees with the error of the
+/// file LiteRT runs. The report said -16.9 dB for the classificators while LiteRT's run of the file gave
+/// +11.5 dB: the int8 graph padded with the integer 0 instead of the data's zero point.
+///
+/// The file itself is still only ~10 dB from the float model on the classificators (uniform-noise inputs):
+/// the per-layer SQNR falls from 36 dB after the first convolution to ~20 dB at the end of the backbone and
+/// to 7 dB at the last classificator convolution, whose [-46, 0] logits share the concatenated output's
+/// scale. The bound below guards against regressions; issue 13 item 5 (accuracy) is about raising it.
+#[test]
+fn mediapipe_face_detector_int8_matches_litert_and_the_report_tells_its_error() {
+    let Some(dir) = std::env::var_os("TPU_SDK_MEDIAPIPE_MODELS").filter(|v| !v.is_empty()).map(PathBuf::from) else {
+        return oracle::skip("TPU_SDK_MEDIAPIPE_MODELS is not set (scripts/test.sh fetches the MediaPipe models)");
+    };
+    let path = dir.join("mediapipe/modules/face_detection/face_detection_short_range.tflite");
+    let mut g = tflite::load(&path, &tflite::ImportOptions::default()).unwrap();
+    passes::optimize(&mut g).unwrap();
+    tpu_sdk_core::quant::prepare(&mut g);
+    let (cal, eval) = samples_for(&g, (8, 21), (4, 22), -1.0, 1.0);
+    let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, false);
+    let Some(file) = litert_sqnr(&g, &q, &ex, &eval) else { return };
+    let report = tpu_sdk_core::quant::compare::compare(&g, &q, &eval, &Progress::default()).unwrap();
+    for (k, (o, &f)) in report.outputs.iter().zip(&file).enumerate() {
+        eprintln!("face detection output {k} '{}': report {:.1} dB, LiteRT on the file {f:.1} dB", o.name, o.sqnr_db);
+        assert!(f > 8.0, "output {k}: the int8 file is far from the float model ({f:.1} dB)");
+        assert!((o.sqnr_db - f).abs() < 1.5, "output {k}: the report says {:.1} dB, the file's error is {f:.1} dB", o.sqnr_db);
+    }
+    let (n, d) = ours_vs_litert("face_detection_short_range", &ex, &file_feeds(&q, &ex, &eval[..2])).unwrap();
+    assert_eq!(d, 0, "{d} of {n} values differ from LiteRT");
+}
+

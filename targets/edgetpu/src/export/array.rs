@@ -90,7 +90,12 @@ impl Ex<'_> {
         let xt = self.get(x, &p)?;
         let flat: Vec<i32> = p.iter().flat_map(|&d| [per_axis[d].0 as i32, per_axis[d].1 as i32]).collect();
         let pt = self.constant(&format!("{}/paddings", n.name), &Tensor::from_vec(vec![r, 2], flat).expect("r x 2"))?;
-        let value = n.input(2).and_then(|c| g.value(c).constant.clone()).map(|c| c.to_f64_vec().first().copied().unwrap_or(0.0)).unwrap_or(0.0);
+        // The fill's real value (an int8 fill carries its parameters: PAD fills with the data's zero point).
+        let value = n.input(2).map_or(0.0, |c| {
+            let v = g.value(c);
+            let raw = v.constant.as_ref().and_then(|t| t.to_f64_vec().first().copied()).unwrap_or(0.0);
+            v.quant.as_ref().map_or(raw, |q| (raw - q.zero_point[0] as f64) * q.scale[0] as f64)
+        });
         let yt = self.out(y, p)?;
         match mode {
             PadMode::Constant if value == 0.0 => self.op(bo::PAD, 1, vec![xt, pt], vec![yt], None),
