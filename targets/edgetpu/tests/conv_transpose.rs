@@ -69,6 +69,8 @@ fn layers() -> Vec<Layer> {
     vec![
         // k = s: VALID and SAME alike; 12 output channels: 8 in LiteRT's vector blocks, 4 in its scalar tail.
         l("k2_pads0_bias_relu", 5, 12, 2, [0; 4], [0, 0], true, Some(UnaryOp::Relu)),
+        // No activation, 24 channels (3 vector blocks): negative accumulators show the blocks' rounding.
+        l("k2_pads0_linear_24ch", 8, 24, 2, [0; 4], [0, 0], true, None),
         // TensorFlow's SAME for k=4, s=2 (PyTorch padding=1).
         l("k4_same_bias_relu", 6, 16, 4, [1; 4], [0, 0], true, Some(UnaryOp::Relu)),
         // TensorFlow's SAME for k=3, s=2: the extra pad at the end.
