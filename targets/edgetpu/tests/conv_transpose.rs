@@ -69,7 +69,8 @@ fn layers() -> Vec<Layer> {
     vec![
         // k = s: VALID and SAME alike; 12 output channels: 8 in LiteRT's vector blocks, 4 in its scalar tail.
         l("k2_pads0_bias_relu", 5, 12, 2, [0; 4], [0, 0], true, Some(UnaryOp::Relu)),
-        // No activation, 24 channels (3 vector blocks): negative accumulators show the blocks' rounding.
+        // No activation, 24 channels (3 vector blocks): negative accumulators show the blocks' rounding (here
+        // LiteRT's reference kernel, which rounds them as the scalar tail, differs from its optimized one).
         l("k2_pads0_linear_24ch", 8, 24, 2, [0; 4], [0, 0], true, None),
         // TensorFlow's SAME for k=4, s=2 (PyTorch padding=1).
         l("k4_same_bias_relu", 6, 16, 4, [1; 4], [0, 0], true, Some(UnaryOp::Relu)),
@@ -87,15 +88,16 @@ fn layers() -> Vec<Layer> {
     ]
 }
 
-/// Calibrates (8 samples in [-0.3, 1)), quantizes with int8 I/O and exports.
-fn quantize_export(g: &Graph) -> (Graph, Exported, Vec<Vec<Tensor>>) {
+/// Calibrates (8 samples in [-0.3, 1)), quantizes with int8 I/O and exports; also returns the calibration
+/// samples and 3 held-out ones.
+fn quantize_export(g: &Graph) -> (Graph, Exported, Vec<Vec<Tensor>>, Vec<Vec<Tensor>>) {
     let shapes: Vec<Vec<usize>> = g.inputs.iter().map(|&i| g.value(i).shape.clone()).collect();
     let cal = f32_samples(&shapes, 8, 51, -0.3, 1.0);
     let c = calibrate(g, &cal, RangeMethod::MinMax, &Progress::default()).unwrap();
     let q = quantize(g, &c, &QuantizeOptions { method: RangeMethod::MinMax, float_io: false }).unwrap();
     let ex = export(&q, &ExportOptions::default()).unwrap();
-    // Held-out inputs from the same distribution.
-    (q, ex, f32_samples(&shapes, 3, 52, -0.3, 1.0))
+    let eval = f32_samples(&shapes, 3, 52, -0.3, 1.0);
+    (q, ex, cal, eval)
 }
 
 /// The exported model's op names.
@@ -166,7 +168,7 @@ fn int8_transpose_conv_matches_litert_exactly_and_stays_close_to_float() {
     let mut failures = Vec::new();
     for l in layers() {
         let g = layer_graph(&l);
-        let (q, ex, eval) = quantize_export(&g);
+        let (q, ex, _, eval) = quantize_export(&g);
         let ops = ops_of(&ex.bytes);
         assert_eq!(ops.iter().filter(|o| *o == "TRANSPOSE_CONV").count(), 1, "{}: {ops:?}", l.name);
         // Weights: int8, symmetric per output channel on OHWI's axis 0 (the TFLite int8 spec).
@@ -244,15 +246,45 @@ fn what_transpose_conv_cannot_express_is_refused_with_the_node_and_what_to_do() 
     assert!(e.contains(&format!("'{}'", g.nodes[0].name)) && e.contains("output_padding") && e.contains("--target cpu"), "{e}");
 }
 
-/// The U-Net-like decoder of `tests/make_unet_decoder.py`, imported and optimised; `None` without the Python.
+fn script(name: &str) -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests").join(name)
+}
+
+/// The U-Net-like decoder of `tests/make_unet_decoder.py` (written to `dir`), imported and optimised; `None`
+/// without the Python.
 fn unet_decoder(dir: &Path) -> Option<Graph> {
     let py = oracle::python()?;
     let path = dir.join("unet_decoder.onnx");
-    let st = Command::new(py).arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/make_unet_decoder.py")).arg(&path).output().unwrap();
+    let st = Command::new(py).arg(script("make_unet_decoder.py")).arg(&path).output().unwrap();
     assert!(st.status.success(), "make_unet_decoder.py failed: {}", String::from_utf8_lossy(&st.stderr));
     let mut g = onnx::load(&path, &onnx::ImportOptions::default()).unwrap();
     passes::optimize(&mut g).unwrap();
     Some(g)
+}
+
+/// Relative L2 error against the float graph `g` of onnxruntime's `quantize_static` (per channel) of the ONNX
+/// model `model`, calibrated on `cal` and run on `eval`.
+fn onnxruntime_int8_rel_l2(g: &Graph, model: &Path, cal: &[Vec<Tensor>], eval: &[Vec<Tensor>]) -> f64 {
+    let dir = model.parent().unwrap();
+    for (what, set) in [("cal", cal), ("eval", eval)] {
+        for (i, s) in set.iter().enumerate() {
+            tpu_sdk_core::npy::write(&dir.join(format!("{what}{i}.npy")), &s[0]).unwrap();
+        }
+    }
+    let py = oracle::python().unwrap();
+    let st = Command::new(py).arg(script("ort_quantize_static.py")).arg(model).arg(dir).arg(cal.len().to_string()).arg(eval.len().to_string()).output().unwrap();
+    assert!(st.status.success(), "ort_quantize_static.py failed: {}", String::from_utf8_lossy(&st.stderr));
+    let mut fs = Session::new(g.clone()).unwrap();
+    let (mut noise, mut signal) = (0.0, 0.0);
+    for (i, s) in eval.iter().enumerate() {
+        let want = fs.run(s).unwrap().remove(0).to_f64_vec();
+        let got = tpu_sdk_core::npy::read(&dir.join(format!("ort_int8_eval{i}.npy"))).unwrap().to_f64_vec();
+        for (a, b) in got.iter().zip(&want) {
+            noise += (a - b) * (a - b);
+            signal += b * b;
+        }
+    }
+    (noise / signal).sqrt()
 }
 
 #[test]
@@ -262,16 +294,18 @@ fn a_unet_decoder_quantizes_exports_and_matches_litert_exactly() {
     tpu_sdk_core::quant::prepare(&mut g);
     let convt: Vec<_> = g.nodes.iter().filter_map(|n| if let Op::ConvTranspose(a) = &n.op { Some(a.conv.activation) } else { None }).collect();
     assert_eq!(convt, vec![Some(Activation::Relu), None], "the first ReLU fuses");
-    let (q, ex, eval) = quantize_export(&g);
+    let (q, ex, cal, eval) = quantize_export(&g);
     let ops = ops_of(&ex.bytes);
     assert_eq!(ops.iter().filter(|o| *o == "TRANSPOSE_CONV").count(), 2, "{ops:?}");
     let recent = analyze_bytes(&ex.bytes, &RulesOptions { assume_recent_runtime: true }).unwrap();
     assert!(recent.all_on_tpu(), "{}", recent.to_text());
     let Some(o) = compare(&g, &q, &ex, &eval) else { return };
+    let peer = onnxruntime_int8_rel_l2(&g, &dir.path().join("unet_decoder.onnx"), &cal, &eval);
     eprintln!(
-        "unet_decoder: ops {ops:?}; ours vs LiteRT optimized: {} of {} values differ, vs reference: {}; int8 vs float relative L2 {:.4}",
+        "unet_decoder: ops {ops:?}; ours vs LiteRT optimized: {} of {} values differ, vs reference: {}; int8 vs float relative L2 {:.4}, \
+         onnxruntime quantize_static (per channel, same samples) {peer:.4}",
         o.optimized, o.total, o.reference, o.rel_l2
     );
     assert_eq!(o.optimized, 0, "our int8 runtime differs from LiteRT's optimized kernels");
-    assert!(o.rel_l2 < 0.05, "int8 vs float relative L2 {}", o.rel_l2);
+    assert!(o.rel_l2 <= 1.25 * peer, "int8 vs float relative L2 {:.4}, more than 1.25x onnxruntime's {peer:.4}", o.rel_l2);
 }
