@@ -136,17 +136,20 @@ impl TransposeConv {
                     continue;
                 }
                 let orow = &mut acc[oy as usize * ow..(oy as usize + 1) * ow];
+                let xrow = &xs[iy * iw..(iy + 1) * iw];
                 for kx in 0..kw {
                     let wv = ws[ky * kw + kx] as i32;
                     if wv == 0 {
                         continue;
                     }
-                    for ix in 0..iw {
-                        let ox = (ix * sw + kx * dw) as isize - pw;
-                        if ox >= 0 && ox < ow as isize {
-                            let v = xs[iy * iw + ix] as i32 - self.x.zp;
-                            orow[ox as usize] = orow[ox as usize].wrapping_add(v.wrapping_mul(wv));
-                        }
+                    // the columns ix whose ox = ix·sw + kx·dw - pw falls in [0, ow)
+                    let off = (kx * dw) as isize - pw;
+                    let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(sw) };
+                    let hi = if off >= ow as isize { 0 } else { ((ow as isize - 1 - off) as usize / sw + 1).min(iw) };
+                    for ix in lo..hi {
+                        let ox = (ix * sw) as isize + off;
+                        let v = xrow[ix] as i32 - self.x.zp;
+                        orow[ox as usize] = orow[ox as usize].wrapping_add(v.wrapping_mul(wv));
                     }
                 }
             }
