@@ -171,6 +171,8 @@ fn int8_transpose_conv_matches_litert_exactly_and_stays_close_to_float() {
         let (q, ex, _, eval) = quantize_export(&g);
         let ops = ops_of(&ex.bytes);
         assert_eq!(ops.iter().filter(|o| *o == "TRANSPOSE_CONV").count(), 1, "{}: {ops:?}", l.name);
+        // The image input is NHWC in the file: no TRANSPOSE before the TRANSPOSE_CONV.
+        assert_eq!((ex.inputs[0].perm.as_slice(), ops[0].as_str()), ([0, 2, 3, 1].as_slice(), "TRANSPOSE_CONV"), "{}", l.name);
         // Weights: int8, symmetric per output channel on OHWI's axis 0 (the TFLite int8 spec).
         assert_eq!(transpose_conv_filters(&ex.bytes), vec![(schema::tensor_type::INT8, 0, l.c_out)], "{}", l.name);
         // Every op maps to the Edge TPU once its compiler knows TRANSPOSE_CONV; an older one does not.
