@@ -3,7 +3,8 @@
 //! Representation (shared with the int8 runtime and the TFLite importer/exporter): quantized ops are the
 //! ordinary [`Op`]s applied to values of dtype I8 whose [`Value::quant`](crate::ir::Value) is set, exactly like
 //! TFLite, in the IR's NCHW layout. Convolution weights are constant I8 `[O, I/g, kh, kw]` quantized
-//! symmetrically per output channel (axis 0, also for depthwise weights `[C·m, 1, kh, kw]`); Gemm/MatMul
+//! symmetrically per output channel (axis 0, also for depthwise weights `[C·m, 1, kh, kw]`; ConvTranspose
+//! weights `[I, O, kh, kw]` along axis 1); Gemm/MatMul
 //! weights are constant I8 quantized symmetrically per tensor; biases are constant I32 with scale
 //! `input_scale × weight_scale[c]` and zero point 0. Fused activations stay in the op attributes. Values whose
 //! parameters the spec ties together (pooling, reshapes, transposes, concatenation, padding, slicing,
@@ -60,6 +61,7 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
                 Ok(false)
             }
         }
+        ConvTranspose(a) => conv_transpose_int8(a),
         Gemm { .. } | MatMul | GlobalAveragePool => Ok(false),
         Binary(b, _) => match b {
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::PRelu => Ok(false),
@@ -79,7 +81,6 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Identity => Ok(true),
         Concat { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
         Reduce { op: ReduceOp::Prod | ReduceOp::L1 | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp | ReduceOp::SumSquare, .. }
-        | ConvTranspose(_)
         | ClipDynamic
         | Variadic(_)
         | VariadicMean
@@ -163,6 +164,7 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
         let n = g.nodes[k].clone();
         match &n.op {
             Op::Conv(_) => quantize_conv_weights(g, &mut q, k, &n)?,
+            Op::ConvTranspose(_) => quantize_conv_transpose_weights(g, &mut q, k, &n)?,
             Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
                 let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: *trans_a, trans_b: *trans_b, activation: *activation };
                 quantize_gemm_weights(g, &mut q, k, &n, (*alpha, *beta, *trans_b), gemm)?
@@ -218,7 +220,7 @@ impl Activations {
                 return Err(what("a non-constant C input (bias) is not supported".into()));
             }
         }
-        if let Op::Conv(_) | Op::Gemm { .. } = n.op {
+        if let Op::Conv(_) | Op::ConvTranspose(_) | Op::Gemm { .. } = n.op {
             if g.value(n.input(1).expect("verified")).constant.is_none() {
                 return Err(what("non-constant weights are not supported".into()));
             }
@@ -325,6 +327,45 @@ fn quantize_conv_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) -> Result
     if q.nodes[k].inputs.len() < 3 {
         q.nodes[k].inputs.resize(3, None);
     }
+    q.nodes[k].inputs[2] = Some(bid);
+    Ok(())
+}
+
+/// What TFLite's TRANSPOSE_CONV cannot express (the rest of its geometry is checked by the exporter, which
+/// knows the shapes): `Ok(false)`, or why not.
+fn conv_transpose_int8(a: &crate::ir::ConvTransposeAttrs) -> std::result::Result<bool, String> {
+    let instead = "TFLite's TRANSPOSE_CONV cannot express it, so it cannot be int8 on the Edge TPU (`--io-dtype float` does not help); \
+                   run the model on the CPU target (`--target cpu`), or rebuild the layer with group 1 and no dilation";
+    if a.conv.group > 1 {
+        Err(format!("a grouped ConvTranspose (group {}): {instead}", a.conv.group))
+    } else if a.conv.dilations.iter().any(|&d| d != 1) {
+        Err(format!("a dilated ConvTranspose (dilations {:?}): {instead}", a.conv.dilations))
+    } else if a.conv.kernel_shape.len() > 2 {
+        Err(format!("a {}-D ConvTranspose: TRANSPOSE_CONV is 2-D only; run the model on the CPU target (`--target cpu`)", a.conv.kernel_shape.len()))
+    } else {
+        Ok(false)
+    }
+}
+
+/// ConvTranspose: int8 weights `[C_in, C_out, kh, kw]` symmetric per output channel (axis 1, TFLite's OHWI
+/// axis 0) and an int32 bias (added when absent) of scale `input_scale × weight_scale[c]`.
+fn quantize_conv_transpose_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) -> Result<()> {
+    let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' (ConvTranspose): {why}", n.name));
+    let w = n.input(1).expect("verified");
+    let wt = g.value(w).constant.as_ref().expect("checked");
+    if wt.shape.len() != 4 {
+        return Err(what(format!("weights of shape {:?}: TRANSPOSE_CONV is 2-D only; run the model on the CPU target (`--target cpu`)", wt.shape)));
+    }
+    // Per output channel: quantize [C_out, C_in, kh, kw] along axis 0, then lay it back.
+    let (wq, scales) = weights_per_channel(&wt.permuted(&[1, 0, 2, 3]))?;
+    let wid = add_quant_const(q, format!("{}_int8", g.value(w).name), wq.permuted(&[1, 0, 2, 3]), QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(1) });
+    q.nodes[k].inputs[1] = Some(wid);
+    let bias = match n.input(2) {
+        Some(b) => g.value(b).constant.as_ref().ok_or_else(|| what("non-constant bias".into()))?.to_f64_vec(),
+        None => vec![0.0; scales.len()],
+    };
+    let bid = add_bias(q, format!("{}/bias_int32", n.name), &bias, input_scale(q, n, 0), &scales, true);
+    q.nodes[k].inputs.resize(3, None);
     q.nodes[k].inputs[2] = Some(bid);
     Ok(())
 }

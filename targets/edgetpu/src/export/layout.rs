@@ -40,11 +40,11 @@ enum InputLayout {
 /// The input layout each op asks for. Every op is named: a new op must say whether it is layout-sensitive.
 fn input_layout(op: &Op) -> InputLayout {
     match op {
-        Op::Conv(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_) => {
+        Op::Conv(_) | Op::ConvTranspose(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_) => {
             InputLayout::Nhwc
         }
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } => InputLayout::Passed,
-        Op::ConvTranspose(_) | Op::LpPool(..) | Op::Gemm { .. } | Op::MatMul | Op::Binary(..) | Op::Unary(_) | Op::ClipDynamic
+        Op::LpPool(..) | Op::Gemm { .. } | Op::MatMul | Op::Binary(..) | Op::Unary(_) | Op::ClipDynamic
         | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. }
         | Op::GroupNorm { .. } | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Softmax { .. } | Op::LogSoftmax { .. }
         | Op::Hardmax { .. } | Op::Reduce { .. } | Op::ArgReduce { .. } | Op::CumSum { .. } | Op::Reshape { .. }

@@ -1,13 +1,15 @@
-//! Export of the spatial (NHWC) ops: Conv, pooling, Resize, and the TFLite padding of their windows.
+//! Export of the spatial (NHWC) ops: Conv, ConvTranspose, pooling, Resize, and the TFLite padding of their
+//! windows.
 
 use tpu_sdk_core::format::tflite::builder::*;
-use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, padding};
+use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options, padding};
 use tpu_sdk_core::format::tflite::tflite_padding;
-use tpu_sdk_core::ir::{AutoPad, ConvAttrs, CoordTransform, NearestMode, Node, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, ValueId};
+use tpu_sdk_core::ir::ops::conv::transpose_plan;
+use tpu_sdk_core::ir::{AutoPad, ConvAttrs, ConvTransposeAttrs, CoordTransform, NearestMode, Node, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, ValueId};
 use tpu_sdk_core::Result;
 
 use super::layout::{permuted, NHWC};
-use super::math::split_activation;
+use super::math::{clip_bounds, split_activation};
 use super::node::required;
 use super::Ex;
 
@@ -62,6 +64,94 @@ impl Ex<'_> {
         self.op(code, version, vec![xin, wi, bi], vec![conv_out], Some(opts));
         if let Some((lo, hi)) = clip {
             self.clip_into(conv_out, yt, &yname, &ys, lo, hi)?;
+        }
+        Ok(())
+    }
+
+    /// ConvTranspose (2-D, one group, no dilation): TRANSPOSE_CONV in NHWC (inputs: the output shape, OHWI
+    /// weights, the input, and the bias when there is one), SAME or VALID padding, whichever reproduces the
+    /// node's output size and begin pads (TFLite derives both from the output shape), else VALID and a
+    /// STRIDED_SLICE that cuts the node's output out of the full one. The activation is a
+    /// RELU/RELU6/clip op after it: a fused one needs TRANSPOSE_CONV version 4 (TFLite 2.13), which Edge TPU
+    /// compilers do not read.
+    pub(super) fn conv_transpose(&mut self, n: &Node, a: &ConvTransposeAttrs) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let (x, w) = (required(n, 0)?, required(n, 1)?);
+        let (xs, ws) = (g.value(x).shape.clone(), g.value(w).shape.clone());
+        let cpu = "TFLite's TRANSPOSE_CONV cannot express it; run the model on the CPU target (`--target cpu`)";
+        if xs.len() != 4 || ws.len() != 4 {
+            return Err(self.unsupported(format!("a ConvTranspose with input {xs:?}: TRANSPOSE_CONV is 2-D only; {cpu}")));
+        }
+        let b = n.input(2);
+        let bs = b.map(|b| g.value(b).shape.clone());
+        let p = transpose_plan(&xs, &ws, bs.as_deref(), a).map_err(|e| self.unsupported(e))?;
+        if p.group != 1 {
+            return Err(self.unsupported(format!("a grouped ConvTranspose (group {}): {cpu}", p.group)));
+        }
+        if p.d[1..] != [1, 1] {
+            return Err(self.unsupported(format!("a dilated ConvTranspose (dilations {:?}): {cpu}", &p.d[1..])));
+        }
+        // TFLite computes the padding from the output size as a forward convolution's; it must give back the
+        // input size and the begin pads. Otherwise (PyTorch's k=3, s=2, p=1, output_padding=1 among them) the
+        // full VALID output is computed and the node's window cut out of it.
+        let fits = |pad: i8, i: usize| {
+            let (input, before, _) = tflite_padding(pad, p.out[i], p.k[i], p.s[i], 1);
+            input == p.inp[i] && before as isize == p.pb[i]
+        };
+        let full = |i: usize| (p.inp[i] - 1) * p.s[i] + p.k[i];
+        let (pad, crop) = match [padding::SAME, padding::VALID].into_iter().find(|&pad| fits(pad, 1) && fits(pad, 2)) {
+            Some(pad) => (pad, None),
+            None if (1..3).all(|i| p.pb[i] >= 0 && p.pb[i] as usize + p.out[i] <= full(i)) => (padding::VALID, Some([p.pb[1] as usize, p.pb[2] as usize])),
+            None => {
+                return Err(self.unsupported(format!(
+                    "pads {:?} with output_padding {:?} give a {}x{} output reaching outside the {}x{} the kernel covers: {cpu}",
+                    a.conv.pads, a.output_padding, p.out[1], p.out[2], full(1), full(2)
+                )))
+            }
+        };
+        let wc = g.value(w).constant.clone().ok_or_else(|| self.unsupported("non-constant weights"))?;
+        // [C_in, C_out, kh, kw] → OHWI.
+        let wperm = [1, 2, 3, 0];
+        let wi = self.constant(&format!("{}/filter", g.value(w).name), &wc.permuted(&wperm))?;
+        self.set_quant(wi, w, &wperm);
+        let bi = match b {
+            Some(b) => {
+                let bc = g.value(b).constant.clone().ok_or_else(|| self.unsupported("non-constant bias"))?;
+                let bi = self.constant(&g.value(b).name.clone(), &bc)?;
+                self.set_quant(bi, b, &[0]);
+                Some(bi)
+            }
+            None => None,
+        };
+        let xin = self.get(x, &NHWC)?;
+        let ys = permuted(&g.value(y).shape, &NHWC);
+        let conv_shape = if crop.is_some() { vec![ys[0], full(1), full(2), ys[3]] } else { ys.clone() };
+        let shape = self.const_i32(&format!("{}/output_shape", n.name), conv_shape.iter().map(|&d| d as i32).collect())?;
+        let clip = self.clip_left(y, a.conv.activation.map(clip_bounds));
+        let yname = g.value(y).name.clone();
+        let yt = self.out(y, NHWC.to_vec())?;
+        let pre_clip = if clip.is_some() { self.tensor_like(&format!("{yname}/transpose_conv"), &ys, yt)? } else { yt };
+        let conv_out = if crop.is_some() { self.tensor_like(&format!("{yname}/transpose_conv_full"), &conv_shape, yt)? } else { pre_clip };
+        let int8 = g.value(y).quant.is_some();
+        // op_version.cc: 3 with a bias, 2 for int8, 1 for float.
+        let version = if bi.is_some() { 3 } else if int8 { 2 } else { 1 };
+        let opts = OptionsT::new(builtin_options::TRANSPOSE_CONV)
+            .with(0, FieldT::I8(pad))
+            .with(1, FieldT::I32(p.s[2] as i32))
+            .with(2, FieldT::I32(p.s[1] as i32))
+            .with(3, FieldT::I8(act::NONE));
+        let mut ins = vec![shape, wi, xin];
+        ins.extend(bi);
+        self.op(bo::TRANSPOSE_CONV, version, ins, vec![conv_out], Some(opts));
+        if let Some([top, left]) = crop {
+            let begin = self.const_i32(&format!("{}/crop_begin", n.name), vec![0, top as i32, left as i32, 0])?;
+            let end = self.const_i32(&format!("{}/crop_end", n.name), vec![ys[0] as i32, (top + ys[1]) as i32, (left + ys[2]) as i32, ys[3] as i32])?;
+            let strides = self.const_i32(&format!("{}/crop_strides", n.name), vec![1; 4])?;
+            self.op(bo::STRIDED_SLICE, 1, vec![conv_out, begin, end, strides], vec![pre_clip], Some(OptionsT::strided_slice(0, 0, 0)));
+        }
+        if let Some((lo, hi)) = clip {
+            self.clip_into(pre_clip, yt, &yname, &ys, lo, hi)?;
         }
         Ok(())
     }

@@ -19,6 +19,7 @@ impl Ex<'_> {
         match &n.op {
             Op::Identity => self.identity(n),
             Op::Conv(a) => self.conv(n, a),
+            Op::ConvTranspose(a) => self.conv_transpose(n, a),
             Op::MaxPool(a) => self.pool(n, a, true),
             Op::AveragePool(a) => self.pool(n, a, false),
             Op::GlobalAveragePool => self.global_pool(n, false),
@@ -40,7 +41,7 @@ impl Ex<'_> {
             Op::QuantizeLinear { axis: _, to: _, rounding: _ } => self.quantize(n, true),
             Op::DequantizeLinear { axis: _ } => self.quantize(n, false),
             // No TFLite writer yet.
-            Op::ConvTranspose(_) | Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::LpPool(..)
+            Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::LpPool(..)
             | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. }
             | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Hardmax { .. } | Op::ArgReduce { .. } | Op::CumSum { .. }
             | Op::Split { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. }

@@ -9,7 +9,8 @@
 //! in the IR.
 //!
 //! * Conv weights: constant `I8 [O, I/g, kh, kw]`, symmetric (zero point 0), per channel along axis 0 (also
-//!   depthwise, `[C·mult, 1, kh, kw]`) or per tensor. Gemm (`trans_b`) / MatMul weights: constant `I8`,
+//!   depthwise, `[C·mult, 1, kh, kw]`) or per tensor; ConvTranspose weights `I8 [I, O, kh, kw]` per channel along
+//!   axis 1 (TRANSPOSE_CONV, [`transpose_conv`]). Gemm (`trans_b`) / MatMul weights: constant `I8`,
 //!   symmetric, per tensor. Bias: constant `I32` of scale `input_scale × weight_scale[c]`, zero point 0.
 //! * Legacy uint8 models (TF1 quantization-aware training, Coral's old `*_quant` models): `U8` activations
 //!   with any zero point, and `U8` weights, per tensor, with a non-zero zero point. The convolution and
@@ -47,6 +48,7 @@ mod conv;
 mod gemm;
 mod pool;
 mod softmax;
+mod transpose_conv;
 mod unary;
 
 use super::Scratch;
@@ -80,6 +82,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
     let unsupported = || format!("{} on quantized (int8) values is not supported by the CPU runtime", node.op.name());
     let k: Box<dyn Int8Kernel> = match &node.op {
         Op::Conv(a) => conv::prepare_conv(&cx, a)?,
+        Op::ConvTranspose(a) => transpose_conv::prepare(&cx, a)?,
         &Op::Gemm { alpha, beta, trans_a, trans_b, activation } => conv::prepare_fc(&cx, conv::FcAttrs { trans_a, trans_b, activation, alpha, beta })?,
         Op::MatMul => conv::prepare_fc(&cx, conv::FcAttrs::MATMUL)?,
         Op::Binary(b, act) => binary::prepare(&cx, *b, *act)?,
@@ -93,7 +96,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::Concat { axis } => unary::prepare_concat(&cx, *axis)?,
         Op::Softmax { axis } => softmax::prepare(&cx, *axis)?,
         Op::Resize(a) => pool::prepare_resize(&cx, a)?,
-        Op::ConvTranspose(_) | Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::Cast { .. } => return Err(unsupported()),
+        Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::Cast { .. } => return Err(unsupported()),
         Op::LpPool(..) | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. } => return Err(unsupported()),
         Op::Lrn { .. } | Op::LpNorm { .. } | Op::LogSoftmax { .. } | Op::Hardmax { .. } => return Err(unsupported()),
         Op::ArgReduce { .. } | Op::CumSum { .. } | Op::TopK { .. } | Op::Reshape { .. } | Op::Flatten { .. } => return Err(unsupported()),
