@@ -6,7 +6,7 @@
 //! symmetrically per output channel (axis 0, also for depthwise weights `[C·m, 1, kh, kw]`); Gemm/MatMul
 //! weights are constant I8 quantized symmetrically per tensor; biases are constant I32 with scale
 //! `input_scale × weight_scale[c]` and zero point 0. Fused activations stay in the op attributes. Values whose
-//! parameters the spec ties together (pooling, reshapes, transposes, concatenation, padding, slicing,
+//! parameters the spec ties together (pooling, reshapes, transposes, concatenation, splitting, padding, slicing,
 //! max/min: inputs and outputs share scale and zero point) get one range, the union of what calibration saw;
 //! softmax/logistic outputs are fixed at (1/256, −128), tanh at (1/128, 0), log-softmax at (16/256, 127).
 //!
@@ -18,7 +18,7 @@
 use std::collections::HashMap;
 
 use super::calibrate::Calibration;
-use super::params::{activation_params, quantize_one, symmetric_scale};
+use super::params::{activation_params, quantize_one, scale_for_bias, symmetric_scale};
 use super::range::RangeMethod;
 use crate::ir::{BinaryOp, DType, Graph, Node, Op, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
 use crate::{Error, Result};
@@ -77,7 +77,7 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         Reduce { op: ReduceOp::Max | ReduceOp::Min, .. } => Ok(true),
         MaxPool(_) | AveragePool(_) | GlobalMaxPool => Ok(true),
         Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Identity => Ok(true),
-        Concat { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
+        Concat { .. } | Split { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
         Reduce { op: ReduceOp::Prod | ReduceOp::L1 | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp | ReduceOp::SumSquare, .. }
         | ConvTranspose(_)
         | ClipDynamic
@@ -94,7 +94,6 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | Hardmax { .. }
         | ArgReduce { .. }
         | CumSum { .. }
-        | Split { .. }
         | GatherElements { .. }
         | GatherNd { .. }
         | ScatterElements { .. }
@@ -308,16 +307,17 @@ fn quantize_conv_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) -> Result
     let name = &n.name;
     let w = n.input(1).expect("verified");
     let wt = g.value(w).constant.as_ref().expect("checked").clone();
-    let (wq, scales) = weights_per_channel(&wt)?;
-    let wname = format!("{}_int8", g.value(w).name);
-    let wid = add_quant_const(q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
-    q.nodes[k].inputs[1] = Some(wid);
+    let (mut wq, mut scales) = weights_per_channel(&wt)?;
     let s_in = input_scale(q, n, 0);
     let c_out = wt.shape[0];
     let bias = match n.input(2) {
         Some(b) => g.value(b).constant.as_ref().ok_or_else(|| Error::Unsupported(format!("int8 quantization of node '{name}': non-constant bias")))?.to_f64_vec(),
         None => vec![0.0; c_out],
     };
+    widen_for_bias(&wt, &mut wq, &mut scales, &bias, s_in);
+    let wname = format!("{}_int8", g.value(w).name);
+    let wid = add_quant_const(q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
+    q.nodes[k].inputs[1] = Some(wid);
     let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &scales, true);
     if q.nodes[k].inputs.len() < 3 {
         q.nodes[k].inputs.resize(3, None);
@@ -332,8 +332,7 @@ fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, b
     let b = n.input(1).expect("verified");
     let bt = g.value(b).constant.as_ref().expect("checked");
     let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| (x * alpha as f64) as f32).collect();
-    let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
-    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
+    let (mut wq, s) = weights_per_tensor(&mut wv, &bt.shape);
     let n_out = if trans_b { bt.shape[0] } else { bt.shape[1] };
     let bias: Vec<f64> = match n.input(2).and_then(|c| g.value(c).constant.as_ref()) {
         Some(c) if c.len() == n_out => c.to_f64_vec().iter().map(|x| x * beta as f64).collect(),
@@ -342,6 +341,17 @@ fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, b
         None => vec![0.0; n_out],
     };
     let s_in = input_scale(q, n, 0);
+    // Per tensor: the bias's largest magnitude decides (TF's AdjustWeightsForBiasScale, per layer).
+    let widest = bias.iter().fold(0.0f64, |m, b| m.max(b.abs()));
+    let s_fit = scale_for_bias(s, widest, s_in);
+    let s = if s_fit != s {
+        let t = Tensor::from_vec(bt.shape.clone(), wv.iter().map(|&x| quantize_one(x, s_fit, 0, -127)).collect::<Vec<i8>>()).expect("same length");
+        wq = t;
+        s_fit
+    } else {
+        s
+    };
+    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
     let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &[s], false);
     q.nodes[k].op = gemm;
     q.nodes[k].inputs = vec![n.input(0), Some(wid), Some(bid)];
@@ -424,6 +434,29 @@ fn weights_per_channel(w: &Tensor) -> Result<(Tensor, Vec<f32>)> {
         out.extend(sl.iter().map(|&x| quantize_one(x as f32, s, 0, -127)));
     }
     Ok((Tensor::from_vec(w.shape.clone(), out).expect("same length"), scales))
+}
+
+/// Widens the weight scale of every output channel whose int32 bias would not fit at `s_in × scale` (TF's
+/// `AdjustWeightsForBiasScale`: a dead or tiny channel with a bias), requantizing that channel's weights.
+fn widen_for_bias(w: &Tensor, wq: &mut Tensor, scales: &mut [f32], bias: &[f64], s_in: f32) {
+    let c = scales.len();
+    let per = w.len().checked_div(c).unwrap_or(0);
+    let mut fixed: Option<Vec<i8>> = None;
+    for ch in 0..c.min(bias.len()) {
+        let s = scale_for_bias(scales[ch], bias[ch], s_in);
+        if s == scales[ch] {
+            continue;
+        }
+        scales[ch] = s;
+        let v = w.to_f64_vec();
+        let out = fixed.get_or_insert_with(|| wq.view::<i8>().expect("int8 weights").to_vec());
+        for (o, &x) in out[ch * per..(ch + 1) * per].iter_mut().zip(&v[ch * per..(ch + 1) * per]) {
+            *o = quantize_one(x as f32, s, 0, -127);
+        }
+    }
+    if let Some(out) = fixed {
+        *wq = Tensor::from_vec(w.shape.clone(), out).expect("same length");
+    }
 }
 
 /// Symmetric per-tensor int8 weights and their scale.

@@ -54,7 +54,7 @@ pub(super) fn int8_version(code: i32, version: i32) -> i32 {
         bo::ADD | bo::SUB | bo::MUL | bo::AVERAGE_POOL_2D | bo::MAX_POOL_2D | bo::SOFTMAX | bo::LOGISTIC | bo::TANH => 2,
         bo::CONCATENATION | bo::MEAN | bo::SUM | bo::REDUCE_MAX | bo::REDUCE_MIN | bo::PAD | bo::PADV2 | bo::TRANSPOSE => 2,
         bo::STRIDED_SLICE | bo::GATHER | bo::RELU | bo::RELU6 | bo::MAXIMUM | bo::MINIMUM | bo::LOG_SOFTMAX => 2,
-        bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR | bo::DEQUANTIZE | bo::SPACE_TO_DEPTH => 2,
+        bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR | bo::DEQUANTIZE | bo::SPACE_TO_DEPTH | bo::SPLIT | bo::SPLIT_V => 2,
         _ => version,
     };
     v.max(version)
@@ -66,11 +66,11 @@ pub(super) fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
     Some(match (code, version) {
         (bo::CONV_2D, 1) | (bo::DEPTHWISE_CONV_2D, 1) | (bo::ADD, 1) | (bo::AVERAGE_POOL_2D, 1) | (bo::MAX_POOL_2D, 1) => "1.5.0",
         (bo::CONCATENATION, 1) | (bo::FULLY_CONNECTED, 1) | (bo::MUL, 1) | (bo::PAD, 1) | (bo::RESHAPE, 1) | (bo::SOFTMAX, 1) => "1.5.0",
-        (bo::RELU, 1) | (bo::RELU6, 1) | (bo::RELU_N1_TO_1, 1) => "1.5.0",
+        (bo::RELU, 1) | (bo::RELU6, 1) | (bo::RELU_N1_TO_1, 1) | (bo::SPLIT, 1) => "1.5.0",
         (bo::SUB, 1) | (bo::MEAN, 1) | (bo::TRANSPOSE, 1) | (bo::STRIDED_SLICE, 1) | (bo::GATHER, 1) => "1.6.0",
         (bo::RESIZE_BILINEAR, 1) => "1.7.0",
         (bo::DEPTHWISE_CONV_2D, 2) => "1.12.0",
-        (bo::RESIZE_NEAREST_NEIGHBOR, 1) | (bo::DEQUANTIZE, 1) => "1.13.1",
+        (bo::RESIZE_NEAREST_NEIGHBOR, 1) | (bo::DEQUANTIZE, 1) | (bo::SPLIT_V, 1) => "1.13.1",
         (bo::REDUCE_MAX, 1) | (bo::REDUCE_MIN, 1) => "1.11.0",
         (bo::SUM, 1) => "1.10.0",
         (bo::CONV_2D, 2 | 3) | (bo::DEPTHWISE_CONV_2D, 3) | (bo::ADD, 2) | (bo::SUB, 2) | (bo::MUL, 2) => "1.14.0",
@@ -79,11 +79,12 @@ pub(super) fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
         (bo::TRANSPOSE, 2) | (bo::STRIDED_SLICE, 2) | (bo::GATHER, 2) | (bo::MAXIMUM, 1 | 2) | (bo::MINIMUM, 1 | 2) => "1.14.0",
         (bo::RESIZE_BILINEAR, 2) | (bo::RESIZE_NEAREST_NEIGHBOR, 2) | (bo::REDUCE_MAX, 2) | (bo::REDUCE_MIN, 2) => "1.14.0",
         (bo::QUANTIZE, 1) | (bo::DEQUANTIZE, 2) | (bo::RELU6, 2) | (bo::LOG_SOFTMAX, 1 | 2) | (bo::SPACE_TO_DEPTH, 2) => "1.14.0",
+        (bo::SPLIT, 2) => "1.14.0",
         (bo::SUM, 2) | (bo::HARD_SWISH, 1) => "1.15.0",
         (bo::FULLY_CONNECTED, 5) => "2.0.0",
         (bo::RELU, 2) => "2.1.0",
         (bo::RESIZE_BILINEAR, 3) => "2.2.0",
-        (bo::RESIZE_NEAREST_NEIGHBOR, 3) | (bo::BATCH_MATMUL, 1) => "2.3.0",
+        (bo::RESIZE_NEAREST_NEIGHBOR, 3) | (bo::BATCH_MATMUL, 1) | (bo::SPLIT_V, 2) => "2.3.0",
         (bo::GELU, 1) => "2.9.0",
         _ => return None,
     })
