@@ -3,19 +3,27 @@
 //! with a broken scale is an error naming the tensor and the rule, never a written file), and Split (SPLIT /
 //! SPLIT_V with the input's parameters). Every exported model is loaded and run by LiteRT's builtin kernels
 //! (`ai-edge-litert`, from the Python named by `TPU_SDK_PYTHON`), and our int8 CPU runtime, running the
-//! quantized graph that was exported, must compute exactly what LiteRT computes on the file.
+//! quantized graph that was exported, must compute exactly what LiteRT computes on the file. The reported case
+//! itself, a Keras MobileNetV2 with dead depthwise channels converted by TensorFlow, runs when
+//! `TPU_SDK_TF_PYTHON` names a Python with tensorflow.
+
+use std::path::PathBuf;
+use std::process::Command;
 
 use tpu_sdk_core::format::tflite::schema;
+use tpu_sdk_core::import::tflite;
 use tpu_sdk_core::ir::builder::GraphBuilder;
 use tpu_sdk_core::ir::{Activation, AutoPad, BinaryOp, ConvAttrs, DType, Graph, Op, PoolAttrs, Tensor, UnaryOp};
 use tpu_sdk_core::quant::compare::{dequantized, to_graph_input};
 use tpu_sdk_core::quant::params::sqnr_db;
 use tpu_sdk_core::quant::{calibrate, quantize, QuantizeOptions, RangeMethod};
 use tpu_sdk_core::runtime::Session;
-use tpu_sdk_core::target::Progress;
+use tpu_sdk_core::target::{CompileOptions, EdgeTpuOptions, Progress, Target};
+use tpu_sdk_core::{npy, passes};
 use tpu_sdk_edgetpu::export::{export, ExportOptions, Exported};
 use tpu_sdk_edgetpu::report::Placement;
 use tpu_sdk_edgetpu::rules::{analyze_bytes, RulesOptions};
+use tpu_sdk_edgetpu::EdgeTpuTarget;
 use tpu_sdk_test_support::{differing, f32_samples, litert, oracle};
 
 fn conv(k: usize, pad: usize, group: usize, activation: Option<Activation>) -> Op {
@@ -268,4 +276,43 @@ fn split_quantizes_exports_as_split_and_split_v_and_matches_litert() {
             assert!(s > 20.0, "{label}: output {k} SQNR {s} dB");
         }
     }
+}
+
+/// Issue 13's report: a float TFLite MobileNetV2 (Keras, weights=None, seeded, converted by TensorFlow) whose
+/// depthwise channels are dead quantized "successfully", but LiteRT refused the file
+/// (`no_integer_overflow_from_quantization ... DEPTHWISE_CONV_2D failed to prepare`). Compiled for the Edge TPU
+/// as `tpu-sdk compile --target edgetpu --calibration` does, the file now loads in LiteRT, runs, and our int8
+/// runtime (reading the file back) computes exactly what LiteRT computes.
+#[test]
+fn a_keras_mobilenet_v2_with_dead_depthwise_channels_compiles_to_a_file_litert_loads() {
+    let Some(tf_py) = std::env::var_os("TPU_SDK_TF_PYTHON") else {
+        assert!(std::env::var("TPU_SDK_REQUIRE_TF").as_deref() != Ok("1"), "TPU_SDK_REQUIRE_TF=1 but TPU_SDK_TF_PYTHON is not set");
+        eprintln!("note: TPU_SDK_TF_PYTHON is not set (a Python with tensorflow); skipping the Keras MobileNetV2 case");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/make_dead_channel_mobilenet.py");
+    let out = Command::new(&tf_py).arg(script).arg(dir.path()).output().unwrap();
+    assert!(out.status.success(), "make_dead_channel_mobilenet.py failed: {}", String::from_utf8_lossy(&out.stderr));
+    let mut g = tflite::load(dir.path().join("mnv2_dead.tflite"), &tflite::ImportOptions::default()).unwrap();
+    passes::optimize(&mut g).unwrap();
+    let all = npy::read(&dir.path().join("samples.npy")).unwrap();
+    let per: usize = all.shape[1..].iter().product();
+    let v = all.as_f32().unwrap();
+    let samples: Vec<Vec<Tensor>> = (0..all.shape[0]).map(|i| vec![Tensor::from_f32(all.shape[1..].to_vec(), v[i * per..(i + 1) * per].to_vec())]).collect();
+    let output = dir.path().join("mnv2_int8.tflite");
+    let opts = CompileOptions { output: output.clone(), target: EdgeTpuOptions { calibration: samples.clone(), ..Default::default() }.into(), ..Default::default() };
+    let res = EdgeTpuTarget::default().compile(g, &opts).unwrap_or_else(|e| panic!("compile refused: {e}"));
+    eprintln!("{}", res.summary.lines().find(|l| l.contains("SQNR")).unwrap_or(""));
+    let bytes = std::fs::read(&output).unwrap();
+    let Some(py) = oracle::python() else { return };
+    let q = tflite::load_bytes(&bytes, &tflite::ImportOptions::default()).unwrap();
+    let feeds: Vec<Vec<Tensor>> = samples[..3].iter().map(|s| vec![to_graph_input(&s[0], &q, q.inputs[0]).unwrap()]).collect();
+    let want = litert::run_bytes(&py, &bytes, litert::OPTIMIZED, &feeds).unwrap_or_else(|e| panic!("LiteRT refuses the int8 MobileNetV2: {e}"));
+    let mut s = Session::new(q).unwrap();
+    for (x, w) in feeds.iter().zip(&want) {
+        let got = s.run(x).unwrap();
+        assert_eq!(differing(&got[0], &w[0]), 0, "ours {:?} LiteRT {:?}", got[0].to_f64_vec(), w[0].to_f64_vec());
+    }
+    eprintln!("Keras MobileNetV2 with dead depthwise channels: LiteRT loads the int8 file; our int8 runtime equals LiteRT on 3 samples");
 }
