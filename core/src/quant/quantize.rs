@@ -146,7 +146,8 @@ impl UnionFind {
 pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<Graph> {
     let live: Vec<usize> = (0..g.nodes.len()).filter(|&k| g.nodes[k].outputs.iter().any(|o| g.value(*o).constant.is_none())).collect();
     let mut acts = Activations::mark(g, &live)?;
-    let groups = Groups::collect(g, cal, opts, &mut acts)?;
+    let mut groups = Groups::collect(g, cal, opts, &mut acts)?;
+    groups.fit_add_outputs(g, &live, &mut acts);
     let mut q = g.clone();
     for v in 0..g.values.len() {
         if acts.is_act[v] {
@@ -254,12 +255,14 @@ impl Activations {
 struct Groups {
     range: HashMap<usize, (f32, f32)>,
     fixed: HashMap<usize, (f32, i64)>,
+    /// Factors by which a group's scale is widened (see [`Groups::fit_add_outputs`]).
+    widen: HashMap<usize, f64>,
 }
 
 impl Groups {
     /// Group ranges: the union of every member's chosen range (constants in a group contribute theirs).
     fn collect(g: &Graph, cal: &Calibration, opts: &QuantizeOptions, acts: &mut Activations) -> Result<Groups> {
-        let mut groups = Groups { range: HashMap::new(), fixed: HashMap::new() };
+        let mut groups = Groups { range: HashMap::new(), fixed: HashMap::new(), widen: HashMap::new() };
         for v in 0..g.values.len() {
             let val = &g.values[v];
             let range = if acts.is_act[v] {
@@ -293,7 +296,30 @@ impl Groups {
             return QuantParams { scale: vec![s], zero_point: vec![z], axis: None };
         }
         let (lo, hi) = self.range.get(&r).copied().unwrap_or((0.0, 0.0));
-        activation_params(lo, hi)
+        let p = activation_params(lo, hi);
+        match self.widen.get(&r) {
+            Some(&f) => QuantParams { scale: vec![(p.scale[0] as f64 * f) as f32], ..p },
+            None => p,
+        }
+    }
+
+    /// LiteRT's int8 ADD and SUB abort (a CHECK in `QuantizeMultiplierSmallerThanOneExp`) unless
+    /// `2·max(input scales) / (2^20 · output scale) < 1`: an output whose range is ~10^6 times narrower than
+    /// its inputs' (they almost cancel) gets its group's scale widened to the smallest that satisfies it.
+    fn fit_add_outputs(&mut self, g: &Graph, live: &[usize], acts: &mut Activations) {
+        for &k in live {
+            let n = &g.nodes[k];
+            if !matches!(n.op, Op::Binary(BinaryOp::Add | BinaryOp::Sub, _)) {
+                continue;
+            }
+            let mut scale = |v: Option<ValueId>| v.filter(|v| acts.is_act[v.0]).map(|v| self.params(v.0, &mut acts.uf).scale[0] as f64);
+            let (Some(a), Some(b), Some(y)) = (scale(n.input(0)), scale(n.input(1)), scale(Some(n.outputs[0]))) else { continue };
+            let need = 2.0 * a.max(b) / (1u64 << 20) as f64;
+            let r = acts.uf.find(n.outputs[0].0);
+            if y <= need && !self.fixed.contains_key(&r) {
+                *self.widen.entry(r).or_insert(1.0) *= need * 1.01 / y;
+            }
+        }
     }
 }
 
@@ -597,6 +623,25 @@ mod tests {
         assert!(matches!(q.nodes.first().unwrap().op, Op::QuantizeLinear { .. }));
         assert!(matches!(q.nodes.last().unwrap().op, Op::DequantizeLinear { .. }));
         assert_eq!(by_name(&q, &format!("{}_int8", g.value(g.inputs[0]).name)).dtype, DType::I8);
+    }
+
+    #[test]
+    fn an_add_whose_inputs_almost_cancel_gets_an_output_scale_litert_accepts() {
+        // y = x·(1 + 1e-7) − x: inputs of scale ~1/127, an output range ~1e-7 wide.
+        let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+        let x = b.input("x", DType::F32, &[1, 8]);
+        let c = b.constant("c", Tensor::from_f32(vec![1], vec![1.0 + 1e-7]));
+        let m = b.op(Op::Binary(BinaryOp::Mul, None), &[x, c]).unwrap();
+        let y = b.op(Op::Binary(BinaryOp::Sub, None), &[m, x]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let sample = vec![Tensor::from_f32(vec![1, 8], (0..8).map(|i| i as f32 / 7.0 - 0.5).collect())];
+        let cal = calibrate(&g, &[sample], RangeMethod::MinMax, &Progress::default()).unwrap();
+        let q = quantize(&g, &cal, &QuantizeOptions::default()).unwrap();
+        let s = |v: ValueId| q.value(v).quant.as_ref().unwrap().scale[0] as f64;
+        let need = 2.0 * s(m).max(s(x)) / (1u64 << 20) as f64;
+        assert!(s(y) > need, "output scale {:e} must exceed {need:e}", s(y));
+        assert!(s(y) < need * 1.1, "widened no more than needed: {:e} vs {need:e}", s(y));
     }
 
     #[test]

@@ -82,7 +82,8 @@ fn sqnr(g: &Graph, q: &Graph, eval: &[Vec<Tensor>], ours: &[Vec<Tensor>], k: usi
 /// A MobileNet-style block whose depthwise convolution has a dead channel (all weights 0) and a tiny one
 /// (weights 1e-9), both with a bias; a second depthwise convolution whose channels are all dead or tiny, so
 /// that its RELU6 output's calibrated range is ~1e-8 wide (LiteRT refused such files: `6 / scale` overflowed
-/// int32); and a fully-connected layer of tiny weights with a bias (per-tensor bias overflow).
+/// int32); a fully-connected layer of tiny weights with a bias (per-tensor bias overflow); and a SUB whose
+/// inputs almost cancel.
 fn dead_channels() -> Graph {
     let mut b = GraphBuilder::new("dead_channels");
     let x = b.input("x", DType::F32, &[1, 4, 8, 8]);
@@ -107,6 +108,12 @@ fn dead_channels() -> Graph {
     let bf = b.constant("bf", Tensor::from_f32(vec![3], vec![0.5, -0.25, 0.125]));
     let y3 = b.op(Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true, activation: None }, &[fl, wf, bf]).unwrap();
     b.output(y3);
+    // x·(1 + 1e-7) − x: a SUB whose output range is ~10^6 times narrower than its inputs' (LiteRT's int8
+    // SUB aborts unless 2·max(input scales) / (2^20 · output scale) < 1).
+    let c = b.constant("c", Tensor::from_f32(vec![1], vec![1.0 + 1e-7]));
+    let m = b.op(Op::Binary(BinaryOp::Mul, None), &[x, c]).unwrap();
+    let y4 = b.op(Op::Binary(BinaryOp::Sub, None), &[m, x]).unwrap();
+    b.output(y4);
     b.finish().unwrap()
 }
 
