@@ -7,7 +7,7 @@
 //! weights `[I, O, kh, kw]` along axis 1); Gemm/MatMul
 //! weights are constant I8 quantized symmetrically per tensor; biases are constant I32 with scale
 //! `input_scale × weight_scale[c]` and zero point 0. Fused activations stay in the op attributes. Values whose
-//! parameters the spec ties together (pooling, reshapes, transposes, concatenation, padding, slicing,
+//! parameters the spec ties together (pooling, reshapes, transposes, concatenation, splitting, padding, slicing,
 //! max/min: inputs and outputs share scale and zero point) get one range, the union of what calibration saw;
 //! softmax/logistic outputs are fixed at (1/256, −128), tanh at (1/128, 0), log-softmax at (16/256, 127).
 //!
@@ -19,7 +19,7 @@
 use std::collections::HashMap;
 
 use super::calibrate::Calibration;
-use super::params::{activation_params, quantize_one, symmetric_scale};
+use super::params::{activation_params, quantize_one, scale_for_bias, symmetric_scale};
 use super::range::RangeMethod;
 use crate::ir::{BinaryOp, DType, Graph, Node, Op, PadMode, QuantParams, ReduceOp, Tensor, UnaryOp, ValueId};
 use crate::{Error, Result};
@@ -79,7 +79,7 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         Reduce { op: ReduceOp::Max | ReduceOp::Min, .. } => Ok(true),
         MaxPool(_) | AveragePool(_) | GlobalMaxPool => Ok(true),
         Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Identity => Ok(true),
-        Concat { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
+        Concat { .. } | Split { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
         Reduce { op: ReduceOp::Prod | ReduceOp::L1 | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp | ReduceOp::SumSquare, .. }
         | ClipDynamic
         | Variadic(_)
@@ -95,7 +95,6 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | Hardmax { .. }
         | ArgReduce { .. }
         | CumSum { .. }
-        | Split { .. }
         | GatherElements { .. }
         | GatherNd { .. }
         | ScatterElements { .. }
@@ -148,7 +147,8 @@ impl UnionFind {
 pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<Graph> {
     let live: Vec<usize> = (0..g.nodes.len()).filter(|&k| g.nodes[k].outputs.iter().any(|o| g.value(*o).constant.is_none())).collect();
     let mut acts = Activations::mark(g, &live)?;
-    let groups = Groups::collect(g, cal, opts, &mut acts)?;
+    let mut groups = Groups::collect(g, cal, opts, &mut acts)?;
+    groups.fit_add_outputs(g, &live, &mut acts);
     let mut q = g.clone();
     for v in 0..g.values.len() {
         if acts.is_act[v] {
@@ -260,12 +260,14 @@ impl Activations {
 struct Groups {
     range: HashMap<usize, (f32, f32)>,
     fixed: HashMap<usize, (f32, i64)>,
+    /// Factors by which a group's scale is widened (see [`Groups::fit_add_outputs`]).
+    widen: HashMap<usize, f64>,
 }
 
 impl Groups {
     /// Group ranges: the union of every member's chosen range (constants in a group contribute theirs).
     fn collect(g: &Graph, cal: &Calibration, opts: &QuantizeOptions, acts: &mut Activations) -> Result<Groups> {
-        let mut groups = Groups { range: HashMap::new(), fixed: HashMap::new() };
+        let mut groups = Groups { range: HashMap::new(), fixed: HashMap::new(), widen: HashMap::new() };
         for v in 0..g.values.len() {
             let val = &g.values[v];
             let range = if acts.is_act[v] {
@@ -299,7 +301,30 @@ impl Groups {
             return QuantParams { scale: vec![s], zero_point: vec![z], axis: None };
         }
         let (lo, hi) = self.range.get(&r).copied().unwrap_or((0.0, 0.0));
-        activation_params(lo, hi)
+        let p = activation_params(lo, hi);
+        match self.widen.get(&r) {
+            Some(&f) => QuantParams { scale: vec![(p.scale[0] as f64 * f) as f32], ..p },
+            None => p,
+        }
+    }
+
+    /// LiteRT's int8 ADD and SUB abort (a CHECK in `QuantizeMultiplierSmallerThanOneExp`) unless
+    /// `2·max(input scales) / (2^20 · output scale) < 1`: an output whose range is ~10^6 times narrower than
+    /// its inputs' (they almost cancel) gets its group's scale widened to the smallest that satisfies it.
+    fn fit_add_outputs(&mut self, g: &Graph, live: &[usize], acts: &mut Activations) {
+        for &k in live {
+            let n = &g.nodes[k];
+            if !matches!(n.op, Op::Binary(BinaryOp::Add | BinaryOp::Sub, _)) {
+                continue;
+            }
+            let mut scale = |v: Option<ValueId>| v.filter(|v| acts.is_act[v.0]).map(|v| self.params(v.0, &mut acts.uf).scale[0] as f64);
+            let (Some(a), Some(b), Some(y)) = (scale(n.input(0)), scale(n.input(1)), scale(Some(n.outputs[0]))) else { continue };
+            let need = 2.0 * a.max(b) / (1u64 << 20) as f64;
+            let r = acts.uf.find(n.outputs[0].0);
+            if y <= need && !self.fixed.contains_key(&r) {
+                *self.widen.entry(r).or_insert(1.0) *= need * 1.01 / y;
+            }
+        }
     }
 }
 
@@ -313,16 +338,17 @@ fn quantize_conv_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) -> Result
     let name = &n.name;
     let w = n.input(1).expect("verified");
     let wt = g.value(w).constant.as_ref().expect("checked").clone();
-    let (wq, scales) = weights_per_channel(&wt)?;
-    let wname = format!("{}_int8", g.value(w).name);
-    let wid = add_quant_const(q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
-    q.nodes[k].inputs[1] = Some(wid);
+    let (mut wq, mut scales) = weights_per_channel(&wt)?;
     let s_in = input_scale(q, n, 0);
     let c_out = wt.shape[0];
     let bias = match n.input(2) {
         Some(b) => g.value(b).constant.as_ref().ok_or_else(|| Error::Unsupported(format!("int8 quantization of node '{name}': non-constant bias")))?.to_f64_vec(),
         None => vec![0.0; c_out],
     };
+    widen_for_bias(&wt, &mut wq, &mut scales, &bias, s_in);
+    let wname = format!("{}_int8", g.value(w).name);
+    let wid = add_quant_const(q, wname, wq, QuantParams { scale: scales.clone(), zero_point: vec![0; scales.len()], axis: Some(0) });
+    q.nodes[k].inputs[1] = Some(wid);
     let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &scales, true);
     if q.nodes[k].inputs.len() < 3 {
         q.nodes[k].inputs.resize(3, None);
@@ -376,8 +402,7 @@ fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, b
     let b = n.input(1).expect("verified");
     let bt = g.value(b).constant.as_ref().expect("checked");
     let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| (x * alpha as f64) as f32).collect();
-    let (wq, s) = weights_per_tensor(&mut wv, &bt.shape);
-    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
+    let (mut wq, s) = weights_per_tensor(&mut wv, &bt.shape);
     let n_out = if trans_b { bt.shape[0] } else { bt.shape[1] };
     let bias: Vec<f64> = match n.input(2).and_then(|c| g.value(c).constant.as_ref()) {
         Some(c) if c.len() == n_out => c.to_f64_vec().iter().map(|x| x * beta as f64).collect(),
@@ -386,6 +411,17 @@ fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, b
         None => vec![0.0; n_out],
     };
     let s_in = input_scale(q, n, 0);
+    // Per tensor: the bias's largest magnitude decides (TF's AdjustWeightsForBiasScale, per layer).
+    let widest = bias.iter().fold(0.0f64, |m, b| m.max(b.abs()));
+    let s_fit = scale_for_bias(s, widest, s_in);
+    let s = if s_fit != s {
+        let t = Tensor::from_vec(bt.shape.clone(), wv.iter().map(|&x| quantize_one(x, s_fit, 0, -127)).collect::<Vec<i8>>()).expect("same length");
+        wq = t;
+        s_fit
+    } else {
+        s
+    };
+    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
     let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &[s], false);
     q.nodes[k].op = gemm;
     q.nodes[k].inputs = vec![n.input(0), Some(wid), Some(bid)];
@@ -484,6 +520,29 @@ fn weights_per_channel(w: &Tensor) -> Result<(Tensor, Vec<f32>)> {
         out.extend(sl.iter().map(|&x| quantize_one(x as f32, s, 0, -127)));
     }
     Ok((Tensor::from_vec(w.shape.clone(), out).expect("same length"), scales))
+}
+
+/// Widens the weight scale of every output channel whose int32 bias would not fit at `s_in × scale` (TF's
+/// `AdjustWeightsForBiasScale`: a dead or tiny channel with a bias), requantizing that channel's weights.
+fn widen_for_bias(w: &Tensor, wq: &mut Tensor, scales: &mut [f32], bias: &[f64], s_in: f32) {
+    let c = scales.len();
+    let per = w.len().checked_div(c).unwrap_or(0);
+    let mut fixed: Option<Vec<i8>> = None;
+    for ch in 0..c.min(bias.len()) {
+        let s = scale_for_bias(scales[ch], bias[ch], s_in);
+        if s == scales[ch] {
+            continue;
+        }
+        scales[ch] = s;
+        let v = w.to_f64_vec();
+        let out = fixed.get_or_insert_with(|| wq.view::<i8>().expect("int8 weights").to_vec());
+        for (o, &x) in out[ch * per..(ch + 1) * per].iter_mut().zip(&v[ch * per..(ch + 1) * per]) {
+            *o = quantize_one(x as f32, s, 0, -127);
+        }
+    }
+    if let Some(out) = fixed {
+        *wq = Tensor::from_vec(w.shape.clone(), out).expect("same length");
+    }
 }
 
 /// Symmetric per-tensor int8 weights and their scale.
@@ -649,6 +708,25 @@ mod tests {
         assert!(matches!(q.nodes.first().unwrap().op, Op::QuantizeLinear { .. }));
         assert!(matches!(q.nodes.last().unwrap().op, Op::DequantizeLinear { .. }));
         assert_eq!(by_name(&q, &format!("{}_int8", g.value(g.inputs[0]).name)).dtype, DType::I8);
+    }
+
+    #[test]
+    fn an_add_whose_inputs_almost_cancel_gets_an_output_scale_litert_accepts() {
+        // y = x·(1 + 1e-7) − x: inputs of scale ~1/127, an output range ~1e-7 wide.
+        let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+        let x = b.input("x", DType::F32, &[1, 8]);
+        let c = b.constant("c", Tensor::from_f32(vec![1], vec![1.0 + 1e-7]));
+        let m = b.op(Op::Binary(BinaryOp::Mul, None), &[x, c]).unwrap();
+        let y = b.op(Op::Binary(BinaryOp::Sub, None), &[m, x]).unwrap();
+        b.output(y);
+        let g = b.finish().unwrap();
+        let sample = vec![Tensor::from_f32(vec![1, 8], (0..8).map(|i| i as f32 / 7.0 - 0.5).collect())];
+        let cal = calibrate(&g, &[sample], RangeMethod::MinMax, &Progress::default()).unwrap();
+        let q = quantize(&g, &cal, &QuantizeOptions::default()).unwrap();
+        let s = |v: ValueId| q.value(v).quant.as_ref().unwrap().scale[0] as f64;
+        let need = 2.0 * s(m).max(s(x)) / (1u64 << 20) as f64;
+        assert!(s(y) > need, "output scale {:e} must exceed {need:e}", s(y));
+        assert!(s(y) < need * 1.1, "widened no more than needed: {:e} vs {need:e}", s(y));
     }
 
     #[test]

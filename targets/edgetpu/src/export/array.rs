@@ -1,7 +1,7 @@
-//! Export of the data-movement ops: Identity, Reshape and its kin, Transpose, Concat, Pad, Slice, Gather.
+//! Export of the data-movement ops: Identity, Reshape and its kin, Transpose, Concat, Split, Pad, Slice, Gather.
 
 use tpu_sdk_core::format::tflite::builder::*;
-use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo};
+use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options};
 use tpu_sdk_core::ir::{Node, PadMode, Tensor};
 use tpu_sdk_core::Result;
 
@@ -9,6 +9,9 @@ use super::layout::{ident, inverse};
 use super::node::required;
 use super::tensors::i32s;
 use super::Ex;
+
+/// The `SplitVOptions` discriminant of the `BuiltinOptions` union (not in the schema's table).
+const SPLIT_V_OPTIONS: u8 = 79;
 
 impl Ex<'_> {
     /// Identity: the same tensor, in the same layout.
@@ -65,6 +68,33 @@ impl Ex<'_> {
         let ax = inverse(&perm)[axis];
         let yt = self.out(y, perm)?;
         self.op(bo::CONCATENATION, 1, ins, vec![yt], Some(OptionsT::concatenation(ax as i32, act::NONE)));
+        Ok(())
+    }
+
+    /// Split: SPLIT into equal parts, SPLIT_V into unequal ones, in the input's layout (the parts share the
+    /// input's quantization, as the int8 spec requires).
+    pub(super) fn split(&mut self, n: &Node, axis: usize) -> Result<()> {
+        let g = self.g;
+        let x = required(n, 0)?;
+        let sizes: Vec<usize> = n.outputs.iter().map(|&o| g.value(o).shape[axis]).collect();
+        if sizes.contains(&0) {
+            return Err(self.unsupported(format!("split into an empty part (sizes {sizes:?})")));
+        }
+        let p = self.layout(x);
+        let xt = self.get(x, &p)?;
+        let ax = inverse(&p)[axis] as i32;
+        let at = self.constant(&format!("{}/axis", n.name), &Tensor::scalar(ax))?;
+        let mut outs = Vec::new();
+        for &o in &n.outputs {
+            outs.push(self.out(o, p.clone())?);
+        }
+        let parts = FieldT::I32(sizes.len() as i32);
+        if sizes.iter().all(|&s| s == sizes[0]) {
+            self.op(bo::SPLIT, 1, vec![at, xt], outs, Some(OptionsT::new(builtin_options::SPLIT).with(0, parts)));
+        } else {
+            let st = self.const_i32(&format!("{}/size_splits", n.name), i32s(sizes))?;
+            self.op(bo::SPLIT_V, 1, vec![xt, st, at], outs, Some(OptionsT::new(SPLIT_V_OPTIONS).with(0, parts)));
+        }
         Ok(())
     }
 

@@ -17,9 +17,11 @@
 //!
 //! The export is split by concern: [`export`] walks the graph; `node` names every op (exported by an op-family
 //! writer: `nn`, `math`, `array`, `quant`, or refused); `layout` tracks the permutation each tensor holds its
-//! value in; `tensors` writes tensors and buffers; `operators` writes operator codes and versions.
+//! value in; `tensors` writes tensors and buffers; `operators` writes operator codes and versions; `checks`
+//! makes LiteRT's `Prepare` checks on the finished model, so that no int8 file LiteRT refuses is written.
 
 mod array;
+mod checks;
 mod layout;
 mod math;
 mod nn;
@@ -130,6 +132,7 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
     };
     ex.m.signature_defs.push(sig);
     ex.min_runtime_version();
+    checks::check(&ex.m)?;
     Ok(Exported { bytes: ex.m.to_bytes(), inputs })
 }
 

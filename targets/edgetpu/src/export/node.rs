@@ -33,6 +33,7 @@ impl Ex<'_> {
             Op::Reshape { allowzero: _ } | Op::Flatten { axis: _ } | Op::Squeeze { axes: _ } | Op::Unsqueeze { axes: _ } => self.reshape(n),
             Op::Transpose { perm } => self.transpose(n, perm),
             Op::Concat { axis } => self.concat(n, *axis),
+            Op::Split { axis, split: _, num_outputs: _ } => self.split(n, *axis),
             Op::Reduce { op, axes, keepdims, noop_with_empty_axes: _ } => self.reduce(n, *op, axes, *keepdims),
             Op::Pad { mode } => self.pad(n, *mode),
             Op::Resize(a) => self.resize(n, a),
@@ -44,7 +45,7 @@ impl Ex<'_> {
             Op::ClipDynamic | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::LpPool(..)
             | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. }
             | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Hardmax { .. } | Op::ArgReduce { .. } | Op::CumSum { .. }
-            | Op::Split { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. }
+            | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. }
             | Op::ScatterNd { .. } | Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. }
             | Op::Range | Op::Cast { .. } | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
             | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
