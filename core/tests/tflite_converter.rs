@@ -1,0 +1,163 @@
+//! TFLite import of what TensorFlow's converter emits, against LiteRT: the float models of
+//! `tests/data/converter/` (written by `tests/data/make_converter_fixtures.py` with TensorFlow 2.21: one per op
+//! family — SHAPE, PACK/UNPACK, SPLIT/SPLIT_V, FILL/BROADCAST_TO/ZEROS_LIKE, TRANSPOSE_CONV, GATHER_ND,
+//! SELECT/SELECT_V2, ONE_HOT, CUMSUM, L2_NORMALIZATION/LOCAL_RESPONSE_NORMALIZATION, REVERSE_V2, SCATTER_ND,
+//! SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND — and a Keras transformer block, a U-Net and the U-Net with fp16
+//! weights) are imported, run by the CPU runtime (as imported, and optimized) on seeded random inputs, and
+//! compared with LiteRT's builtin kernels (`tpu_sdk_test_support::litert`) run on the same file and inputs.
+//!
+//! The bar is mediapipe.rs's: each float output may differ from LiteRT's builtin kernels by at most
+//! `max(1e-4 · max|output|, 4 · max|builtin − reference|, 1e-6)` (LiteRT's reference kernels, where they run
+//! the model, give LiteRT's own spread); integer outputs must be equal.
+//!
+//! Every input keeps a free batch dimension in the file (signature -1, shape 1), so the `tf.shape` subgraphs
+//! survive conversion: the importer must fold them to constants (no Shape node is left once optimized).
+
+use std::path::PathBuf;
+
+use tpu_sdk_core::import::tflite::{load, ImportOptions};
+use tpu_sdk_core::ir::{Graph, Op, Tensor};
+use tpu_sdk_core::passes;
+use tpu_sdk_core::runtime::Session;
+use tpu_sdk_test_support::{litert, oracle, random_inputs};
+
+fn fixture(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/converter").join(format!("{name}.tflite"))
+}
+
+fn max_abs_diff(a: &Tensor, b: &Tensor) -> f64 {
+    a.to_f64_vec().iter().zip(b.to_f64_vec()).map(|(x, y)| (x - y).abs()).fold(0.0, f64::max)
+}
+
+fn ops(g: &Graph) -> Vec<String> {
+    g.nodes.iter().map(|n| n.op.name()).collect()
+}
+
+/// Imports fixture `name`, runs it as imported and optimized, and compares both with LiteRT; returns the
+/// optimized graph and the worst error relative to max|output|.
+fn check(name: &str) -> Option<(Graph, f64)> {
+    let py = oracle::python()?;
+    let path = fixture(name);
+    let g = load(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let inputs = random_inputs(&g, 0x5EED + name.len() as u64);
+    let sets = std::slice::from_ref(&inputs);
+    let builtin = litert::run_file(&py, &path, litert::OPTIMIZED, sets).unwrap_or_else(|e| panic!("LiteRT on {name}: {e}")).remove(0);
+    // The reference kernels lack some op versions: then the spread is taken as 0.
+    let reference = litert::run_file(&py, &path, litert::REFERENCE, sets).ok().map(|mut r| r.remove(0));
+    let mut optimized = g.clone();
+    passes::optimize(&mut optimized).unwrap_or_else(|e| panic!("{name}: optimize: {e}"));
+    let mut worst = 0f64;
+    for (label, graph) in [("as imported", &g), ("optimized", &optimized)] {
+        let ours = Session::new(graph.clone()).and_then(|mut s| s.run(&inputs)).unwrap_or_else(|e| panic!("{name} ({label}): {e}"));
+        assert_eq!(ours.len(), builtin.len(), "{name} ({label}): output count");
+        for (k, (o, b)) in ours.iter().zip(&builtin).enumerate() {
+            assert_eq!(o.shape, b.shape, "{name} ({label}) output {k}: shape");
+            assert_eq!(o.dtype(), b.dtype(), "{name} ({label}) output {k}: dtype");
+            if !o.dtype().is_float() {
+                assert_eq!(o.to_i64_vec(), b.to_i64_vec(), "{name} ({label}) output {k}");
+                continue;
+            }
+            let scale = b.to_f64_vec().iter().fold(0f64, |m, v| m.max(v.abs()));
+            let spread = reference.as_ref().map_or(0.0, |r| max_abs_diff(b, &r[k]));
+            let tol = (1e-4 * scale).max(4.0 * spread).max(1e-6);
+            let err = max_abs_diff(o, b);
+            assert!(
+                err <= tol,
+                "{name} ({label}) output {k}: max |ours - LiteRT| = {err:.3e} > {tol:.3e} (max |output| {scale:.3e}, builtin vs reference {spread:.3e})"
+            );
+            worst = worst.max(err / scale.max(1e-30));
+        }
+    }
+    println!("{name}: {} outputs, max |ours - LiteRT| / max|output| = {worst:.2e}; optimized: {:?}", builtin.len(), ops(&optimized));
+    Some((optimized, worst))
+}
+
+/// Checks fixture `name` and that its shape subgraphs folded away.
+fn check_folded(name: &str) {
+    if let Some((g, _)) = check(name) {
+        let left: Vec<String> = ops(&g).into_iter().filter(|o| o == "Shape" || o == "ConstantOfShape").collect();
+        assert!(left.is_empty(), "{name}: shape subgraphs did not fold: {left:?}");
+    }
+}
+
+#[test]
+fn shape_strided_slice_pack_reshape_folds_and_matches_litert() {
+    check_folded("shape_reshape");
+}
+
+#[test]
+fn pack_unpack_match_litert() {
+    check("pack_unpack");
+}
+
+#[test]
+fn split_and_split_v_match_litert() {
+    check("split");
+}
+
+#[test]
+fn fill_broadcast_to_zeros_like_match_litert() {
+    check_folded("fill_broadcast");
+    check_folded("zeros_like");
+}
+
+#[test]
+fn transpose_conv_same_valid_and_kernel_below_stride_match_litert() {
+    if let Some((g, _)) = check("transpose_conv") {
+        assert_eq!(g.nodes.iter().filter(|n| matches!(n.op, Op::ConvTranspose(_))).count(), 4, "{:?}", ops(&g));
+    }
+}
+
+#[test]
+fn gather_nd_and_scatter_nd_match_litert() {
+    check("gather_nd");
+    check("scatter_nd");
+}
+
+#[test]
+fn select_and_select_v2_match_litert() {
+    check("select");
+}
+
+#[test]
+fn one_hot_with_negative_indices_matches_litert() {
+    check("one_hot");
+}
+
+#[test]
+fn cumsum_matches_litert() {
+    check("cumsum");
+}
+
+#[test]
+fn l2_and_local_response_normalization_match_litert() {
+    check("norms");
+}
+
+#[test]
+fn reverse_v2_matches_litert() {
+    check("reverse");
+}
+
+#[test]
+fn space_to_batch_and_batch_to_space_match_litert() {
+    check("space_batch");
+}
+
+#[test]
+fn keras_transformer_block_with_dynamic_reshape_matches_litert() {
+    check_folded("transformer");
+}
+
+#[test]
+fn keras_unet_matches_litert() {
+    check_folded("unet");
+}
+
+#[test]
+fn keras_unet_with_fp16_weights_matches_litert() {
+    // The fp16 weights' DEQUANTIZE folds into f32 constants: no Dequantize or Cast survives the import.
+    let g = load(fixture("unet_f16"), &ImportOptions::default()).unwrap();
+    assert!(ops(&g).iter().all(|o| !o.contains("Dequantize") && o != "Cast"), "{:?}", ops(&g));
+    check_folded("unet_f16");
+}
