@@ -116,7 +116,7 @@ def one_hot():
         b = tf.one_hot(idx, 4, axis=1)
         return a, b
 
-    return fn(f, [None, 3, 5]), {"ONE_HOT"}
+    return fn(f, [None, 16, 5]), {"ONE_HOT"}
 
 
 def cumsum():
