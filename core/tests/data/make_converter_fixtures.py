@@ -4,8 +4,9 @@ Each fixture is a small Keras model or tf.function (seeded weights) converted to
 fp16 weights), chosen so that the converter emits the builtins real Keras/TF exports use and the TFLite
 importer must read: SHAPE (dynamic `tf.shape`), PACK/UNPACK, SPLIT/SPLIT_V, FILL, BROADCAST_TO, ZEROS_LIKE,
 TRANSPOSE_CONV, GATHER_ND, SELECT/SELECT_V2, ONE_HOT, CUMSUM, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION,
-REVERSE_V2, SCATTER_ND, SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, DEQUANTIZE of fp16 constants, plus a Keras
-transformer block and a small U-Net. Inputs keep a free batch dimension (`None`): the file then records
+REVERSE_V2, SCATTER_ND, SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, RANGE, FLOOR_DIV/FLOOR_MOD, NOT_EQUAL and the
+LOGICAL_* ops, DEQUANTIZE of fp16 constants, plus a Keras transformer block and a small U-Net (each also
+with fp16 weights). Inputs keep a free batch dimension (`None`): the file then records
 shape 1 with signature -1 and keeps the SHAPE subgraphs, which the importer folds to constants.
 
 Only the `.tflite` files are written: the Rust test runs LiteRT itself on seeded inputs. The script prints
@@ -165,6 +166,20 @@ def space_batch():
     return fn(f, [1, 9, 7, 2]), {"SPACE_TO_BATCH_ND", "BATCH_TO_SPACE_ND"}
 
 
+def shape_math():
+    def f(x):
+        n = tf.shape(x)[0]  # the free batch: SHAPE and STRIDED_SLICE stay in the file
+        r = tf.cast(tf.range(n * 3), tf.float32)  # RANGE of a computed limit
+        a = tf.cast(x * 10.0, tf.int32)
+        fd, fm = tf.math.floordiv(a, 3), tf.math.floormod(a, -3)
+        ff = tf.math.floormod(x, 0.3) + tf.math.floordiv(x, 0.3)
+        ne = tf.not_equal(a, 2)
+        logic = tf.logical_not(tf.logical_or(tf.logical_and(ne, x > 0.0), x < -0.5))
+        return fd, fm, ff, tf.cast(logic, tf.float32) + tf.reduce_sum(r)
+
+    return fn(f, [None, 6, 4]), {"RANGE", "FLOOR_DIV", "FLOOR_MOD", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}
+
+
 # ----- real-shaped models --------------------------------------------------------------------------------
 
 def transformer():
@@ -245,7 +260,9 @@ def main():
         ("reverse", reverse, False),
         ("scatter_nd", scatter_nd, False),
         ("space_batch", space_batch, False),
+        ("shape_math", shape_math, False),
         ("transformer", transformer, False),
+        ("transformer_f16", transformer, True),
         ("unet", unet, False),
         ("unet_f16", unet, True),
     ]

@@ -1,7 +1,7 @@
 //! Shapes and the ops converters emit around them: SHAPE (folded to a constant when the input's shape is
 //! static, as every `tf.shape` of a converted Keras model is once the batch is fixed), PACK/UNPACK,
-//! SPLIT/SPLIT_V, FILL, BROADCAST_TO, ZEROS_LIKE, REVERSE_V2, and UNSORTED_SEGMENT_PROD of constants (TF's
-//! dynamic-shape arithmetic, computed at import).
+//! SPLIT/SPLIT_V, FILL, BROADCAST_TO, ZEROS_LIKE, REVERSE_V2, RANGE, RANK, and UNSORTED_SEGMENT_PROD of
+//! constants (TF's dynamic-shape arithmetic, computed at import).
 
 use super::{ImportFn, ImportManyFn, OpIn};
 use crate::format::tflite::schema::{self, builtin_operator as bo};
@@ -19,6 +19,8 @@ pub(super) const OPS: &[(i32, ImportFn)] = &[
     (bo::ZEROS_LIKE, zeros_like),
     (bo::REVERSE_V2, reverse_v2),
     (bo::UNSORTED_SEGMENT_PROD, unsorted_segment_prod),
+    (bo::RANGE, range),
+    (bo::RANK, rank),
 ];
 
 /// The ops of this family with several outputs.
@@ -198,6 +200,19 @@ fn reverse_v2(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
         inputs.push(imp.const_i64(format!("{base}/{what}"), values));
     }
     imp.op1(Op::Slice, &inputs, base.clone())
+}
+
+/// RANGE: inputs (start, limit, delta), scalars.
+fn range(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let vals = (0..3).map(|k| imp.req(o, k).and_then(|t| imp.value(t))).collect::<Result<Vec<_>>>()?;
+    imp.op1(Op::Range, &vals, o.base.clone())
+}
+
+/// RANK: the input's rank, an int32 scalar constant.
+fn rank(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let x = imp.value(imp.req(o, 0)?)?;
+    let r = imp.shape(x).len() as i32;
+    Ok(imp.g.add_constant(o.base.clone(), Tensor::scalar(r)))
 }
 
 /// UNSORTED_SEGMENT_PROD of constants (TensorFlow's shape arithmetic for a dynamic reshape, a constant once
