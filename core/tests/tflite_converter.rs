@@ -80,6 +80,52 @@ fn check_folded(name: &str) {
     }
 }
 
+/// Imports fixture `name` with its free batch set to `batch` (ImportOptions::input_shapes), runs the batch,
+/// and compares each sample with LiteRT run on it alone (the file's batch of 1): the shape subgraphs must fold
+/// with the given batch, not the file's.
+fn check_batch(name: &str, batch: usize) {
+    let Some(py) = oracle::python() else { return };
+    let path = fixture(name);
+    let g1 = load(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));
+    let mut opts = ImportOptions::default();
+    for &v in &g1.inputs {
+        let mut shape = g1.value(v).shape.clone();
+        shape[0] = batch;
+        opts.input_shapes.insert(g1.value(v).name.clone(), shape);
+    }
+    let mut g = load(&path, &opts).unwrap_or_else(|e| panic!("{name} (batch {batch}): {e}"));
+    passes::optimize(&mut g).unwrap_or_else(|e| panic!("{name}: optimize: {e}"));
+    assert!(!ops(&g).iter().any(|o| o == "Shape"), "{name} (batch {batch}): shape subgraphs did not fold: {:?}", ops(&g));
+    let inputs = random_inputs(&g, 0xBA7C + batch as u64);
+    // Sample b of a [batch, ...] tensor as a [1, ...] tensor.
+    let sample = |t: &Tensor, b: usize| {
+        let n = t.len() / batch;
+        let mut shape = t.shape.clone();
+        shape[0] = 1;
+        Tensor::from_f32(shape, t.to_f64_vec()[b * n..(b + 1) * n].iter().map(|&v| v as f32).collect())
+    };
+    let sets: Vec<Vec<Tensor>> = (0..batch).map(|b| inputs.iter().map(|t| sample(t, b)).collect()).collect();
+    let theirs = litert::run_file(&py, &path, litert::OPTIMIZED, &sets).unwrap_or_else(|e| panic!("LiteRT on {name}: {e}"));
+    let ours = Session::new(g).and_then(|mut s| s.run(&inputs)).unwrap_or_else(|e| panic!("{name} (batch {batch}): {e}"));
+    for (k, o) in ours.iter().enumerate() {
+        assert_eq!(o.shape[0], batch, "{name} output {k}: shape {:?}", o.shape);
+        for (b, set) in theirs.iter().enumerate() {
+            let (mine, want) = (sample(o, b), &set[k]);
+            assert_eq!(mine.shape, want.shape, "{name} output {k} sample {b}");
+            let scale = want.to_f64_vec().iter().fold(0f64, |m, v| m.max(v.abs()));
+            let err = max_abs_diff(&mine, want);
+            assert!(err <= (1e-4 * scale).max(1e-6), "{name} output {k} sample {b}: max |ours - LiteRT| = {err:.3e} (max |output| {scale:.3e})");
+        }
+    }
+}
+
+#[test]
+fn a_free_batch_set_at_import_folds_the_shape_subgraphs_with_it() {
+    for name in ["shape_reshape", "transformer", "unet"] {
+        check_batch(name, 3);
+    }
+}
+
 #[test]
 fn shape_strided_slice_pack_reshape_folds_and_matches_litert() {
     check_folded("shape_reshape");
