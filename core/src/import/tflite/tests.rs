@@ -158,3 +158,31 @@ fn declared_shapes_are_checked_except_where_the_signature_leaves_a_dimension_fre
     m.subgraphs[0].tensors[3].shape_signature = Some(vec![1, -1]);
     load_bytes(&m.to_bytes(), &ImportOptions::default()).unwrap();
 }
+
+#[test]
+fn reshape_to_a_run_time_shape_infers_the_one_free_dimension_and_refuses_two() {
+    use crate::format::tflite::tests::tensor;
+    // x [1, 12] and a shape that is a graph input (known only at run time) → RESHAPE → y, declared [1, 6]
+    // with signature [-1, 6].
+    let model = |signature: Vec<i32>| ModelT {
+        version: 3,
+        operator_codes: vec![OperatorCodeT::builtin(bo::RESHAPE, 1)],
+        subgraphs: vec![SubGraphT {
+            tensors: vec![
+                tensor("x", &[1, 12], tt::FLOAT32, 0),
+                tensor("shape", &[2], tt::INT32, 0),
+                TensorT { shape_signature: Some(signature), ..tensor("y", &[1, 6], tt::FLOAT32, 0) },
+            ],
+            inputs: vec![0, 1],
+            outputs: vec![2],
+            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0, 1], outputs: vec![2], ..Default::default() }],
+            name: Some("main".into()),
+        }],
+        buffers: vec![BufferT::default()],
+        ..Default::default()
+    };
+    let g = load_bytes(&model(vec![-1, 6]).to_bytes(), &ImportOptions::default()).unwrap();
+    assert_eq!(g.value(g.outputs[0]).shape, vec![2, 6]);
+    let e = load_bytes(&model(vec![-1, -1]).to_bytes(), &ImportOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains("several free dimensions"), "{e}");
+}
