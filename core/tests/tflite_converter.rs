@@ -3,7 +3,8 @@
 //! family — SHAPE, PACK/UNPACK, SPLIT/SPLIT_V, FILL/BROADCAST_TO/ZEROS_LIKE, TRANSPOSE_CONV, GATHER_ND,
 //! SELECT/SELECT_V2, ONE_HOT, CUMSUM, L2_NORMALIZATION/LOCAL_RESPONSE_NORMALIZATION, REVERSE_V2, SCATTER_ND,
 //! SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, RANGE/FLOOR_DIV/FLOOR_MOD/NOT_EQUAL/LOGICAL_* — and a Keras
-//! transformer block and a U-Net, each also with fp16 weights) are imported, run by the CPU runtime (as imported, and optimized) on seeded random inputs, and
+//! transformer block and a U-Net, each also with fp16 weights; one with int8 kernels between QUANTIZE and
+//! DEQUANTIZE) are imported, run by the CPU runtime (as imported, and optimized) on seeded random inputs, and
 //! compared with LiteRT's builtin kernels (`tpu_sdk_test_support::litert`) run on the same file and inputs.
 //!
 //! The bar is mediapipe.rs's: each float output may differ from LiteRT's builtin kernels by at most
@@ -151,6 +152,18 @@ fn fill_broadcast_to_zeros_like_match_litert() {
 fn transpose_conv_same_valid_and_kernel_below_stride_match_litert() {
     if let Some((g, _)) = check("transpose_conv") {
         assert_eq!(g.nodes.iter().filter(|n| matches!(n.op, Op::ConvTranspose(_))).count(), 4, "{:?}", ops(&g));
+    }
+}
+
+#[test]
+fn quantize_split_dequantize_chain_is_bit_exact_with_litert() {
+    // Int8 kernels with float I/O: QUANTIZE → SPLIT/SPLIT_V/MUL/ADD/SUM/CONCATENATION on int8 → DEQUANTIZE.
+    if let Some((g, litert)) = check("split_int8") {
+        let inputs = random_inputs(&g, 0x5EED + "split_int8".len() as u64);
+        let ours = Session::new(g).and_then(|mut s| s.run(&inputs)).unwrap();
+        for (k, (o, t)) in ours.iter().zip(&litert).enumerate() {
+            assert_eq!(o.as_f32().unwrap(), t.as_f32().unwrap(), "split_int8 output {k}");
+        }
     }
 }
 

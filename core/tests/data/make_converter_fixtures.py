@@ -5,7 +5,7 @@ fp16 weights), chosen so that the converter emits the builtins real Keras/TF exp
 importer must read: SHAPE (dynamic `tf.shape`), PACK/UNPACK, SPLIT/SPLIT_V, FILL, BROADCAST_TO, ZEROS_LIKE,
 TRANSPOSE_CONV, GATHER_ND, SELECT/SELECT_V2, ONE_HOT, CUMSUM, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION,
 REVERSE_V2, SCATTER_ND, SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, RANGE, FLOOR_DIV/FLOOR_MOD, NOT_EQUAL and the
-LOGICAL_* ops, DEQUANTIZE of fp16 constants, plus a Keras transformer block and a small U-Net (each also
+LOGICAL_* ops, DEQUANTIZE of fp16 constants, QUANTIZE/DEQUANTIZE around int8 kernels (float I/O), plus a Keras transformer block and a small U-Net (each also
 with fp16 weights). Inputs keep a free batch dimension (`None`): the file then records
 shape 1 with signature -1 and keeps the SHAPE subgraphs, which the importer folds to constants.
 
@@ -226,14 +226,27 @@ def unet(name="unet"):
 
 # ----- conversion ----------------------------------------------------------------------------------------
 
-def convert(model, fp16=False):
+def convert(model, kind=None):
+    """Float; kind "f16": fp16 weights; "int8": int8 kernels with float I/O (QUANTIZE ... DEQUANTIZE chains)."""
     if isinstance(model, tf.keras.Model):
         conv = tf.lite.TFLiteConverter.from_keras_model(model)
+        specs = [list(i.shape) for i in model.inputs]
     else:
-        conv = tf.lite.TFLiteConverter.from_concrete_functions([model.get_concrete_function()], model)
-    if fp16:
+        cf = model.get_concrete_function()
+        conv = tf.lite.TFLiteConverter.from_concrete_functions([cf], model)
+        specs = [list(i.shape) for i in cf.inputs]
+    if kind == "f16":
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
         conv.target_spec.supported_types = [tf.float16]
+    elif kind == "int8":
+        conv.optimizations = [tf.lite.Optimize.DEFAULT]
+
+        def rep():
+            for i in range(8):
+                yield [np.random.default_rng(i + 17 * k).standard_normal([1] + s[1:]).astype(np.float32) for k, s in enumerate(specs)]
+
+        conv.representative_dataset = rep
+        conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     return conv.convert()
 
 
@@ -246,36 +259,39 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     tf.keras.utils.set_random_seed(7)
     jobs = [
-        ("shape_reshape", shape_reshape, False),
-        ("pack_unpack", pack_unpack, False),
-        ("split", split, False),
-        ("fill_broadcast", fill_broadcast, False),
-        ("zeros_like", zeros_like, False),
-        ("transpose_conv", transpose_conv, False),
-        ("gather_nd", gather_nd, False),
-        ("select", select, False),
-        ("one_hot", one_hot, False),
-        ("cumsum", cumsum, False),
-        ("norms", norms, False),
-        ("reverse", reverse, False),
-        ("scatter_nd", scatter_nd, False),
-        ("space_batch", space_batch, False),
-        ("shape_math", shape_math, False),
-        ("transformer", transformer, False),
-        ("transformer_f16", transformer, True),
-        ("unet", unet, False),
-        ("unet_f16", unet, True),
+        ("shape_reshape", shape_reshape, None),
+        ("pack_unpack", pack_unpack, None),
+        ("split", split, None),
+        ("fill_broadcast", fill_broadcast, None),
+        ("zeros_like", zeros_like, None),
+        ("transpose_conv", transpose_conv, None),
+        ("gather_nd", gather_nd, None),
+        ("select", select, None),
+        ("one_hot", one_hot, None),
+        ("cumsum", cumsum, None),
+        ("norms", norms, None),
+        ("reverse", reverse, None),
+        ("scatter_nd", scatter_nd, None),
+        ("space_batch", space_batch, None),
+        ("split_int8", split, "int8"),
+        ("shape_math", shape_math, None),
+        ("transformer", transformer, None),
+        ("transformer_f16", transformer, "f16"),
+        ("unet", unet, None),
+        ("unet_f16", unet, "f16"),
     ]
     only = set(os.environ.get("ONLY", "").split(",")) - {""}
     missing = []
-    for name, make, fp16 in jobs:
+    for name, make, kind in jobs:
         if only and name not in only:
             continue
         tf.keras.utils.set_random_seed(7)
         model, want = make()
-        if fp16:
+        if kind == "f16":
             want = want | {"DEQUANTIZE"}
-        data = convert(model, fp16)
+        elif kind == "int8":
+            want = want | {"QUANTIZE", "DEQUANTIZE"}
+        data = convert(model, kind)
         ops = op_names(data)
         with open(os.path.join(OUT, name + ".tflite"), "wb") as f:
             f.write(data)
