@@ -1,11 +1,12 @@
-//! TFLite import of what TensorFlow's converter emits, against LiteRT: the float models of
-//! `tests/data/converter/` (written by `tests/data/make_converter_fixtures.py` with TensorFlow 2.21: one per op
-//! family — SHAPE, PACK/UNPACK, SPLIT/SPLIT_V, FILL/BROADCAST_TO/ZEROS_LIKE, TRANSPOSE_CONV, GATHER_ND,
-//! SELECT/SELECT_V2, ONE_HOT, CUMSUM, L2_NORMALIZATION/LOCAL_RESPONSE_NORMALIZATION, REVERSE_V2, SCATTER_ND,
-//! SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, RANGE/FLOOR_DIV/FLOOR_MOD/NOT_EQUAL/LOGICAL_* — and a Keras
-//! transformer block and a U-Net, each also with fp16 weights; one with int8 kernels between QUANTIZE and
-//! DEQUANTIZE) are imported, run by the CPU runtime (as imported, and optimized) on seeded random inputs, and
-//! compared with LiteRT's builtin kernels (`tpu_sdk_test_support::litert`) run on the same file and inputs.
+//! TFLite import of what TensorFlow's converter emits, against LiteRT: the models of `tests/data/converter/`
+//! (written by `tests/data/make_converter_fixtures.py` with TensorFlow 2.21: one per op family — SHAPE,
+//! PACK/UNPACK, SPLIT/SPLIT_V, FILL/BROADCAST_TO/ZEROS_LIKE, TRANSPOSE_CONV, GATHER_ND, SELECT/SELECT_V2,
+//! ONE_HOT, CUMSUM, L2_NORMALIZATION/LOCAL_RESPONSE_NORMALIZATION, REVERSE_V2, SCATTER_ND,
+//! SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, RANGE/FLOOR_DIV/FLOOR_MOD/NOT_EQUAL/LOGICAL_*, ADD_N/ROUND/SIGN/TOPK_V2
+//! — a Keras transformer block and a U-Net, each also with fp16 weights, and one with int8 kernels between
+//! QUANTIZE and DEQUANTIZE) are imported, run by the CPU runtime (as imported, and optimized) on seeded
+//! random inputs, and compared with LiteRT's builtin kernels (`tpu_sdk_test_support::litert`) run on the same
+//! file and inputs.
 //!
 //! The bar is mediapipe.rs's: each float output may differ from LiteRT's builtin kernels by at most
 //! `max(1e-4 · max|output|, 4 · max|builtin − reference|, 1e-6)` (LiteRT's reference kernels, where they run
@@ -211,6 +212,11 @@ fn space_to_batch_and_batch_to_space_match_litert() {
 #[test]
 fn range_floor_div_floor_mod_not_equal_and_logic_match_litert() {
     check_folded("shape_math");
+}
+
+#[test]
+fn add_n_round_sign_and_top_k_match_litert() {
+    check("misc_math");
 }
 
 #[test]

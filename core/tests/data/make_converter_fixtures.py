@@ -1,18 +1,20 @@
-"""Writes the float TFLite fixtures of core/tests/tflite_converter.rs with TensorFlow's converter.
+"""Writes the TFLite fixtures of core/tests/tflite_converter.rs with TensorFlow's converter.
 
-Each fixture is a small Keras model or tf.function (seeded weights) converted to a float `.tflite` (one with
-fp16 weights), chosen so that the converter emits the builtins real Keras/TF exports use and the TFLite
-importer must read: SHAPE (dynamic `tf.shape`), PACK/UNPACK, SPLIT/SPLIT_V, FILL, BROADCAST_TO, ZEROS_LIKE,
-TRANSPOSE_CONV, GATHER_ND, SELECT/SELECT_V2, ONE_HOT, CUMSUM, L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION,
-REVERSE_V2, SCATTER_ND, SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND, RANGE, FLOOR_DIV/FLOOR_MOD, NOT_EQUAL and the
-LOGICAL_* ops, DEQUANTIZE of fp16 constants, QUANTIZE/DEQUANTIZE around int8 kernels (float I/O), plus a Keras transformer block and a small U-Net (each also
-with fp16 weights). Inputs keep a free batch dimension (`None`): the file then records
-shape 1 with signature -1 and keeps the SHAPE subgraphs, which the importer folds to constants.
+Each fixture is a small Keras model or tf.function (seeded weights) converted to a float `.tflite` (two also
+with fp16 weights, one with int8 kernels and float I/O), chosen so that the converter emits the builtins real
+Keras/TF exports use and the TFLite importer must read: SHAPE (dynamic `tf.shape`), PACK/UNPACK,
+SPLIT/SPLIT_V, FILL, BROADCAST_TO, ZEROS_LIKE, TRANSPOSE_CONV, GATHER_ND, SELECT/SELECT_V2, ONE_HOT, CUMSUM,
+L2_NORMALIZATION, LOCAL_RESPONSE_NORMALIZATION, REVERSE_V2, SCATTER_ND, SPACE_TO_BATCH_ND/BATCH_TO_SPACE_ND,
+RANGE, FLOOR_DIV/FLOOR_MOD, NOT_EQUAL, LOGICAL_*, ADD_N, ROUND, SIGN, TOPK_V2, DEQUANTIZE of fp16 constants,
+QUANTIZE/DEQUANTIZE around int8 kernels, plus a Keras transformer block and a small U-Net. Inputs keep a free
+batch dimension (`None`): the file then records shape 1 with signature -1 and keeps the SHAPE subgraphs,
+which the importer folds to constants.
 
 Only the `.tflite` files are written: the Rust test runs LiteRT itself on seeded inputs. The script prints
 each model's operators, and fails when a model no longer contains the builtins it is meant to cover.
 
     /work/main/.venv-tf/bin/python core/tests/data/make_converter_fixtures.py [OUT_DIR]
+    ONLY=split,unet ... (regenerates only those)
 """
 import os
 import sys
@@ -180,6 +182,14 @@ def shape_math():
     return fn(f, [None, 6, 4]), {"RANGE", "FLOOR_DIV", "FLOOR_MOD", "NOT_EQUAL", "LOGICAL_AND", "LOGICAL_OR", "LOGICAL_NOT"}
 
 
+def misc_math():
+    def f(x, y):
+        values, indices = tf.math.top_k(x, k=3)
+        return tf.math.add_n([x, y, x * y]), tf.round(x * 3.0) + tf.sign(y - 0.1), values, indices
+
+    return fn(f, [None, 4, 6], [None, 4, 6]), {"ADD_N", "ROUND", "SIGN", "TOPK_V2"}
+
+
 # ----- real-shaped models --------------------------------------------------------------------------------
 
 def transformer():
@@ -275,6 +285,7 @@ def main():
         ("space_batch", space_batch, None),
         ("split_int8", split, "int8"),
         ("shape_math", shape_math, None),
+        ("misc_math", misc_math, None),
         ("transformer", transformer, None),
         ("transformer_f16", transformer, "f16"),
         ("unet", unet, None),

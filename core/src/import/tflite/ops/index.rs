@@ -1,6 +1,6 @@
-//! Indexing and selection: GATHER_ND, SCATTER_ND, SELECT/SELECT_V2, ONE_HOT and CUMSUM.
+//! Indexing and selection: GATHER_ND, SCATTER_ND, SELECT/SELECT_V2, ONE_HOT, CUMSUM and TOPK_V2.
 
-use super::{ImportFn, OpIn};
+use super::{ImportFn, ImportManyFn, OpIn};
 use crate::format::tflite::schema::{self, builtin_operator as bo};
 use crate::import::tflite::importer::Importer;
 use crate::ir::{BinaryOp, DType, Op, Tensor, TensorData, ValueId};
@@ -14,6 +14,30 @@ pub(super) const OPS: &[(i32, ImportFn)] = &[
     (bo::ONE_HOT, one_hot),
     (bo::CUMSUM, cumsum),
 ];
+
+/// The ops of this family with several outputs.
+pub(super) const MULTI_OUTPUT_OPS: &[(i32, ImportManyFn)] = &[(bo::TOPK_V2, top_k)];
+
+/// TOPK_V2: inputs (x, k); the k largest along the last axis, sorted, and their indices (cast to the
+/// declared index type).
+fn top_k(imp: &mut Importer, o: &OpIn) -> Result<Vec<ValueId>> {
+    let base = &o.base;
+    let x = imp.value(imp.req(o, 0)?)?;
+    let k = imp.const_ints(imp.req(o, 1)?, "k")?;
+    let k = match k[..] {
+        [k] if k >= 0 => k,
+        _ => return Err(imp.invalid(format!("k must be one non-negative value, got {k:?}"))),
+    };
+    let axis = imp.shape(x).len().checked_sub(1).ok_or_else(|| imp.invalid("TOPK_V2 of a scalar"))?;
+    let kv = imp.const_i64(format!("{base}/k"), vec![k]);
+    let outs = imp.node_n(Op::TopK { axis, largest: true, sorted: true }, vec![Some(x), Some(kv)], format!("{base}/topk"), 2)?;
+    let to = match o.outs.get(1) {
+        Some(&t) => imp.declared(t)?.0,
+        None => DType::I32,
+    };
+    let idx = if imp.dtype(outs[1]) == to { outs[1] } else { imp.op1(Op::Cast { to }, &[outs[1]], format!("{base}/indices"))? };
+    Ok(vec![outs[0], idx])
+}
 
 fn gather_nd(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let x = imp.value(imp.req(o, 0)?)?;

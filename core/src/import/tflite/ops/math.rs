@@ -25,6 +25,9 @@ pub(super) const OPS: &[(i32, ImportFn)] = &[
     (bo::LOGICAL_NOT, |imp, o| unary(imp, o, UnaryOp::Not)),
     (bo::FLOOR_MOD, |imp, o| binary(imp, o, BinaryOp::Mod)),
     (bo::FLOOR_DIV, floor_div),
+    (bo::ADD_N, add_n),
+    (bo::ROUND, |imp, o| unary(imp, o, UnaryOp::Round)),
+    (bo::SIGN, |imp, o| unary(imp, o, UnaryOp::Sign)),
     (bo::SQUARED_DIFFERENCE, squared_difference),
     (bo::SQUARE, square),
     (bo::LOGISTIC, |imp, o| unary(imp, o, UnaryOp::Sigmoid)),
@@ -97,6 +100,15 @@ fn floor_div(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let m = imp.op1(Op::Binary(BinaryOp::Mod, None), &[a, b], format!("{base}/mod"))?;
     let d = imp.op1(Op::Binary(BinaryOp::Sub, None), &[a, m], format!("{base}/multiple"))?;
     imp.op1(Op::Binary(BinaryOp::Div, None), &[d, b], base.clone())
+}
+
+/// ADD_N: the sum of all inputs.
+fn add_n(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let vals = o.ins.iter().filter(|&&t| t >= 0).map(|&t| imp.value(t)).collect::<Result<Vec<_>>>()?;
+    if vals.is_empty() {
+        return Err(imp.invalid("ADD_N has no inputs"));
+    }
+    imp.op1(Op::Variadic(BinaryOp::Add), &vals, o.base.clone())
 }
 
 fn squared_difference(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {

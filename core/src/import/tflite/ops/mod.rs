@@ -33,7 +33,7 @@ type ImportManyFn = fn(&mut Importer, &OpIn) -> Result<Vec<ValueId>>;
 const FAMILIES: [&[(i32, ImportFn)]; 7] = [nn::OPS, math::OPS, array::OPS, quant::OPS, shape::OPS, index::OPS, space_batch::OPS];
 
 /// The tables of the ops with several outputs.
-const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 1] = [shape::MULTI_OUTPUT_OPS];
+const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 2] = [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS];
 
 /// One operator as the import functions see it.
 struct OpIn<'a> {
