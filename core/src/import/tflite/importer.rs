@@ -296,7 +296,11 @@ impl<'a> Importer<'a> {
         if val.dtype != dtype {
             return Err(self.invalid(format!("tensor '{name}' is declared {dtype} but the op computes {}", val.dtype)));
         }
-        if self.check_shapes && !val.dynamic && val.shape != shape {
+        // A dimension the signature leaves free (-1) is recorded as 1 in the shape: any size fits it.
+        let signature = schema::to_vec(self.tensor(t)?.shape_signature());
+        let fits = val.shape.len() == shape.len()
+            && val.shape.iter().zip(&shape).enumerate().all(|(k, (&got, &want))| got == want || signature.get(k) == Some(&-1));
+        if self.check_shapes && !val.dynamic && !fits {
             return Err(self.invalid(format!("tensor '{name}' is declared {shape:?} but the op computes {:?}", val.shape)));
         }
         let quant = self.quant(t)?;

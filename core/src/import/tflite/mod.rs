@@ -7,7 +7,12 @@
 //! passes cancel back-to-back transposes.
 //!
 //! Every tensor the file declares is checked against what the IR computes for it, so a mis-translated op
-//! fails at import with the tensor's name rather than producing wrong numbers.
+//! fails at import with the tensor's name rather than producing wrong numbers (a dimension its shape
+//! signature leaves free, -1, which the converter records as 1, fits any size).
+//!
+//! Models converted with a free batch dimension keep their `tf.shape` arithmetic (SHAPE → STRIDED_SLICE →
+//! PACK → RESHAPE, RANGE, UNSORTED_SEGMENT_PROD...): the inputs take the file's shape (batch 1), each node
+//! is inferred as it is added, and those chains fold to constants.
 //!
 //! Float models (f32, and f16 weights behind `DEQUANTIZE`, which are folded into f32 constants) import
 //! fully. Quantized (int8) models import into the representation described in

@@ -95,3 +95,94 @@ fn conv_is_wrapped_in_layout_transposes_with_tflite_padding() {
     let e = load_bytes(&m.to_bytes(), &ImportOptions::default()).unwrap_err().to_string();
     assert!(e.contains("'y' is declared [1, 3, 3, 3]") && e.contains("[1, 2, 2, 3]"), "{e}");
 }
+
+/// x [1, 8] → SPLIT_V with constant `sizes` along axis 1 → one output per size, declared [1, size] (a -1 as
+/// the rest of the 8).
+fn split_v_model(sizes: &[i32]) -> ModelT {
+    let rest = 8 - sizes.iter().filter(|&&s| s > 0).sum::<i32>();
+    use crate::format::tflite::tests::tensor;
+    let i32_bytes = |v: &[i32]| v.iter().flat_map(|x| x.to_le_bytes()).collect::<Vec<u8>>();
+    let mut tensors = vec![
+        tensor("x", &[1, 8], tt::FLOAT32, 0),
+        tensor("size_splits", &[sizes.len() as i32], tt::INT32, 1),
+        tensor("axis", &[], tt::INT32, 2),
+    ];
+    for (k, &s) in sizes.iter().enumerate() {
+        tensors.push(tensor(&format!("y{k}"), &[1, if s == -1 { rest } else { s }], tt::FLOAT32, 0));
+    }
+    let outs: Vec<i32> = (3..3 + sizes.len() as i32).collect();
+    ModelT {
+        version: 3,
+        operator_codes: vec![OperatorCodeT::builtin(bo::SPLIT_V, 2)],
+        subgraphs: vec![SubGraphT {
+            tensors,
+            inputs: vec![0],
+            outputs: outs.clone(),
+            operators: vec![OperatorT {
+                opcode_index: 0,
+                inputs: vec![0, 1, 2],
+                outputs: outs,
+                builtin_options: Some(OptionsT::new(crate::format::tflite::schema::builtin_options::SPLIT_V).with(0, FieldT::I32(sizes.len() as i32))),
+                custom_options: None,
+            }],
+            name: Some("main".into()),
+        }],
+        buffers: vec![BufferT::default(), BufferT { data: i32_bytes(sizes) }, BufferT { data: i32_bytes(&[1]) }],
+        ..Default::default()
+    }
+}
+
+#[test]
+fn split_v_resolves_its_free_size_and_refuses_sizes_that_do_not_add_up() {
+    let g = load_bytes(&split_v_model(&[2, -1, 3]).to_bytes(), &ImportOptions::default()).unwrap();
+    let shapes: Vec<Vec<usize>> = g.outputs.iter().map(|&v| g.value(v).shape.clone()).collect();
+    assert_eq!(shapes, [vec![1, 2], vec![1, 3], vec![1, 3]]);
+    let Op::Split { split, .. } = &g.nodes[0].op else { panic!("{:?}", g.nodes[0].op) };
+    assert_eq!(split.as_deref(), Some(&[2, 3, 3][..]));
+
+    for (sizes, what) in [(&[2, 3, 4][..], "do not add up to"), (&[6, -1, 3][..], "do not add up to"), (&[-1, -1, 4][..], "cannot split")] {
+        let e = load_bytes(&split_v_model(sizes).to_bytes(), &ImportOptions::default()).unwrap_err();
+        let m = e.to_string();
+        assert!(matches!(e, Error::InvalidModel(_)), "{m}");
+        assert!(m.contains("SPLIT_V") && m.contains("size_splits") && m.contains(what) && m.contains("size 8"), "{sizes:?}: {m}");
+    }
+}
+
+#[test]
+fn declared_shapes_are_checked_except_where_the_signature_leaves_a_dimension_free() {
+    // The converter records a free (-1) dimension as 1 in the shape: a computed 2 fits it.
+    let mut m = split_v_model(&[2, 6]);
+    m.subgraphs[0].tensors[3].shape = vec![1, 1];
+    let e = load_bytes(&m.to_bytes(), &ImportOptions::default()).unwrap_err().to_string();
+    assert!(e.contains("'y0' is declared [1, 1] but the op computes [1, 2]"), "{e}");
+    m.subgraphs[0].tensors[3].shape_signature = Some(vec![1, -1]);
+    load_bytes(&m.to_bytes(), &ImportOptions::default()).unwrap();
+}
+
+#[test]
+fn reshape_to_a_run_time_shape_infers_the_one_free_dimension_and_refuses_two() {
+    use crate::format::tflite::tests::tensor;
+    // x [1, 12] and a shape that is a graph input (known only at run time) → RESHAPE → y, declared [1, 6]
+    // with signature [-1, 6].
+    let model = |signature: Vec<i32>| ModelT {
+        version: 3,
+        operator_codes: vec![OperatorCodeT::builtin(bo::RESHAPE, 1)],
+        subgraphs: vec![SubGraphT {
+            tensors: vec![
+                tensor("x", &[1, 12], tt::FLOAT32, 0),
+                tensor("shape", &[2], tt::INT32, 0),
+                TensorT { shape_signature: Some(signature), ..tensor("y", &[1, 6], tt::FLOAT32, 0) },
+            ],
+            inputs: vec![0, 1],
+            outputs: vec![2],
+            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0, 1], outputs: vec![2], ..Default::default() }],
+            name: Some("main".into()),
+        }],
+        buffers: vec![BufferT::default()],
+        ..Default::default()
+    };
+    let g = load_bytes(&model(vec![-1, 6]).to_bytes(), &ImportOptions::default()).unwrap();
+    assert_eq!(g.value(g.outputs[0]).shape, vec![2, 6]);
+    let e = load_bytes(&model(vec![-1, -1]).to_bytes(), &ImportOptions::default()).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains("several free dimensions"), "{e}");
+}

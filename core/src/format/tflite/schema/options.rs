@@ -103,4 +103,16 @@ fb_options! {
     BatchMatMulOptions = BATCH_MATMUL { 0 adj_x: scalar<bool>; 1 adj_y: scalar<bool>; 2 asymmetric_quantize_inputs: scalar<bool>; }
     /// GELU options.
     GeluOptions = GELU { 0 approximate: scalar<bool>; }
+    /// LOCAL_RESPONSE_NORMALIZATION options.
+    LocalResponseNormalizationOptions = LOCAL_RESPONSE_NORMALIZATION {
+        0 radius: scalar<i32>; 1 bias: scalar<f32>; 2 alpha: scalar<f32>; 3 beta: scalar<f32>;
+    }
+    /// SHAPE options (the output's tensor type).
+    ShapeOptions = SHAPE { 0 out_type: scalar<i8>; }
+    /// ONE_HOT options.
+    OneHotOptions = ONE_HOT { 0 axis: scalar<i32>; }
+    /// SPLIT_V options.
+    SplitVOptions = SPLIT_V { 0 num_splits: scalar<i32>; }
+    /// CUMSUM options.
+    CumsumOptions = CUMSUM { 0 exclusive: scalar<bool>; 1 reverse: scalar<bool>; }
 }

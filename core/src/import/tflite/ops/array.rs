@@ -52,10 +52,24 @@ fn reshape(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
         Some(s) => s,
         None => match o.op.options::<schema::ReshapeOptions>().and_then(|p| p.new_shape()).filter(|s| !s.is_empty() || o.input(1).is_none()) {
             Some(s) => s.iter().map(|d| d as i64).collect(),
-            None => imp.declared(o.outs[0])?.1.iter().map(|&d| d as i64).collect(),
+            None => declared_target(imp, o)?,
         },
     };
     imp.op_with_i64(Op::Reshape { allowzero: true }, x, format!("{base}/shape"), shape, base.clone())
+}
+
+/// The declared output shape as a Reshape target, for a shape computed at run time: a dimension the
+/// signature leaves free (recorded as 1) becomes -1 (inferred); two free dimensions cannot be.
+fn declared_target(imp: &mut Importer, o: &OpIn) -> Result<Vec<i64>> {
+    let shape = imp.declared(o.outs[0])?.1;
+    let signature = schema::to_vec(imp.tensor(o.outs[0])?.shape_signature());
+    let target: Vec<i64> = shape.iter().enumerate().map(|(k, &d)| if signature.get(k) == Some(&-1) { -1 } else { d as i64 }).collect();
+    if target.iter().filter(|&&d| d == -1).count() > 1 {
+        return Err(imp.unsupported(format!(
+            "RESHAPE to a shape computed at run time with several free dimensions (signature {signature:?}); give the input shapes"
+        )));
+    }
+    Ok(target)
 }
 
 fn squeeze(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {

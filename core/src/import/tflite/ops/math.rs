@@ -1,4 +1,5 @@
-//! Elementwise math (binary ops with their fused activations, unary ops, squares) and reductions.
+//! Elementwise math (binary ops with their fused activations, comparisons and logic, floor division and
+//! modulo, unary ops, squares) and reductions.
 
 use super::{OpIn, ImportFn};
 use crate::format::tflite::schema::{self, activation, builtin_operator as bo};
@@ -18,6 +19,15 @@ pub(super) const OPS: &[(i32, ImportFn)] = &[
     (bo::GREATER_EQUAL, |imp, o| binary(imp, o, BinaryOp::GreaterOrEqual)),
     (bo::EQUAL, |imp, o| binary(imp, o, BinaryOp::Equal)),
     (bo::PRELU, |imp, o| binary(imp, o, BinaryOp::PRelu)),
+    (bo::NOT_EQUAL, not_equal),
+    (bo::LOGICAL_AND, |imp, o| binary(imp, o, BinaryOp::And)),
+    (bo::LOGICAL_OR, |imp, o| binary(imp, o, BinaryOp::Or)),
+    (bo::LOGICAL_NOT, |imp, o| unary(imp, o, UnaryOp::Not)),
+    (bo::FLOOR_MOD, |imp, o| binary(imp, o, BinaryOp::Mod)),
+    (bo::FLOOR_DIV, floor_div),
+    (bo::ADD_N, add_n),
+    (bo::ROUND, |imp, o| unary(imp, o, UnaryOp::Round)),
+    (bo::SIGN, |imp, o| unary(imp, o, UnaryOp::Sign)),
     (bo::SQUARED_DIFFERENCE, squared_difference),
     (bo::SQUARE, square),
     (bo::LOGISTIC, |imp, o| unary(imp, o, UnaryOp::Sigmoid)),
@@ -70,6 +80,37 @@ fn binary(imp: &mut Importer, o: &OpIn, bin: BinaryOp) -> Result<ValueId> {
     let b = imp.value(imp.req(o, 1)?)?;
     imp.op1(Op::Binary(bin, None), &[a, b], o.base.clone())
 }
+fn not_equal(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let a = imp.value(imp.req(o, 0)?)?;
+    let b = imp.value(imp.req(o, 1)?)?;
+    let eq = imp.op1(Op::Binary(BinaryOp::Equal, None), &[a, b], format!("{base}/equal"))?;
+    imp.op1(Op::Unary(UnaryOp::Not), &[eq], base.clone())
+}
+
+/// FLOOR_DIV: floor(a / b) for floats; for integers (a - floor_mod(a, b)) / b, an exact division.
+fn floor_div(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let a = imp.value(imp.req(o, 0)?)?;
+    let b = imp.value(imp.req(o, 1)?)?;
+    if imp.dtype(a).is_float() {
+        let q = imp.op1(Op::Binary(BinaryOp::Div, None), &[a, b], format!("{base}/div"))?;
+        return imp.op1(Op::Unary(UnaryOp::Floor), &[q], base.clone());
+    }
+    let m = imp.op1(Op::Binary(BinaryOp::Mod, None), &[a, b], format!("{base}/mod"))?;
+    let d = imp.op1(Op::Binary(BinaryOp::Sub, None), &[a, m], format!("{base}/multiple"))?;
+    imp.op1(Op::Binary(BinaryOp::Div, None), &[d, b], base.clone())
+}
+
+/// ADD_N: the sum of all inputs.
+fn add_n(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let vals = o.ins.iter().filter(|&&t| t >= 0).map(|&t| imp.value(t)).collect::<Result<Vec<_>>>()?;
+    if vals.is_empty() {
+        return Err(imp.invalid("ADD_N has no inputs"));
+    }
+    imp.op1(Op::Variadic(BinaryOp::Add), &vals, o.base.clone())
+}
+
 fn squared_difference(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let base = &o.base;
     let a = imp.value(imp.req(o, 0)?)?;

@@ -1,6 +1,7 @@
 //! TFLite operators → core [`Op`](crate::ir::Op)s. One module per op family registers its builtin codes in a
-//! table from code to import function ([`ImportFn`]); [`Importer::import_op`] looks the operator's code up in
-//! them, runs the function on the operator's tensors, and binds its result to the declared output tensor.
+//! table from code to import function ([`ImportFn`], or [`ImportManyFn`] for ops with several outputs);
+//! [`Importer::import_op`] looks the operator's code up in them, runs the function on the operator's tensors,
+//! and binds its results to the declared output tensors.
 
 use super::importer::Importer;
 use crate::format::tflite::schema;
@@ -15,15 +16,24 @@ macro_rules! opts {
 }
 
 mod array;
+mod index;
 mod math;
 mod nn;
 mod quant;
+mod shape;
+mod space_batch;
 
 /// Imports one operator of a known code; returns the IR value of its (single) output.
 type ImportFn = fn(&mut Importer, &OpIn) -> Result<ValueId>;
 
+/// Imports one operator with several outputs; returns the IR values of its outputs, in order.
+type ImportManyFn = fn(&mut Importer, &OpIn) -> Result<Vec<ValueId>>;
+
 /// The op tables of the families, each a list of (builtin code, import function).
-const FAMILIES: [&[(i32, ImportFn)]; 4] = [nn::OPS, math::OPS, array::OPS, quant::OPS];
+const FAMILIES: [&[(i32, ImportFn)]; 7] = [nn::OPS, math::OPS, array::OPS, quant::OPS, shape::OPS, index::OPS, space_batch::OPS];
+
+/// The tables of the ops with several outputs.
+const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 2] = [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS];
 
 /// One operator as the import functions see it.
 struct OpIn<'a> {
@@ -64,14 +74,20 @@ impl<'a> Importer<'a> {
         }
         let base = self.tensor_name(outs[0]);
         let o = OpIn { code, op, ins, outs, base };
-        let Some(&(_, import)) = FAMILIES.iter().flat_map(|ops| ops.iter()).find(|(c, _)| *c == code) else {
+        let results = if let Some(&(_, import)) = FAMILIES.iter().flat_map(|ops| ops.iter()).find(|(c, _)| *c == code) {
+            vec![import(self, &o)?]
+        } else if let Some(&(_, import)) = MULTI_OUTPUT.iter().flat_map(|ops| ops.iter()).find(|(c, _)| *c == code) {
+            import(self, &o)?
+        } else {
             return Err(Error::Unsupported(format!("operator #{index}: {} is not supported by the TFLite importer", self.op_name)));
         };
-        let result = import(self, &o)?;
-        if o.outs.len() != 1 {
-            return Err(self.invalid(format!("has {} outputs, expected 1", o.outs.len())));
+        if o.outs.len() != results.len() {
+            return Err(self.invalid(format!("has {} outputs, expected {}", o.outs.len(), results.len())));
         }
-        self.bind(o.outs[0], result)
+        for (&t, v) in o.outs.iter().zip(results) {
+            self.bind(t, v)?;
+        }
+        Ok(())
     }
 
     /// Input tensor `k` of `o`, which the op requires.

@@ -1,20 +1,24 @@
-//! Neural-network layers: convolutions and pooling (run in NCHW between layout transposes), fully connected
-//! layers, batched matrix products and the softmax family.
+//! Neural-network layers: convolutions, transposed convolutions and pooling (run in NCHW between layout
+//! transposes), fully connected layers, batched matrix products, the softmax family and the L2 / local
+//! response normalizations.
 
 use super::{OpIn, ImportFn};
 use crate::format::tflite::schema::{self, builtin_operator as bo};
 use crate::format::tflite::tflite_padding;
 use crate::import::tflite::importer::{Fused, Importer};
-use crate::ir::{AutoPad, BinaryOp, ConvAttrs, Op, PoolAttrs, Tensor, ValueId};
+use crate::ir::{AutoPad, BinaryOp, ConvAttrs, ConvTransposeAttrs, Op, PoolAttrs, ReduceOp, Tensor, UnaryOp, ValueId};
 use crate::Result;
 
 /// The ops of this family.
 pub(super) const OPS: &[(i32, ImportFn)] = &[
     (bo::CONV_2D, conv), (bo::DEPTHWISE_CONV_2D, conv),
+    (bo::TRANSPOSE_CONV, transpose_conv),
     (bo::AVERAGE_POOL_2D, pool), (bo::MAX_POOL_2D, pool),
     (bo::FULLY_CONNECTED, fully_connected),
     (bo::BATCH_MATMUL, batch_matmul),
     (bo::SOFTMAX, softmax), (bo::LOG_SOFTMAX, softmax),
+    (bo::L2_NORMALIZATION, l2_normalization),
+    (bo::LOCAL_RESPONSE_NORMALIZATION, local_response_normalization),
 ];
 
 /// CONV_2D and DEPTHWISE_CONV_2D: the NHWC input transposed to NCHW, the filter permuted to OIHW (depthwise
@@ -67,6 +71,101 @@ fn conv(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     };
     let y = imp.node(Op::Conv(attrs), vec![Some(xn), Some(wn), b], format!("{base}/nchw"))?;
     let y = if fused == Fused::Tanh { imp.apply_fused(y, fused, format!("{base}/tanh"))? } else { y };
+    imp.nchw_to_nhwc(y, base.clone())
+}
+
+/// TRANSPOSE_CONV: inputs (output_shape, weights OHWI, input NHWC, bias?). In NCHW as a ConvTranspose with the
+/// weights permuted to IOHW. TFLite places the output as a forward convolution of the output would be
+/// padded (SAME/VALID computed from the output size): the leading pad is that padding's, the trailing one
+/// (or an output padding, when the kernel is smaller than the stride) makes the declared output size.
+fn transpose_conv(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let out_shape = imp.const_ints(imp.req(o, 0)?, "the output shape")?;
+    let w = imp.value(imp.req(o, 1)?)?;
+    let x = imp.value(imp.req(o, 2)?)?;
+    let b = o.input(3).map(|t| imp.value(t)).transpose()?;
+    let opt = opts!(imp, o, schema::TransposeConvOptions);
+    let [sw, sh] = imp.positive([opt.stride_w(), opt.stride_h()], "strides")?;
+    let (xs, ws) = (imp.shape(x), imp.shape(w));
+    if xs.len() != 4 || ws.len() != 4 || out_shape.len() != 4 {
+        return Err(imp.invalid(format!("expects 4-D input, filter and output shape, got {xs:?}, {ws:?} and {out_shape:?}")));
+    }
+    if ws[3] != xs[3] || out_shape[3] != ws[0] as i64 || out_shape[0] != xs[0] as i64 {
+        return Err(imp.invalid(format!(
+            "filter {ws:?} (OHWI) does not fit the input {xs:?} and the output shape {out_shape:?}"
+        )));
+    }
+    let [oh, ow] = imp.positive([out_shape[1] as i32, out_shape[2] as i32], "output sizes")?;
+    let (kh, kw) = (ws[1], ws[2]);
+    let mut pads = [0usize; 4];
+    let mut output_padding = vec![0usize; 2];
+    for (i, (inp, out, k, s)) in [(xs[1], oh, kh, sh), (xs[2], ow, kw, sw)].into_iter().enumerate() {
+        let (_, before, _) = tflite_padding(opt.padding(), out, k, s, 1);
+        let full = (inp.max(1) - 1) * s + k;
+        let after = full as i64 - before as i64 - out as i64;
+        if after < 0 {
+            output_padding[i] = (-after) as usize;
+        }
+        pads[i] = before;
+        pads[2 + i] = after.max(0) as usize;
+        if full + output_padding[i] <= before {
+            return Err(imp.invalid(format!("output size {out} does not fit input size {inp}, kernel {k} and stride {s}")));
+        }
+    }
+    let fused = imp.fused(opt.fused_activation_function())?;
+    let xn = imp.nhwc_to_nchw(x, base)?;
+    let wn = imp.permute(w, &[3, 0, 1, 2], format!("{base}/filter_iohw"))?;
+    let attrs = ConvTransposeAttrs {
+        conv: ConvAttrs {
+            kernel_shape: vec![kh, kw],
+            strides: vec![sh, sw],
+            dilations: vec![1, 1],
+            pads: pads.to_vec(),
+            auto_pad: AutoPad::NotSet,
+            group: 1,
+            activation: match fused {
+                Fused::Act(a) => Some(a),
+                _ => None,
+            },
+        },
+        output_padding,
+        output_shape: vec![],
+    };
+    let y = imp.node(Op::ConvTranspose(attrs), vec![Some(xn), Some(wn), b], format!("{base}/nchw"))?;
+    let y = if fused == Fused::Tanh { imp.apply_fused(y, fused, format!("{base}/tanh"))? } else { y };
+    imp.nchw_to_nhwc(y, base.clone())
+}
+
+/// L2_NORMALIZATION over the last axis, as TFLite's kernel: x / max(sqrt(sum x²), 1e-6).
+fn l2_normalization(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let x = imp.value(imp.req(o, 0)?)?;
+    if imp.g.value(x).quant.is_some() {
+        return Err(imp.unsupported("quantized L2_NORMALIZATION"));
+    }
+    let last = imp.shape(x).len().checked_sub(1).ok_or_else(|| imp.invalid("L2_NORMALIZATION of a scalar"))?;
+    let fused = imp.fused(o.op.options::<schema::L2NormOptions>().map(|p| p.fused_activation_function()).unwrap_or(0))?;
+    let sq = imp.op1(Op::Binary(BinaryOp::Mul, None), &[x, x], format!("{base}/square"))?;
+    let sum = Op::Reduce { op: ReduceOp::Sum, axes: Some(vec![last]), keepdims: true, noop_with_empty_axes: false };
+    let sum = imp.op1(sum, &[sq], format!("{base}/sum"))?;
+    let norm = imp.op1(Op::Unary(UnaryOp::Sqrt), &[sum], format!("{base}/norm"))?;
+    let eps = imp.g.add_constant(format!("{base}/epsilon"), Tensor::from_f32(vec![], vec![1e-6]));
+    let norm = imp.op1(Op::Binary(BinaryOp::Max, None), &[norm, eps], format!("{base}/norm_eps"))?;
+    let y = imp.op1(Op::Binary(BinaryOp::Div, None), &[x, norm], if fused == Fused::None { base.clone() } else { format!("{base}/div") })?;
+    imp.apply_fused(y, fused, base.clone())
+}
+
+/// LOCAL_RESPONSE_NORMALIZATION over the channels of a 4-D NHWC input: x / (bias + alpha · Σ x²)^beta over
+/// the window [c - radius, c + radius]; the IR's Lrn (ONNX) divides alpha by the window size.
+fn local_response_normalization(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let x = imp.value(imp.req(o, 0)?)?;
+    let opt = opts!(imp, o, schema::LocalResponseNormalizationOptions);
+    let radius = usize::try_from(opt.radius()).map_err(|_| imp.invalid(format!("radius {} is negative", opt.radius())))?;
+    let size = 2 * radius + 1;
+    let xn = imp.nhwc_to_nchw(x, base)?;
+    let lrn = Op::Lrn { alpha: opt.alpha() * size as f32, beta: opt.beta(), bias: opt.bias(), size };
+    let y = imp.op1(lrn, &[xn], format!("{base}/nchw"))?;
     imp.nchw_to_nhwc(y, base.clone())
 }
 
