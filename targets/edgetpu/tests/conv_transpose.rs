@@ -135,8 +135,8 @@ struct Outcome {
     rel_l2: f64,
 }
 
-/// Runs the int8 graph `q` in our runtime and its export in LiteRT's optimized and reference kernels on `eval`,
-/// and the float graph `g`. `None` without the oracle.
+/// Runs the int8 graph `q` (and its export read back by our importer) in our runtime, the export in LiteRT's
+/// optimized and reference kernels on `eval`, and the float graph `g`. `None` without the oracle.
 fn compare(g: &Graph, q: &Graph, ex: &Exported, eval: &[Vec<Tensor>]) -> Option<Outcome> {
     let ours_in: Vec<Vec<Tensor>> = eval.iter().map(|s| s.iter().enumerate().map(|(k, t)| to_graph_input(t, q, q.inputs[k]).unwrap()).collect()).collect();
     let feeds: Vec<Vec<Tensor>> = ours_in.iter().map(|s| s.iter().enumerate().map(|(k, t)| t.permuted(&ex.inputs[k].perm)).collect()).collect();
@@ -160,6 +160,13 @@ fn compare(g: &Graph, q: &Graph, ex: &Exported, eval: &[Vec<Tensor>]) -> Option<
         }
     }
     o.rel_l2 = (noise / signal).sqrt();
+    // The file read back by our TFLite importer runs like LiteRT's optimized kernels too.
+    let mut back = Session::new(tpu_sdk_core::import::tflite::load_bytes(&ex.bytes, &Default::default()).expect("our importer reads the file")).unwrap();
+    for (x, lo) in feeds.iter().zip(&opt) {
+        for (k, got) in back.run(x).unwrap().iter().enumerate() {
+            o.optimized += differing(got, &lo[k]);
+        }
+    }
     Some(o)
 }
 

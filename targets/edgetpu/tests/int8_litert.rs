@@ -64,7 +64,15 @@ fn ours_equal_litert(name: &str, q: &Graph, ex: &Exported, eval: &[Vec<Tensor>])
         }
         all.push(got);
     }
-    eprintln!("{name}: LiteRT loads the int8 file; our int8 runtime equals LiteRT on {} samples", eval.len());
+    // The file read back by our TFLite importer runs the same.
+    let mut back = Session::new(tpu_sdk_core::import::tflite::load_bytes(&ex.bytes, &Default::default()).unwrap_or_else(|e| panic!("{name}: our importer cannot read the file: {e}")))
+        .unwrap_or_else(|e| panic!("{name}: our runtime cannot run the file: {e}"));
+    for (i, (x, w)) in file_in.iter().zip(&want).enumerate() {
+        for (k, (o, w)) in back.run(x).unwrap_or_else(|e| panic!("{name}: {e}")).iter().zip(w).enumerate() {
+            assert_eq!(differing(o, w), 0, "{name}: the file read back, sample {i} output {k}");
+        }
+    }
+    eprintln!("{name}: LiteRT loads the int8 file; our int8 runtime equals LiteRT on {} samples, on the graph and on the file read back", eval.len());
     all
 }
 
