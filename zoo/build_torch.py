@@ -147,7 +147,8 @@ def _hf(kind):
                 self.m = T.ViTModel(T.ViTConfig(hidden_size=128, num_hidden_layers=2, num_attention_heads=4,
                                                 intermediate_size=512, image_size=64, patch_size=8))
             elif kind == "whisper_encoder":
-                self.m = T.WhisperModel(T.WhisperConfig(d_model=128, encoder_layers=2, encoder_attention_heads=4,
+                self.m = T.WhisperModel(T.WhisperConfig(
+                    d_model=128, pad_token_id=0, bos_token_id=0, eos_token_id=1, decoder_start_token_id=0, encoder_layers=2, encoder_attention_heads=4,
                                                         decoder_layers=1, decoder_attention_heads=4,
                                                         encoder_ffn_dim=256, decoder_ffn_dim=256, num_mel_bins=80,
                                                         max_source_positions=100, vocab_size=1000)).encoder

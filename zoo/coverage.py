@@ -262,8 +262,21 @@ def run_model(name, work):
         out = os.path.join(work, "v5e.pjrt")
         env = {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_ID": "0",
                "TPU_WORKER_HOSTNAMES": "localhost"}
-        tpu_sdk(["compile", path, "--target", "cloud-tpu", "--topology", "v5e:2x2", "-o", out, "--plugin",
-                 libtpu()] + sargs, env, AOT_TIMEOUT)
+        args = ["compile", path, "--target", "cloud-tpu", "--topology", "v5e:2x2", "-o", out, "--plugin",
+                libtpu()] + sargs
+        import fcntl
+        # libtpu allows one process per machine (its lockfile in /tmp): one AOT compile at a time from here, and
+        # a few retries when another program holds it
+        with open(os.path.join(common.CACHE, "libtpu.lock"), "w") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            for attempt in range(4):
+                try:
+                    tpu_sdk(args, env, AOT_TIMEOUT)
+                    break
+                except CellError as e:
+                    if "lockfile" not in str(e) or attempt == 3:
+                        raise
+                    time.sleep(15)
         if not os.path.isfile(out) or os.path.getsize(out) == 0:
             raise CellError("exit 0 but no executable written")
         return True, f"{os.path.getsize(out) / 1e6:.1f} MB"
@@ -468,7 +481,7 @@ def main():
         sys.exit(f"error: {BIN} is missing; build it with `cargo build --release -p tpu-sdk`")
     os.makedirs(RESULTS, exist_ok=True)
     every = sorted(n for n in os.listdir(common.MODELS) if common.is_built(n))
-    names = [n for n in every if n in a.only.split(",")] if a.only else every
+    names = [n for n in a.only.split(",") if n in every] if a.only else every  # --only keeps its order
     table = names if a.expect else every
     t0 = time.time()
     bin_mtime = os.path.getmtime(BIN)
