@@ -205,6 +205,46 @@ def read_outputs(d):
 
 
 # ---------------------------------------------------------------- one model
+def aot_compile(path, sargs, work):
+    out = os.path.join(work, "v5e.pjrt")
+    env = {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_ID": "0",
+           "TPU_WORKER_HOSTNAMES": "localhost"}
+    args = ["compile", path, "--target", "cloud-tpu", "--topology", "v5e:2x2", "-o", out, "--plugin",
+            libtpu()] + sargs
+    import fcntl
+    # libtpu allows one process per machine (its lockfile in /tmp): one AOT compile at a time from here, and
+    # a few retries when another program holds it
+    with open(os.path.join(common.CACHE, "libtpu.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        for attempt in range(4):
+            try:
+                tpu_sdk(args, env, AOT_TIMEOUT)
+                break
+            except CellError as e:
+                if "lockfile" not in str(e) or attempt == 3:
+                    raise
+                time.sleep(15)
+    if not os.path.isfile(out) or os.path.getsize(out) == 0:
+        raise CellError("exit 0 but no executable written")
+    return True, f"{os.path.getsize(out) / 1e6:.1f} MB"
+
+
+def timed_cell(fn):
+    t = time.time()
+    try:
+        ok, text = fn()
+        c = {"ok": ok, "text": text}
+    except CellError as e:
+        c = {"ok": False, "text": str(e)}
+    except Exception as e:
+        c = {"ok": False, "text": f"{type(e).__name__}: {short(str(e))}"}
+    c["s"] = round(time.time() - t, 1)
+    return c
+
+
+AOT_PENDING = "not run yet (AOT pass pending)"
+
+
 def shape_args(meta, path):
     """`--input-shape` for ONNX inputs whose dims the model leaves free (the zoo's chosen sizes)."""
     if meta["format"] != "onnx":
@@ -233,15 +273,7 @@ def run_model(name, work):
     row, cpu_out = {}, None
 
     def cell(col, fn):
-        t = time.time()
-        try:
-            ok, text = fn()
-            row[col] = {"ok": ok, "text": text}
-        except CellError as e:
-            row[col] = {"ok": False, "text": str(e)}
-        except Exception as e:
-            row[col] = {"ok": False, "text": f"{type(e).__name__}: {short(str(e))}"}
-        row[col]["s"] = round(time.time() - t, 1)
+        row[col] = timed_cell(fn)
 
     def cpu():
         nonlocal cpu_out
@@ -258,32 +290,12 @@ def run_model(name, work):
             raise CellError("no CPU outputs to compare with")
         return compare(read_outputs(out), cpu_out, "CPU")
 
-    def aot():
-        out = os.path.join(work, "v5e.pjrt")
-        env = {"TPU_SKIP_MDS_QUERY": "1", "TPU_ACCELERATOR_TYPE": "v5litepod-4", "TPU_WORKER_ID": "0",
-               "TPU_WORKER_HOSTNAMES": "localhost"}
-        args = ["compile", path, "--target", "cloud-tpu", "--topology", "v5e:2x2", "-o", out, "--plugin",
-                libtpu()] + sargs
-        import fcntl
-        # libtpu allows one process per machine (its lockfile in /tmp): one AOT compile at a time from here, and
-        # a few retries when another program holds it
-        with open(os.path.join(common.CACHE, "libtpu.lock"), "w") as lock:
-            fcntl.flock(lock, fcntl.LOCK_EX)
-            for attempt in range(4):
-                try:
-                    tpu_sdk(args, env, AOT_TIMEOUT)
-                    break
-                except CellError as e:
-                    if "lockfile" not in str(e) or attempt == 3:
-                        raise
-                    time.sleep(15)
-        if not os.path.isfile(out) or os.path.getsize(out) == 0:
-            raise CellError("exit 0 but no executable written")
-        return True, f"{os.path.getsize(out) / 1e6:.1f} MB"
-
     cell("cpu", cpu)
     cell("cloud_tpu", cloud)
-    cell("aot", aot)
+    if os.environ.get("ZOO_SKIP_AOT"):
+        row["aot"] = {"ok": None, "text": AOT_PENDING}
+    else:
+        cell("aot", lambda: aot_compile(path, sargs, work))
 
     cal_path = os.path.join(d, "cal.npy")
     if ninp != 1 or not os.path.isfile(cal_path):
@@ -449,6 +461,13 @@ def _pattern(text):
     return t.replace("`", "")[:140]
 
 
+def save(path, obj):
+    """Writes a result atomically: another coverage process (the AOT pass) may read it meanwhile."""
+    with open(path + ".tmp", "w") as f:
+        json.dump(obj, f, indent=1)
+    os.replace(path + ".tmp", path)
+
+
 def check(names, expect):
     """Cells listed in `expect` ("model column" per line) that do not pass now: the fast subset's regression gate."""
     bad, n = [], 0
@@ -476,6 +495,8 @@ def main():
     ap.add_argument("--force", action="store_true", help="recompute results even when cached")
     ap.add_argument("--out", default=os.path.join(common.ROOT, "zoo", "COVERAGE.md"))
     ap.add_argument("--expect", help="file of `model column` cells that must pass (exit 1 otherwise)")
+    ap.add_argument("--aot-only", action="store_true",
+                    help="fill in the AOT cells left pending by a ZOO_SKIP_AOT=1 run")
     a = ap.parse_args()
     if not os.path.isfile(BIN):
         sys.exit(f"error: {BIN} is missing; build it with `cargo build --release -p tpu-sdk`")
@@ -485,6 +506,25 @@ def main():
     table = names if a.expect else every
     t0 = time.time()
     bin_mtime = os.path.getmtime(BIN)
+    if a.aot_only:
+        # smallest models first: libtpu's compile time grows with the model, so a time-boxed pass fills most cells
+        size = lambda n: sum(os.path.getsize(os.path.join(common.model_dir(n), f))  # noqa: E731
+                             for f in os.listdir(common.model_dir(n)) if f.startswith("model."))
+        for i, name in enumerate(sorted(names, key=size), 1):
+            res = os.path.join(RESULTS, name + ".json")
+            if not os.path.isfile(res) or json.load(open(res))["cells"].get("aot", {}).get("text") != AOT_PENDING:
+                continue
+            d = common.model_dir(name)
+            meta = json.load(open(os.path.join(d, "meta.json")))
+            path = os.path.join(d, "model." + meta["format"])
+            with tempfile.TemporaryDirectory(prefix="zoo-") as work:
+                c = timed_cell(lambda: aot_compile(path, shape_args(meta, path), work))
+            r = json.load(open(res))
+            r["cells"]["aot"] = c
+            save(res, r)
+            common.progress(i, len(names), name, f"aot={'ok' if c['ok'] else 'FAIL'}", t0)
+        render(table, a.out)
+        return
     for i, name in enumerate(names, 1):
         res = os.path.join(RESULTS, name + ".json")
         mdir = common.model_dir(name)
@@ -497,8 +537,7 @@ def main():
             cells = run_model(name, work)
         src = {"keras": "Keras (random)", "torch": "torch (random)", "wheel": "wheel (pretrained)",
                "mediapipe": "MediaPipe wheel (pretrained)"}[meta["family"]]
-        with open(res, "w") as f:
-            json.dump({"name": name, "source": src, "cells": cells}, f, indent=1)
+        save(res, {"name": name, "source": src, "cells": cells})
         summary = " ".join(f"{c}={'ok' if v['ok'] else ('-' if v['ok'] is None else 'FAIL')}"
                            for c, v in cells.items())
         common.progress(i, len(names), name, summary, t0)
