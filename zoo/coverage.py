@@ -214,14 +214,14 @@ def aot_compile(path, sargs, work):
     import fcntl
     # libtpu allows one process per machine (its lockfile in /tmp): one AOT compile at a time from here, and
     # a few retries when another program holds it
-    with open(os.path.join(common.CACHE, "libtpu.lock"), "w") as lock:
+    with open(os.path.join(tempfile.gettempdir(), "tpu-sdk-zoo-libtpu.lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        for attempt in range(4):
+        for attempt in range(20):
             try:
                 tpu_sdk(args, env, AOT_TIMEOUT)
                 break
             except CellError as e:
-                if "lockfile" not in str(e) or attempt == 3:
+                if "lockfile" not in str(e) or attempt == 19:
                     raise
                 time.sleep(15)
     if not os.path.isfile(out) or os.path.getsize(out) == 0:
@@ -389,7 +389,12 @@ def run_model(name, work):
         t, c = m.get("tpu_ops", 0), m.get("cpu_ops", 0)
         if t + c == 0:
             raise CellError("no mapping in the compile report")
-        return t == t + c, f"{100 * t / (t + c):.0f}% ({t}/{t + c})"
+        cpu_ops = {}
+        for o in m.get("summary", []):
+            if o.get("placement") != "tpu":
+                cpu_ops[o["op"]] = cpu_ops.get(o["op"], 0) + o.get("count", 1)
+        on_cpu = ", ".join(f"{k}×{v}" for k, v in sorted(cpu_ops.items(), key=lambda kv: -kv[1]))
+        return t == t + c, f"{100 * t / (t + c):.0f}% ({t}/{t + c})" + (f"; CPU: {on_cpu}" if on_cpu else "")
 
     cell("litert", litert)
     cell("bit_equal", bit_equal)
@@ -443,7 +448,7 @@ def render(names, out):
         for r in rows:
             v = r["cells"].get(c, {})
             if v.get("ok") is False:
-                k = _pattern(v["text"])
+                k = _pattern(v["text"], c)
                 counts[k] = counts.get(k, 0) + 1
         if counts:
             lines.append(f"- **{h}**: " + "; ".join(f"{n}× `{k}`" for k, n in
@@ -452,12 +457,16 @@ def render(names, out):
         f.write("\n".join(lines) + "\n")
 
 
-def _pattern(text):
+def _pattern(text, col=None):
     import re
+    if col == "int8_err":
+        return "no peer, above 0.05" if "no peer" in text or "failed" in text else "above 1.25 × the peer's"
+    if col == "tpu_share" and "CPU: " in text:
+        return "on CPU: " + re.sub(r"×\d+", "", text.split("CPU: ", 1)[1])
     t = text.replace("error: ", "").replace("cannot load unsupported: ", "unsupported: ")
-    t = re.sub(r"'[^']*'|\"[^\"]*\"|`[^`]*`", "…", t)
+    t = re.sub(r"'[^']*('|$)|\"[^\"]*(\"|$)|`[^`]*(`|$)", "…", t)
     t = re.sub(r"\bnode [^ ]+ \(", "node … (", t)
-    t = re.sub(r"\d+(\.\d+)?(e-?\d+)?", "N", t)
+    t = re.sub(r"(?<![A-Za-z_])\d+(\.\d+)?(e-?\d+)?(?![A-Za-z_])", "N", t)
     return t.replace("`", "")[:140]
 
 
