@@ -385,22 +385,25 @@ def run_model(name, work):
         return ok, f"{e:.3f} / {peer_text}"
 
     def tpu_share():
-        m = report.get("mapping") or {}
-        t, c = m.get("tpu_ops", 0), m.get("cpu_ops", 0)
-        if t + c == 0:
-            raise CellError("no mapping in the compile report")
-        cpu_ops = {}
-        for o in m.get("summary", []):
-            if o.get("placement") != "tpu":
-                cpu_ops[o["op"]] = cpu_ops.get(o["op"], 0) + o.get("count", 1)
-        on_cpu = ", ".join(f"{k}×{v}" for k, v in sorted(cpu_ops.items(), key=lambda kv: -kv[1]))
-        return t == t + c, f"{100 * t / (t + c):.0f}% ({t}/{t + c})" + (f"; CPU: {on_cpu}" if on_cpu else "")
+        return tpu_share_of(report)
 
     cell("litert", litert)
     cell("bit_equal", bit_equal)
     cell("int8_err", int8_err)
     cell("tpu_share", tpu_share)
     return row
+
+
+def tpu_share_of(report):
+    """The predicted Edge TPU share of a compile report, naming the first op that goes to the CPU and why (the
+    Edge TPU compiler runs everything after it on the CPU too)."""
+    m = report.get("mapping") or {}
+    t, c = m.get("tpu_ops", 0), m.get("cpu_ops", 0)
+    if t + c == 0:
+        raise CellError("no mapping in the compile report")
+    first = next((o for o in m.get("ops", []) if o.get("placement") != "tpu"), None)
+    why = f"; first CPU op: {first['op']} ({first.get('reason') or first.get('status')})" if first else ""
+    return t == t + c, f"{100 * t / (t + c):.0f}% ({t}/{t + c})" + why
 
 
 def _onnx_input_name(path):
@@ -461,8 +464,8 @@ def _pattern(text, col=None):
     import re
     if col == "int8_err":
         return "no peer, above 0.05" if "no peer" in text or "failed" in text else "above 1.25 × the peer's"
-    if col == "tpu_share" and "CPU: " in text:
-        return "on CPU: " + re.sub(r"×\d+", "", text.split("CPU: ", 1)[1])
+    if col == "tpu_share" and "first CPU op: " in text:
+        return "first CPU op: " + re.sub(r"\d+", "N", text.split("first CPU op: ", 1)[1])
     t = text.replace("error: ", "").replace("cannot load unsupported: ", "unsupported: ")
     t = re.sub(r"'[^']*('|$)|\"[^\"]*(\"|$)|`[^`]*(`|$)", "…", t)
     t = re.sub(r"\bnode [^ ]+ \(", "node … (", t)
