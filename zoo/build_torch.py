@@ -250,6 +250,10 @@ def build(name, ctor, spec):
     cal = common.samples(spec["shape"], n, lo, hi, seed=1, dtype=spec["dtype"])
     x = common.samples(spec["shape"], 1, lo, hi, seed=2, dtype=spec["dtype"])
     model.eval()
+    with torch.no_grad():  # zero-initialised layers (ViT's head) would make every output 0, and every check trivial
+        for m in model.modules():
+            if isinstance(m, (torch.nn.Linear, torch.nn.Conv2d)) and not m.weight.any():
+                m.weight.normal_(0.0, 0.02)
     if spec["dtype"] == "float32":
         _init_batchnorm(model, torch.from_numpy(cal))
     with torch.no_grad():
