@@ -548,7 +548,8 @@ def main():
         res = os.path.join(RESULTS, name + ".json")
         mdir = common.model_dir(name)
         if (not a.force and os.path.isfile(res) and os.path.getmtime(res) > bin_mtime
-                and os.path.getmtime(res) > os.path.getmtime(os.path.join(mdir, ".complete"))):
+                and os.path.getmtime(res) > os.path.getmtime(os.path.join(mdir, ".complete"))
+                and (os.environ.get("ZOO_SKIP_AOT") or json.load(open(res))["cells"]["aot"]["text"] != AOT_PENDING)):
             common.progress(i, len(names), name, "cached result", t0)
             continue
         meta = json.load(open(os.path.join(mdir, "meta.json")))
