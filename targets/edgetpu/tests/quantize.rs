@@ -326,6 +326,39 @@ fn op_mix() -> Graph {
     b.finish().unwrap()
 }
 
+/// A ResNet stem: 7×7/2 convolution with ReLU, then a 3×3/2 max pool with pads 1 on every side, which TFLite's
+/// SAME padding (pads 0 before, 1 after) cannot express: it exports as PAD + a VALID MAX_POOL_2D.
+fn resnet_stem() -> Graph {
+    let mut b = GraphBuilder::new("resnet_stem");
+    let x = b.input("x", DType::F32, &[1, 3, 16, 16]);
+    let w = b.constant("w", weights(&[8, 3, 7, 7], 41, 0.3));
+    let c = b.op(conv(7, 2, 3, 1, Some(Activation::Relu)), &[x, w]).unwrap();
+    let p = PoolAttrs { kernel_shape: vec![3, 3], strides: vec![2, 2], dilations: vec![], pads: vec![1; 4], auto_pad: AutoPad::NotSet, ceil_mode: false, count_include_pad: false };
+    let m = b.node(Op::MaxPool(p), &[Some(c)], 1).unwrap()[0];
+    let w2 = b.constant("w2", weights(&[4, 8, 1, 1], 42, 0.5));
+    let y = b.op(conv(1, 1, 0, 1, None), &[m, w2]).unwrap();
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// PRelu (BlazeFace-style landmark and palm models): a per-channel slope after a convolution (TFLite PRELU
+/// broadcasts it over NHWC) and a scalar slope, each with negative and positive inputs.
+fn prelu_mix() -> Graph {
+    let mut b = GraphBuilder::new("prelu_mix");
+    let x = b.input("x", DType::F32, &[1, 3, 8, 8]);
+    let w1 = b.constant("w1", weights(&[6, 3, 3, 3], 31, 0.6));
+    let b1 = b.constant("b1", weights(&[6], 32, 0.3));
+    let c1 = b.op(conv(3, 1, 1, 1, None), &[x, w1, b1]).unwrap();
+    let slope = b.constant("slope", weights(&[6, 1, 1], 33, 0.5));
+    let p1 = b.op(Op::Binary(BinaryOp::PRelu, None), &[c1, slope]).unwrap();
+    let w2 = b.constant("w2", weights(&[4, 6, 1, 1], 34, 0.5));
+    let c2 = b.op(conv(1, 1, 0, 1, None), &[p1, w2]).unwrap();
+    let s2 = b.constant("slope2", Tensor::from_f32(vec![1], vec![0.25]));
+    let p2 = b.op(Op::Binary(BinaryOp::PRelu, None), &[c2, s2]).unwrap();
+    b.output(p2);
+    b.finish().unwrap()
+}
+
 /// A float CNN whose feature map is resized: bilinear with half-pixel centres (×2 up), bilinear with aligned
 /// corners and nearest (floor, asymmetric) to non-integer sizes; the three are outputs.
 fn resize_mix() -> Graph {
@@ -362,7 +395,9 @@ const KNOWN_KERNEL_GAPS: &[(&str, &str)] = &[];
 /// LiteRT computes on it (zero differing values), for int8 and float I/O.
 #[test]
 fn our_int8_runtime_matches_litert_exactly_on_exported_models() {
-    let mut models: Vec<(String, Graph, f32, f32)> = vec![("op_mix".into(), op_mix(), -1.0, 1.0), ("resize_mix".into(), resize_mix(), -1.0, 1.0)];
+    let mut models: Vec<(String, Graph, f32, f32)> =
+        vec![("op_mix".into(), op_mix(), -1.0, 1.0), ("resize_mix".into(), resize_mix(), -1.0, 1.0), ("prelu_mix".into(), prelu_mix(), -1.0, 1.0)];
+    models.push(("resnet_stem".into(), resnet_stem(), -1.0, 1.0));
     let g = convnet();
     models.push(("convnet_f32".into(), g, 0.0, 1.0));
     let g = text_direction_classifier();

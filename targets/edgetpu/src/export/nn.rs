@@ -5,7 +5,9 @@ use tpu_sdk_core::format::tflite::builder::*;
 use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options, padding};
 use tpu_sdk_core::format::tflite::tflite_padding;
 use tpu_sdk_core::ir::ops::conv::transpose_plan;
-use tpu_sdk_core::ir::{AutoPad, ConvAttrs, ConvTransposeAttrs, CoordTransform, NearestMode, Node, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, ValueId};
+use tpu_sdk_core::ir::{
+    Activation, AutoPad, ConvAttrs, ConvTransposeAttrs, CoordTransform, DType, NearestMode, Node, Op, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, UnaryOp, ValueId,
+};
 use tpu_sdk_core::Result;
 
 use super::layout::{permuted, NHWC};
@@ -171,12 +173,18 @@ impl Ex<'_> {
                 if !max && a.count_include_pad && a.pads.iter().any(|&p| p != 0) {
             return Err(self.unsupported("average pooling that counts padding"));
         }
-        let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [a.kernel_shape[0], a.kernel_shape[1]], &strides, &[1, 1], f32::NAN, &n.name)?;
+        // A max pool over values that are never negative pads exactly with 0 (every window holds a real
+        // element), so pads that TFLite's SAME cannot express become a PAD before a VALID pool (the ResNet
+        // stem: ReLU → MaxPool 3×3, stride 2, pads 1).
+        let fill = if max && self.never_negative(x) { 0.0 } else { f32::NAN };
+        let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [a.kernel_shape[0], a.kernel_shape[1]], &strides, &[1, 1], fill, &n.name)?;
         let ys = g.value(y).shape.clone();
         let xs = g.value(x).shape.clone();
         let pad_same = if pad == padding::SAME { padding::SAME } else { padding::VALID };
-        let (oh, _, _) = tflite_padding(pad_same, xs[2], a.kernel_shape[0], strides[0], 1);
-        let (ow, _, _) = tflite_padding(pad_same, xs[3], a.kernel_shape[1], strides[1], 1);
+        // A VALID pool of explicit pads runs on the PAD's output.
+        let p = |i: usize| if pad == padding::VALID && a.auto_pad == AutoPad::NotSet { a.pads.get(i).copied().unwrap_or(0) } else { 0 };
+        let (oh, _, _) = tflite_padding(pad_same, xs[2] + p(0) + p(2), a.kernel_shape[0], strides[0], 1);
+        let (ow, _, _) = tflite_padding(pad_same, xs[3] + p(1) + p(3), a.kernel_shape[1], strides[1], 1);
         if (oh, ow) != (ys[2], ys[3]) {
             return Err(self.unsupported(format!("pooling output {}x{} that TFLite padding cannot produce (ceil_mode?)", ys[2], ys[3])));
         }
@@ -184,6 +192,26 @@ impl Ex<'_> {
         let opts = OptionsT::pool2d(pad, strides[1] as i32, strides[0] as i32, a.kernel_shape[1] as i32, a.kernel_shape[0] as i32, act::NONE);
         self.op(if max { bo::MAX_POOL_2D } else { bo::AVERAGE_POOL_2D }, 1, vec![xin], vec![yt], Some(opts));
         Ok(())
+    }
+
+    /// Whether value `x` is never negative: int8 (uint8) with zero point -128 (0), so its lowest level is the
+    /// real 0, or the output of a ReLU-like activation.
+    fn never_negative(&self, x: ValueId) -> bool {
+        let g = self.g;
+        let v = g.value(x);
+        if let Some(q) = &v.quant {
+            return match v.dtype {
+                DType::I8 => q.zero_point.iter().all(|&z| z == -128),
+                DType::U8 => q.zero_point.iter().all(|&z| z == 0),
+                _ => false,
+            };
+        }
+        let clamps = |a: Option<Activation>| matches!(a, Some(Activation::Relu | Activation::Relu6)) || matches!(a, Some(Activation::Clip { min, .. }) if min >= 0.0);
+        g.nodes.iter().find(|n| n.outputs.contains(&x)).is_some_and(|n| match &n.op {
+            Op::Unary(UnaryOp::Relu) => true,
+            Op::Unary(UnaryOp::Clip { min, .. }) => *min >= 0.0,
+            op => clamps(op.activation()),
+        })
     }
 
     /// GlobalAveragePool or GlobalMaxPool (`max`): MEAN or REDUCE_MAX over H and W, kept.

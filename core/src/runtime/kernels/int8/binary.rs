@@ -1,9 +1,11 @@
-//! ADD, SUB and MUL on int8 with numpy broadcasting, as TFLite computes them.
+//! ADD, SUB, MUL and PRELU on int8 with numpy broadcasting, as TFLite computes them.
 //!
 //! ADD/SUB (`add.cc`, `sub.cc`): both inputs are shifted left by 20 bits and rescaled to twice the larger
 //! input scale (`MultiplyByQuantizedMultiplierSmallerThanOneExp`), added or subtracted, and the sum rescaled
 //! to the output. MUL: `MultiplyByQuantizedMultiplier((a - zp_a)·(b - zp_b), s_a·s_b/s_out)`. Both add the
-//! output zero point and clamp to the fused activation's range.
+//! output zero point and clamp to the fused activation's range. PRELU (`reference_ops::BroadcastPrelu4DSlow`,
+//! which LiteRT runs for int8): `x - zp_x` rescaled by `s_x/s_out` where it is ≥ 0, else
+//! `(x - zp_x)·(alpha - zp_alpha)` rescaled by `s_x·s_alpha/s_out`; plus the output zero point, clamped.
 
 use super::fixedpoint::{mul_double_round, mul_smaller_than_one, quantize_multiplier, srdhm, Multiplier};
 use super::{activation_range, arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp};
@@ -15,6 +17,7 @@ use crate::runtime::kernels::Scratch;
 enum Kind {
     AddSub { sub: bool, m1: Multiplier, m2: Multiplier, mo: Multiplier },
     Mul { m: Multiplier },
+    PRelu { positive: Multiplier, negative: Multiplier },
 }
 
 #[derive(Debug)]
@@ -42,7 +45,11 @@ pub(crate) fn prepare(cx: &Ctx, op: BinaryOp, act: Option<Activation>) -> Result
             }
         }
         BinaryOp::Mul => Kind::Mul { m: quantize_multiplier(a.scale as f64 * b.scale as f64 / y.scale as f64) },
-        other => return Err(format!("{other:?} on quantized values is not supported (Add, Sub, Mul are)")),
+        BinaryOp::PRelu => Kind::PRelu {
+            positive: quantize_multiplier(a.scale as f64 / y.scale as f64),
+            negative: quantize_multiplier(a.scale as f64 * b.scale as f64 / y.scale as f64),
+        },
+        other => return Err(format!("{other:?} on quantized values is not supported (Add, Sub, Mul, PRelu are)")),
     };
     let dtype = cx.output(0)?.dtype;
     Ok(Box::new(Binary { kind, a, b, y, act: activation_range(act, y, super::dtype_range(dtype)), dtype }))
@@ -58,6 +65,10 @@ impl Binary {
                 mul_smaller_than_one(if sub { s1 - s2 } else { s1 + s2 }, mo)
             }
             Kind::Mul { m } => mul_double_round((x1 - self.a.zp) * (x2 - self.b.zp), m),
+            Kind::PRelu { positive, negative } => match x1 - self.a.zp {
+                x if x >= 0 => mul_double_round(x, positive),
+                x => mul_double_round(x * (x2 - self.b.zp), negative),
+            },
         };
         (raw + self.y.zp).clamp(self.act.0, self.act.1)
     }
