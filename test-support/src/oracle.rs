@@ -29,6 +29,18 @@ pub fn python() -> Option<PathBuf> {
     }
 }
 
+/// TensorFlow's Python (`$TPU_SDK_TF_PYTHON`, a venv with tensorflow: its converter is the peer quantizer);
+/// `None` after a note when it is not set, a failure instead when `TPU_SDK_REQUIRE_TF=1`. `what` names the
+/// test case skipped.
+pub fn tf_python(what: &str) -> Option<PathBuf> {
+    let p = std::env::var_os("TPU_SDK_TF_PYTHON").filter(|v| !v.is_empty()).map(PathBuf::from);
+    if p.is_none() {
+        assert!(std::env::var("TPU_SDK_REQUIRE_TF").as_deref() != Ok("1"), "TPU_SDK_REQUIRE_TF=1 but TPU_SDK_TF_PYTHON is not set");
+        eprintln!("note: TPU_SDK_TF_PYTHON is not set (a Python with tensorflow); skipping {what}");
+    }
+    p
+}
+
 /// `$TPU_SDK_PYTHON` when set, else `python3` (for tests that find out later whether it has what they need).
 pub fn python_or_default() -> PathBuf {
     std::env::var_os("TPU_SDK_PYTHON").filter(|v| !v.is_empty()).map(PathBuf::from).unwrap_or_else(|| "python3".into())

@@ -25,12 +25,18 @@ fn ext(p: &Path) -> String {
     p.extension().map(|e| e.to_string_lossy().to_ascii_lowercase()).unwrap_or_default()
 }
 
+/// The entries of folder `path` in name order, hidden ones (`.name`) left out.
+fn visible_entries(path: &Path) -> Result<Vec<PathBuf>> {
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect();
+    entries.sort();
+    Ok(entries)
+}
+
 /// Loads samples for `graph` from `path` (see the module docs).
 pub fn load(path: &Path, graph: &Graph, image: &ImageArgs) -> Result<Vec<Vec<Tensor>>> {
     let names: Vec<String> = graph.inputs.iter().map(|&i| graph.value(i).name.clone()).collect();
     if path.is_dir() {
-        let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect();
-        entries.sort();
+        let entries = visible_entries(path)?;
         let dirs: Vec<&PathBuf> = entries.iter().filter(|p| p.is_dir()).collect();
         let npys: Vec<&PathBuf> = entries.iter().filter(|p| p.is_file() && ext(p) == "npy").collect();
         let images: Vec<&PathBuf> = entries.iter().filter(|p| p.is_file() && IMAGE_EXTS.contains(&ext(p).as_str())).collect();
@@ -171,16 +177,15 @@ fn first_sample(path: &Path, declared: &[DeclaredInput], k: usize) -> Result<Opt
         }
         return if declared.len() == 1 { array(path, true) } else { Ok(None) }; // load() explains the forms
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.filter_map(|e| e.ok().map(|e| e.path())).filter(|p| !p.file_name().is_some_and(|n| n.to_string_lossy().starts_with('.'))).collect();
-    entries.sort();
+    let entries = visible_entries(path)?;
     if let Some(p) = entries.iter().find(|p| p.is_file() && ext(p) == "npy") {
         return if declared.len() == 1 { array(p, false) } else { Ok(None) };
     }
     if entries.iter().any(|p| p.is_file() && IMAGE_EXTS.contains(&ext(p).as_str())) {
         return Ok(Some(Sample::Image));
     }
-    match entries.iter().find(|p| p.is_dir()) {
-        Some(d) if d.join(format!("{}.npy", declared[k].name)).is_file() => array(&d.join(format!("{}.npy", declared[k].name)), false),
+    match entries.iter().find(|p| p.is_dir()).map(|d| d.join(format!("{}.npy", declared[k].name))) {
+        Some(f) if f.is_file() => array(&f, false),
         _ => Ok(None),
     }
 }

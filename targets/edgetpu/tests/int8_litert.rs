@@ -300,11 +300,7 @@ fn split_quantizes_exports_as_split_and_split_v_and_matches_litert() {
 /// runtime (reading the file back) computes exactly what LiteRT computes.
 #[test]
 fn a_keras_mobilenet_v2_with_dead_depthwise_channels_compiles_to_a_file_litert_loads() {
-    let Some(tf_py) = std::env::var_os("TPU_SDK_TF_PYTHON") else {
-        assert!(std::env::var("TPU_SDK_REQUIRE_TF").as_deref() != Ok("1"), "TPU_SDK_REQUIRE_TF=1 but TPU_SDK_TF_PYTHON is not set");
-        eprintln!("note: TPU_SDK_TF_PYTHON is not set (a Python with tensorflow); skipping the Keras MobileNetV2 case");
-        return;
-    };
+    let Some(tf_py) = oracle::tf_python("the Keras MobileNetV2 case") else { return };
     let dir = tempfile::tempdir().unwrap();
     let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/make_dead_channel_mobilenet.py");
     let out = Command::new(&tf_py).arg(script).arg(dir.path()).output().unwrap();

@@ -13,6 +13,7 @@ use tpu_sdk_core::ir::Tensor;
 use tpu_sdk_core::target::{CompileOptions, Target};
 use tpu_sdk_core::{npy, passes};
 use tpu_sdk_edgetpu::EdgeTpuTarget;
+use tpu_sdk_test_support::oracle;
 
 /// How much lower (dB) our SQNR may be than TF's.
 const MARGIN_DB: f64 = 1.0;
@@ -29,11 +30,7 @@ fn split(all: &Tensor) -> Vec<Vec<Tensor>> {
 
 #[test]
 fn our_int8_error_is_no_worse_than_tensorflows() {
-    let Some(py) = std::env::var_os("TPU_SDK_TF_PYTHON") else {
-        assert!(std::env::var("TPU_SDK_REQUIRE_TF").as_deref() != Ok("1"), "TPU_SDK_REQUIRE_TF=1 but TPU_SDK_TF_PYTHON is not set");
-        eprintln!("note: TPU_SDK_TF_PYTHON is not set (a Python with tensorflow); skipping the TensorFlow quantization comparison");
-        return;
-    };
+    let Some(py) = oracle::tf_python("the TensorFlow quantization comparison") else { return };
     let dir = tempfile::tempdir().unwrap();
     let out = Command::new(&py).arg(script()).arg("make").arg(dir.path()).output().unwrap();
     assert!(out.status.success(), "make failed: {}", String::from_utf8_lossy(&out.stderr));
