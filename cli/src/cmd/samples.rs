@@ -111,7 +111,7 @@ pub fn free_input_shapes(path: &Path, declared: &[DeclaredInput], opts: &LoadOpt
                 .into())
             }
             (Sample::Array { shape, stacked }, dims) => {
-                let rank = dims.as_ref().map_or(shape.len() - usize::from(stacked), Vec::len);
+                let rank = dims.as_ref().map_or(shape.len().saturating_sub(usize::from(stacked)), Vec::len);
                 if stacked && shape.len() == rank + 1 {
                     shape[1..].to_vec() // [N, ...input]
                 } else if shape.len() == rank {
