@@ -2,7 +2,7 @@
 //!
 //! Exit codes: 0 success; 1 a failure while running (I/O, a kernel error); 2 bad usage or inputs that do not
 //! match the model (count, shape, dtype); 3 the model cannot be loaded (malformed, or uses something
-//! unsupported); 4 a device or accelerator runtime is missing or failed.
+//! unsupported, or would need more memory than the budget: `--max-memory`); 4 a device or accelerator runtime is missing or failed.
 
 use std::process::ExitCode;
 
@@ -17,6 +17,10 @@ struct Cli {
     /// Worker threads for the CPU runtime (default: all cores).
     #[arg(long, global = true)]
     threads: Option<usize>,
+    /// Most memory a model may make tpu-sdk allocate (2G, 512M, bytes); a model that needs more is refused with
+    /// what it would allocate (default: 75% of physical memory, or TPU_SDK_MAX_MEMORY).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = tpu_sdk::core::limits::parse_size)]
+    max_memory: Option<u64>,
     #[command(subcommand)]
     command: Command,
 }
@@ -44,7 +48,7 @@ fn exit_code(e: &anyhow::Error) -> u8 {
         if let Some(core) = cause.downcast_ref::<tpu_sdk::Error>() {
             return match core {
                 tpu_sdk::Error::InputMismatch(_) => 2,
-                tpu_sdk::Error::InvalidModel(_) | tpu_sdk::Error::Unsupported(_) => 3,
+                tpu_sdk::Error::InvalidModel(_) | tpu_sdk::Error::Unsupported(_) | tpu_sdk::Error::ResourceLimit(_) => 3,
                 tpu_sdk::Error::Device(_) => 4,
                 _ => 1,
             };
@@ -58,6 +62,9 @@ fn exit_code(e: &anyhow::Error) -> u8 {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    if cli.max_memory.is_some() {
+        tpu_sdk::core::limits::set_memory_budget(cli.max_memory);
+    }
     let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
     if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
         std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());

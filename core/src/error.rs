@@ -26,6 +26,10 @@ pub enum Error {
     /// install or check).
     #[error("device: {0}")]
     Device(String),
+    /// The model would need more memory (or another resource) than this process may use; the message names
+    /// what would be allocated, its size, and the limit (see [`crate::limits`]).
+    #[error("resource limit: {0}")]
+    ResourceLimit(String),
     /// Reading or writing a file failed.
     #[error("{path}: {source}")]
     Io {

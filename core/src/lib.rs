@@ -10,6 +10,7 @@ pub mod error;
 pub mod format;
 pub mod import;
 pub mod ir;
+pub mod limits;
 pub mod npy;
 pub mod passes;
 pub mod quant;

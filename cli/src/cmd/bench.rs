@@ -53,7 +53,13 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     let Opened { configured, target, model } = a.on.open(&given)?;
     let g = model.graph();
     let inputs: Vec<Tensor> = if given.is_empty() {
-        g.inputs.iter().enumerate().map(|(k, &i)| super::random_tensor(g.value(i).dtype, &g.value(i).shape, k as u64 + 1)).collect()
+        let mut made = Vec::with_capacity(g.inputs.len());
+        for (k, &i) in g.inputs.iter().enumerate() {
+            let v = g.value(i);
+            tpu_sdk::core::limits::check_tensor(&format!("bench's random input '{}'", v.name), v.dtype, &v.shape)?;
+            made.push(super::random_tensor(v.dtype, &v.shape, k as u64 + 1));
+        }
+        made
     } else {
         super::order_inputs(&model, given)?
     };

@@ -127,7 +127,11 @@ pub fn infer_node(g: &mut Graph, node: usize, eval: &dyn ConstEval) -> Result<()
         && !quantized
         && all_const
         && match &inferred {
-            Ok(out) => out.iter().map(|(_, s)| s.iter().product::<usize>()).sum::<usize>() <= MAX_FOLD_ELEMENTS,
+            // checked: a shape a model chose may overflow usize, and a wrapped product would look small
+            Ok(out) => out
+                .iter()
+                .try_fold(0u64, |acc, (_, s)| acc.checked_add(crate::limits::numel(s)?))
+                .is_some_and(|n| n <= MAX_FOLD_ELEMENTS as u64),
             Err(InferError::Dynamic) => true,
             Err(InferError::Invalid(_)) => false,
         };

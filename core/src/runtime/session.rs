@@ -13,7 +13,9 @@
 use std::time::{Duration, Instant};
 
 use super::kernels::{self, Scratch};
+use crate::ir::ops::{self, TypeInfo};
 use crate::ir::{verify, DType, Graph, Tensor};
+use crate::limits;
 use crate::{Error, Result};
 
 /// Where a value's tensor lives during a run.
@@ -34,6 +36,8 @@ struct Step {
     int8: Option<Box<dyn kernels::int8::Int8Kernel>>,
     inputs: Vec<Option<Src>>,
     outputs: Vec<usize>,
+    /// Some output's shape is known only at run time: checked against the memory budget before the kernel.
+    dynamic: bool,
 }
 
 /// A graph prepared for repeated execution on the CPU.
@@ -80,13 +84,22 @@ impl Session {
         let mut free: Vec<usize> = Vec::new();
         let mut steps = Vec::with_capacity(live_nodes.len());
         let mut owner: Vec<Option<usize>> = vec![None; nv]; // value -> buffer
+        let budget = limits::memory_budget();
+        let mut biggest: Option<((usize, usize), usize)> = None; // ((node, value), bytes)
         for (s, &n) in live_nodes.iter().enumerate() {
             let node = &graph.nodes[n];
             let inputs = node.inputs.iter().map(|i| i.map(|v| srcs[v.0].expect("verified: inputs are defined"))).collect();
             let mut outputs = Vec::with_capacity(node.outputs.len());
             for o in &node.outputs {
                 let v = &graph.values[o.0];
-                let need = if v.dynamic { 0 } else { v.numel() * v.dtype.size_bytes() };
+                let need = if v.dynamic {
+                    0
+                } else {
+                    match limits::tensor_bytes(v.dtype, &v.shape) {
+                        Some(b) if b <= budget => b as usize,
+                        b => return Err(limits::over_budget(&output_text(node, n, v), b)),
+                    }
+                };
                 // best fit among free buffers of the same dtype
                 let pick = free
                     .iter()
@@ -109,6 +122,9 @@ impl Session {
                     }
                 };
                 buf_info[b].1 = buf_info[b].1.max(need);
+                if biggest.map_or(true, |(_, size)| need > size) {
+                    biggest = Some(((n, o.0), need));
+                }
                 outputs.push(b);
                 if v.constant.is_none() {
                     srcs[o.0] = Some(Src::Buf(b));
@@ -136,12 +152,24 @@ impl Session {
                 Error::Node { node, op, msg } => Error::Unsupported(format!("node '{node}' ({op}): {msg}")),
                 other => other,
             })?;
-            steps.push(Step { node: n, int8, inputs, outputs });
+            let dynamic = node.outputs.iter().any(|o| graph.values[o.0].dynamic);
+            steps.push(Step { node: n, int8, inputs, outputs, dynamic });
         }
         for o in &graph.outputs {
             if srcs[o.0].is_none() {
                 return Err(Error::InvalidModel(format!("graph output '{}' is never computed", graph.values[o.0].name)));
             }
+        }
+        // Buffers keep their size between runs: their sum is the plan's peak.
+        let peak = buf_info.iter().try_fold(0u64, |acc, &(_, b)| acc.checked_add(b as u64));
+        if peak.map_or(true, |p| p > budget) {
+            let (k, _) = biggest.expect("a plan over budget has a buffer");
+            let node = &graph.nodes[k.0];
+            let v = &graph.values[k.1];
+            return Err(limits::over_budget(
+                &format!("the model's planned activations (largest: {})", output_text(node, k.0, v)),
+                peak,
+            ));
         }
         let bufs = buf_info.iter().map(|_| Tensor::default()).collect();
         Ok(Session { graph, steps, srcs, bufs, outs_tmp: Vec::new(), scratch: Scratch::default(), profile: None })
@@ -199,6 +227,9 @@ impl Session {
         for step in steps.iter() {
             let node = &graph.nodes[step.node];
             let t0 = profile.is_some().then(Instant::now);
+            if step.dynamic {
+                check_dynamic_outputs(graph, inputs, bufs, step)?;
+            }
             outs_tmp.clear();
             outs_tmp.extend(step.outputs.iter().map(|&b| std::mem::take(&mut bufs[b])));
             let ins: Vec<Option<&Tensor>> = step.inputs.iter().map(|s| s.map(|s| resolve(graph, inputs, bufs, s))).collect();
@@ -221,6 +252,34 @@ impl Session {
             .map(|o| resolve(graph, inputs, bufs, srcs[o.0].expect("planned: outputs are computed")).clone())
             .collect())
     }
+}
+
+/// `node 'x' (Expand) output 'y'`
+fn output_text(node: &crate::ir::Node, index: usize, v: &crate::ir::Value) -> String {
+    let name = if node.name.is_empty() { format!("#{index}") } else { node.name.clone() };
+    format!("node '{name}' ({}) output '{}' {}", node.op.name(), v.name, limits::describe(v.dtype, &v.shape))
+}
+
+/// Before a node whose output shapes depend on run-time values runs: its shape rule on the actual inputs, and
+/// each output's size against the memory budget (an `Expand` to a shape read from an input must not reach the
+/// allocator). Outputs whose rule cannot say (data-dependent, like `NonZero`) are bounded by their inputs.
+fn check_dynamic_outputs(g: &Graph, inputs: &[Tensor], bufs: &[Tensor], step: &Step) -> Result<()> {
+    if step.int8.is_some() {
+        return Ok(()); // quantized nodes have static shapes
+    }
+    let node = &g.nodes[step.node];
+    let infos: Vec<Option<TypeInfo>> = step
+        .inputs
+        .iter()
+        .map(|s| s.map(|s| resolve(g, inputs, bufs, s)).map(|t| TypeInfo { dtype: t.dtype(), shape: &t.shape, value: Some(t) }))
+        .collect();
+    let Ok(outs) = ops::infer(&node.op, &infos) else { return Ok(()) };
+    for (k, (dtype, shape)) in outs.iter().enumerate() {
+        if let Err(e) = limits::check_tensor(&format!("node '{}' ({}) output {k}", node.name, node.op.name()), *dtype, shape) {
+            return Err(e);
+        }
+    }
+    Ok(())
 }
 
 fn resolve<'a>(g: &'a Graph, inputs: &'a [Tensor], bufs: &'a [Tensor], s: Src) -> &'a Tensor {

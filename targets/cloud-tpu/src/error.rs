@@ -52,6 +52,9 @@ pub enum Error {
     /// The caller's inputs do not match the compiled program.
     #[error("input mismatch: {0}")]
     InputMismatch(String),
+    /// A value of the graph is larger than this process may allocate (see `tpu_sdk_core::limits`).
+    #[error("resource limit: {0}")]
+    ResourceLimit(String),
     /// Anything else that is inconsistent (a bug in the caller or an unexpected plugin answer).
     #[error("{0}")]
     Invalid(String),
@@ -80,6 +83,7 @@ impl From<Error> for tpu_sdk_core::Error {
                 tpu_sdk_core::Error::Unsupported(format!("cloud-tpu cannot lower node '{node}' ({op}): {msg}"))
             }
             Error::InputMismatch(m) => tpu_sdk_core::Error::InputMismatch(m),
+            Error::ResourceLimit(m) => tpu_sdk_core::Error::ResourceLimit(m),
             other => tpu_sdk_core::Error::Device(other.to_string()),
         }
     }

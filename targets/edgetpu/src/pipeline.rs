@@ -50,6 +50,7 @@ pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
         },
     };
 
+    tpu_sdk_core::limits::check_graph(&graph)?;
     let mut graph = graph;
     quant::prepare(&mut graph);
     let cal = quant::calibrate(&graph, &o.calibration, method, &opts.progress)?;

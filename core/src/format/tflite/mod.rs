@@ -49,8 +49,9 @@ pub fn tensor_type_of(d: DType) -> i8 {
 /// Decodes the little-endian bytes of a buffer holding `n` elements of `dtype`.
 pub fn decode_data(dtype: DType, bytes: &[u8], n: usize) -> std::result::Result<TensorData, String> {
     let size = dtype.size_bytes();
-    if bytes.len() != n * size {
-        return Err(format!("has {} bytes of data, its shape needs {} ({n} × {size})", bytes.len(), n * size));
+    if n.checked_mul(size) != Some(bytes.len()) {
+        let need = n.checked_mul(size).map_or_else(|| "more than 2^64".to_string(), |b| b.to_string());
+        return Err(format!("has {} bytes of data, its shape needs {need} ({n} × {size})", bytes.len()));
     }
     Ok(crate::format::decode_le(dtype, bytes))
 }

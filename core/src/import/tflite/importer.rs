@@ -121,11 +121,15 @@ impl<'a> Importer<'a> {
             )));
         }
         let (dtype, shape) = self.declared(t)?;
-        let n = shape.iter().product();
+        let n = crate::limits::numel(&shape)
+            .and_then(|n| usize::try_from(n).ok())
+            .ok_or_else(|| Error::InvalidModel(format!("tensor '{name}' has shape {shape:?}, too many elements")))?;
         let dense;
         let data = match tensor.sparsity() {
-            // A sparse constant (read by DENSIFY): expanded to its dense data here.
+            // A sparse constant (read by DENSIFY): expanded to its dense data here, so its dense size is checked
+            // against the memory budget first (a few bytes of sparse data can claim any shape).
             Some(sp) => {
+                crate::limits::check_tensor(&format!("sparse tensor '{name}' densified"), dtype, &shape)?;
                 dense = sparsity::densify(&sp, &shape, dtype.size_bytes(), data)
                     .map_err(|m| Error::InvalidModel(format!("sparse tensor '{name}': {m}")))?;
                 &dense[..]

@@ -134,6 +134,11 @@ pub fn lower_program_sharded(
 }
 
 fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::ShardPlan>, weights_as_args: bool) -> Result<Program> {
+    // A value larger than this process may allocate is refused before any constant is materialised as text.
+    tpu_sdk_core::limits::check_graph(graph).map_err(|e| match e {
+        tpu_sdk_core::Error::ResourceLimit(m) => Error::ResourceLimit(m),
+        other => Error::Invalid(other.to_string()),
+    })?;
     let mut cx = Cx::new(graph, *opts);
     cx.shard = plan.cloned();
     cx.shard_args = weights_as_args;
