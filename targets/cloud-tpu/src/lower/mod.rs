@@ -168,6 +168,17 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
         if node.outputs.iter().chain(node.inputs.iter().flatten()).any(|o| graph.value(*o).dynamic) {
             return Err(cx.unsupported(node, "its shapes depend on run-time values; TPU programs need static shapes"));
         }
+        // Integer arithmetic on quantized values (a full-integer TFLite model) has TFLite's fixed-point
+        // semantics, which the float lowering does not express; Quantize/Dequantize nodes themselves lower.
+        if tpu_sdk_core::ir::ops::quantize::is_quantized_node(graph, idx)
+            && !matches!(node.op, Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. })
+        {
+            return Err(cx.unsupported(
+                node,
+                "it computes on quantized int8 values (a full-integer model); cloud-tpu lowers float graphs: \
+                 compile the float model, or run this one with --target cpu or --target edgetpu",
+            ));
+        }
         // Inconsistencies found while lowering (shapes that do not broadcast, ...) name the node.
         let outs = lower_node(&mut cx, node).map_err(|e| match e {
             Error::Invalid(msg) => cx.unsupported(node, msg),
