@@ -6,7 +6,8 @@ them); the table is rewritten after every model, so a long run leaves a partial 
 A failing cell records its short error and the row goes on.
 
 Cells (✅ pass, ❌ fail with the error, — not applicable):
-  cpu          `tpu-sdk run` vs onnxruntime / LiteRT on the seeded inputs: max |err| ≤ 1e-4 + 1e-3·max|ref|
+  cpu          `tpu-sdk run` vs onnxruntime / LiteRT on the seeded inputs: max |err| ≤ 1e-4 + 1e-3·max|ref| (MediaPipe
+               models with the custom Convolution2DTransposeBias: LiteRT runs the builtin twin, zoo/mediapipe_peer.py)
   cloud-tpu    `run --target cloud-tpu` on the XLA CPU PJRT plugin vs our CPU outputs, same tolerance
   aot          `compile --target cloud-tpu --topology v5e:2x2` with libtpu writes an executable
   int8 file    `compile --target edgetpu --calibration cal.npy` writes the int8 TFLite (single float input models)
@@ -85,7 +86,25 @@ def peer_float(meta, path, feeds):
         import onnxruntime as ort
         s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         return s.run(None, {i.name: x for i, x in zip(s.get_inputs(), feeds)})
-    return litert_run(path, feeds)
+    return litert_run(litert_peer_path(path), feeds)
+
+
+def litert_peer_path(path):
+    """The TFLite file LiteRT runs as the peer of `path`: itself, or for MediaPipe models with its custom
+    `Convolution2DTransposeBias` the builtin TRANSPOSE_CONV twin (zoo/mediapipe_peer.py), cached beside it."""
+    import mediapipe_peer
+    if not mediapipe_peer.has_custom_ops(path):
+        return path
+    twin = os.path.join(os.path.dirname(path), "peer_float.tflite")
+    if not os.path.isfile(twin) or os.path.getmtime(twin) < os.path.getmtime(path):
+        try:
+            data = mediapipe_peer.builtin_twin(path)
+        except ValueError as e:
+            raise CellError(f"no peer: {e}")
+        with open(twin + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(twin + ".tmp", twin)
+    return twin
 
 
 def interpreter(path):
