@@ -6,9 +6,12 @@ them); the table is rewritten after every model, so a long run leaves a partial 
 A failing cell records its short error and the row goes on.
 
 Cells (✅ pass, ❌ fail with the error, — not applicable):
-  cpu          `tpu-sdk run` vs onnxruntime / LiteRT on the seeded inputs: max |err| ≤ 1e-4 + 1e-3·max|ref|
+  cpu          `tpu-sdk run` vs onnxruntime / LiteRT on the seeded inputs: max |err| ≤ 1e-4 + 1e-3·max|ref| (MediaPipe
+               models with the custom Convolution2DTransposeBias: LiteRT runs the builtin twin, zoo/mediapipe_peer.py)
   cloud-tpu    `run --target cloud-tpu` on the XLA CPU PJRT plugin vs our CPU outputs, same tolerance
   aot          `compile --target cloud-tpu --topology v5e:2x2` with libtpu writes an executable
+  float tflite `compile --target tflite` writes a float TFLite file; LiteRT (builtin kernels) runs it on the seeded
+               inputs (transposed to the file's input layout) vs the peer, same tolerance as cpu
   int8 file    `compile --target edgetpu --calibration cal.npy` writes the int8 TFLite (single float input models)
   litert       LiteRT (builtin kernels) loads and runs that file
   bit-equal    our int8 CPU run of that file equals LiteRT's output (count of differing values)
@@ -35,9 +38,10 @@ RESULTS = os.path.join(common.CACHE, "results")
 TIMEOUT = int(os.environ.get("ZOO_TIMEOUT", "600"))
 # libtpu's ahead-of-time compile takes minutes for mid-size models on a small shared machine
 AOT_TIMEOUT = int(os.environ.get("ZOO_AOT_TIMEOUT", "240"))
-COLUMNS = ["cpu", "cloud_tpu", "aot", "int8_file", "litert", "bit_equal", "int8_err", "tpu_share"]
-HEAD = ["CPU vs peer", "cloud-tpu (XLA CPU) vs CPU", "AOT v5e:2x2", "int8 file", "LiteRT runs it",
-        "ours = LiteRT", "int8 rel L2 ours / peer", "TPU op share"]
+COLUMNS = ["cpu", "cloud_tpu", "aot", "float_tflite", "int8_file", "litert", "bit_equal", "int8_err", "tpu_share"]
+HEAD = ["CPU vs peer", "cloud-tpu (XLA CPU) vs CPU", "AOT v5e:2x2", "float TFLite: LiteRT vs peer", "int8 file",
+        "LiteRT runs it", "ours = LiteRT", "int8 rel L2 ours / peer", "TPU op share"]
+INT8_COLUMNS = COLUMNS[4:]
 
 
 def xla_cpu_plugin():
@@ -85,7 +89,25 @@ def peer_float(meta, path, feeds):
         import onnxruntime as ort
         s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         return s.run(None, {i.name: x for i, x in zip(s.get_inputs(), feeds)})
-    return litert_run(path, feeds)
+    return litert_run(litert_peer_path(path), feeds)
+
+
+def litert_peer_path(path):
+    """The TFLite file LiteRT runs as the peer of `path`: itself, or for MediaPipe models with its custom
+    `Convolution2DTransposeBias` the builtin TRANSPOSE_CONV twin (zoo/mediapipe_peer.py), cached beside it."""
+    import mediapipe_peer
+    if not mediapipe_peer.has_custom_ops(path):
+        return path
+    twin = os.path.join(os.path.dirname(path), "peer_float.tflite")
+    if not os.path.isfile(twin) or os.path.getmtime(twin) < os.path.getmtime(path):
+        try:
+            data = mediapipe_peer.builtin_twin(path)
+        except ValueError as e:
+            raise CellError(f"no peer: {e}")
+        with open(twin + ".tmp", "wb") as f:
+            f.write(data)
+        os.replace(twin + ".tmp", twin)
+    return twin
 
 
 def interpreter(path):
@@ -297,10 +319,26 @@ def run_model(name, work):
     else:
         cell("aot", lambda: aot_compile(path, sargs, work))
 
+    def float_tflite():
+        f = os.path.join(work, "m_float.tflite")
+        rep = json.loads(tpu_sdk(["compile", path, "--target", "tflite", "-o", f, "--json"] + sargs))
+        if not os.path.isfile(f):
+            raise CellError("exit 0 but no file written")
+        perms = [i.get("layout_perm") for i in rep["inputs"]]
+        xs = [np.transpose(x, p) if p and x.ndim == len(p) else x for x, p in zip(feeds, perms)]
+        try:
+            got = litert_run(f, xs)
+        except Exception as e:
+            raise CellError(f"LiteRT cannot run it: {short(str(e))}")
+        ok, text = compare(got, peer_float(meta, path, feeds), "onnxruntime" if meta["format"] == "onnx" else "LiteRT")
+        return ok, text
+
+    cell("float_tflite", float_tflite)
+
     cal_path = os.path.join(d, "cal.npy")
     if ninp != 1 or not os.path.isfile(cal_path):
         why = "multi-input model" if ninp != 1 else "integer input: token ids"
-        for c in COLUMNS[3:]:
+        for c in INT8_COLUMNS:
             row[c] = {"ok": None, "text": f"— ({why})"}
         return row
 
@@ -316,7 +354,7 @@ def run_model(name, work):
 
     cell("int8_file", int8_file)
     if not row["int8_file"]["ok"]:
-        for c in COLUMNS[4:]:
+        for c in INT8_COLUMNS[1:]:
             row[c] = {"ok": None, "text": "— (no int8 file)"}
         return row
     perm = report["inputs"][0].get("layout_perm")
@@ -429,7 +467,7 @@ def render(names, out):
               "|---|---|---|---|---|"]
     for c, h in zip(COLUMNS, HEAD):
         cells = [r["cells"].get(c, {}) for r in rows]
-        pending = sum(v.get("text") == AOT_PENDING for v in cells)
+        pending = sum(v.get("text") == AOT_PENDING or not v for v in cells)  # a column added after the run: {}
         vals = [v.get("ok") for v in cells]
         lines.append(f"| {h} | {sum(v is True for v in vals)} | {sum(v is False for v in vals)} "
                      f"| {sum(v is None for v in vals) - pending} | {pending} |")
@@ -442,7 +480,7 @@ def render(names, out):
     for r in rows:
         cells, seen = [], {}
         for c, h in zip(COLUMNS, HEAD):
-            v = r["cells"].get(c, {"ok": None, "text": "—"})
+            v = r["cells"].get(c, {"ok": None, "text": "not run yet"})
             mark = {True: "✅", False: "❌", None: ""}[v["ok"]]
             t = v["text"].replace("error: ", "").replace("cannot load unsupported: ", "unsupported: ")
             if v["ok"] is False and t in seen:

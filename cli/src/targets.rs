@@ -5,6 +5,10 @@
 use tpu_sdk_core::target::Target;
 use tpu_sdk_core::{Error, Result};
 
+/// The float TFLite target's name (`compile --target tflite`; built with the edgetpu feature, whose exporter it
+/// uses).
+pub const TFLITE: &str = "tflite";
+
 /// Names of the targets in this build, the default first.
 pub fn names() -> Vec<&'static str> {
     #[allow(unused_mut)]
@@ -12,7 +16,7 @@ pub fn names() -> Vec<&'static str> {
     #[cfg(feature = "cloud-tpu")]
     v.push("cloud-tpu");
     #[cfg(feature = "edgetpu")]
-    v.push("edgetpu");
+    v.extend(["edgetpu", TFLITE]);
     v
 }
 
@@ -28,6 +32,9 @@ pub enum ConfiguredTarget {
     /// `--target edgetpu` (device, the model file).
     #[cfg(feature = "edgetpu")]
     EdgeTpu(tpu_sdk_edgetpu::EdgeTpuTarget),
+    /// `--target tflite` (a float TFLite file; nothing to set).
+    #[cfg(feature = "edgetpu")]
+    Tflite(tpu_sdk_edgetpu::TfliteTarget),
 }
 
 impl ConfiguredTarget {
@@ -52,6 +59,8 @@ impl ConfiguredTarget {
                 };
                 Ok(ConfiguredTarget::EdgeTpu(tpu_sdk_edgetpu::EdgeTpuTarget { options, ..Default::default() }))
             }
+            #[cfg(feature = "edgetpu")]
+            TFLITE => Ok(ConfiguredTarget::Tflite(tpu_sdk_edgetpu::TfliteTarget)),
             other => Err(Error::Unsupported(format!(
                 "unknown target '{other}' (this build has: {}; enable others with cargo features)",
                 names().join(", ")
@@ -60,7 +69,7 @@ impl ConfiguredTarget {
     }
 
     /// Picks the device (`--device`), written as the target names its devices (`tpu-sdk devices` lists them);
-    /// the CPU has one and ignores it.
+    /// the CPU has one and ignores it; the tflite target has none.
     #[cfg_attr(not(any(feature = "cloud-tpu", feature = "edgetpu")), allow(unused_variables))]
     pub fn set_device(&mut self, id: &str) -> Result<()> {
         match self {
@@ -73,6 +82,10 @@ impl ConfiguredTarget {
             }
             #[cfg(feature = "edgetpu")]
             ConfiguredTarget::EdgeTpu(t) => t.device = Some(id.to_string()),
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::Tflite(_) => {
+                return Err(Error::Unsupported(format!("--device '{id}': the tflite target has no devices (it only writes a .tflite file)")))
+            }
         }
         Ok(())
     }
@@ -85,6 +98,8 @@ impl ConfiguredTarget {
             ConfiguredTarget::CloudTpu(t) => Box::new(t.clone()),
             #[cfg(feature = "edgetpu")]
             ConfiguredTarget::EdgeTpu(t) => Box::new(t.clone()),
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::Tflite(t) => Box::new(*t),
         }
     }
 }

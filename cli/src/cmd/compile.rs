@@ -2,7 +2,8 @@
 //!
 //! The command only gathers options and data (calibration samples); what compiling means is the target's
 //! business ([`tpu_sdk::Target::compile`]): StableHLO / a TPU executable for `cloud-tpu`, an int8 TFLite model
-//! (and an Edge TPU model when `edgetpu_compiler` is present) for `edgetpu`.
+//! (and an Edge TPU model when `edgetpu_compiler` is present) for `edgetpu`, a float TFLite model (which LiteRT
+//! runs on any CPU) for `tflite`.
 
 use std::path::PathBuf;
 
@@ -19,10 +20,12 @@ use super::{one_of, parse_replicas, reject_other_targets_flags, ModelArgs, CLOUD
 pub struct Args {
     #[command(flatten)]
     model: ModelArgs,
-    /// Target to compile for.
+    /// Target to compile for: `cloud-tpu` (StableHLO / a TPU executable), `edgetpu` (an int8 TFLite model, and
+    /// the Edge TPU model when edgetpu_compiler is installed), `tflite` (a float TFLite model LiteRT runs on a
+    /// CPU: for machines without an Edge TPU and models whose ops have no int8 form).
     #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(tpu_sdk::targets::names()))]
     target: String,
-    /// Output file (`.tflite` for edgetpu; `.mlir` or an executable file for cloud-tpu).
+    /// Output file (`.tflite` for edgetpu and tflite; `.mlir` or an executable file for cloud-tpu).
     #[arg(short, long, value_name = "FILE")]
     output: PathBuf,
     /// cloud-tpu: compile ahead of time for a TPU topology, e.g. `v5e:2x2`, `v6e:1x1` (needs libtpu).
@@ -148,6 +151,7 @@ impl Args {
                 }
                 .into()
             }
+            tpu_sdk::targets::TFLITE => TargetOptions::Tflite,
             _ => TargetOptions::Cpu,
         })
     }

@@ -137,6 +137,8 @@ impl TargetArgs {
             }
             #[cfg(feature = "edgetpu")]
             ConfiguredTarget::EdgeTpu(e) => e.model_file = model_file.map(Path::to_path_buf),
+            #[cfg(feature = "edgetpu")]
+            ConfiguredTarget::Tflite(_) => {}
         }
         if let Some(d) = &self.device {
             t.set_device(d)?;

@@ -40,15 +40,18 @@ pub enum TargetOptions {
     CloudTpu(CloudTpuOptions),
     /// `--target edgetpu`.
     EdgeTpu(EdgeTpuOptions),
+    /// `--target tflite`: a float TFLite model (nothing to set).
+    Tflite,
 }
 
 impl TargetOptions {
-    /// The name of the target these options are for (`cpu`, `cloud-tpu`, `edgetpu`).
+    /// The name of the target these options are for (`cpu`, `cloud-tpu`, `edgetpu`, `tflite`).
     pub fn target_name(&self) -> &'static str {
         match self {
             TargetOptions::Cpu => "cpu",
             TargetOptions::CloudTpu(_) => "cloud-tpu",
             TargetOptions::EdgeTpu(_) => "edgetpu",
+            TargetOptions::Tflite => "tflite",
         }
     }
 

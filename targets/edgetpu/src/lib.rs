@@ -9,7 +9,9 @@
 //! * [`export`]: f32 and int8 (quantized by `tpu_sdk_core::quant`) core graphs (NCHW) to TFLite flatbuffers
 //!   (NHWC, schema v3, per-axis quantization, signature defs, `min_runtime_version` metadata);
 //! * [`pipeline`]: `compile --target edgetpu`: calibrate, quantize, export, predict the mapping, run
-//!   `edgetpu_compiler` when installed, and measure the int8 model's error against the float model.
+//!   `edgetpu_compiler` when installed, and measure the int8 model's error against the float model;
+//! * [`TfliteTarget`]: `compile --target tflite`: the float model as a TFLite file LiteRT runs on any CPU (for
+//!   machines without an Edge TPU, and models with an op that has no int8 form).
 //!
 //! * [`devices`]: Coral USB accelerators and PCIe/M.2 cards on this machine, with what to fix when one
 //!   cannot be used;
@@ -29,6 +31,8 @@ pub mod report;
 pub mod rules;
 pub mod runtime;
 mod target;
+mod tflite_target;
 
 pub use target::EdgeTpuTarget;
+pub use tflite_target::TfliteTarget;
 pub use report::{MappingReport, OpMapping, OpSummary, Placement, ReportSource};

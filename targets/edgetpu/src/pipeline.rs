@@ -54,9 +54,10 @@ pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
     let mut graph = graph;
     quant::prepare(&mut graph);
     let cal = quant::calibrate(&graph, &o.calibration, method, &opts.progress)?;
-    let q = quant::quantize(&graph, &cal, &QuantizeOptions { method, float_io })?;
+    let q = quant::quantize(&graph, &cal, &QuantizeOptions { method, float_io }).map_err(|e| float_tflite_hint(e, &graph))?;
     let source = opts.source.as_ref().map(|p| p.display().to_string()).unwrap_or_else(|| graph.name.clone());
-    let ex = export(&q, &ExportOptions { description: format!("int8 model of {source}, quantized by tpu-sdk ({method} calibration, {} samples)", cal.samples), ..Default::default() })?;
+    let ex = export(&q, &ExportOptions { description: format!("int8 model of {source}, quantized by tpu-sdk ({method} calibration, {} samples)", cal.samples), ..Default::default() })
+        .map_err(|e| float_tflite_hint(e, &graph))?;
     write_atomically(&opts.output, &ex.bytes)?;
     let mut files = vec![opts.output.clone()];
 
@@ -131,6 +132,19 @@ pub fn compile(graph: Graph, opts: &CompileOptions) -> Result<CompileOutput> {
     Ok(CompileOutput { files, summary, report_json: Some(serde_json::to_string_pretty(&report).expect("serialisable")) })
 }
 
+/// An op the int8 path refuses (no int8 form, no int8 TFLite writer): when the float graph exports as TFLite,
+/// the error also says that `--target tflite` writes that float model, which LiteRT runs on the CPU (`float`:
+/// the prepared float graph, which exports as the tflite target's would).
+fn float_tflite_hint(e: Error, float: &Graph) -> Error {
+    match e {
+        Error::Unsupported(m) if export(float, &ExportOptions::default()).is_ok() => Error::Unsupported(format!(
+            "{m}. This model has no int8 Edge TPU form, but `compile --target tflite -o model.tflite` writes it as a float \
+             TFLite model that LiteRT runs on the CPU (a Raspberry Pi, say)"
+        )),
+        other => other,
+    }
+}
+
 /// JSON has no infinity: an exact output's SQNR is written as null.
 fn finite(x: f64) -> Option<f64> {
     x.is_finite().then_some(x)
@@ -177,7 +191,7 @@ fn summary_text(
 }
 
 /// Writes `bytes` to `path` through a temporary file in the same folder and a rename.
-fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
     let io = |e: std::io::Error| Error::Io { path: path.display().to_string(), source: e };
     let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from("."));
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_else(|| "model.tflite".into());

@@ -1,7 +1,8 @@
 //! TFLite operators → core [`Op`](crate::ir::Op)s. One module per op family registers its builtin codes in a
 //! table from code to import function ([`ImportFn`], or [`ImportManyFn`] for ops with several outputs);
 //! [`Importer::import_op`] looks the operator's code up in them, runs the function on the operator's tensors,
-//! and binds its results to the declared output tensors.
+//! and binds its results to the declared output tensors. `CUSTOM` operators are looked up by their custom code
+//! in [`custom::OPS`] (MediaPipe's ops).
 
 use super::importer::Importer;
 use crate::format::tflite::schema;
@@ -16,6 +17,7 @@ macro_rules! opts {
 }
 
 mod array;
+mod custom;
 mod index;
 mod math;
 mod nn;
@@ -66,6 +68,7 @@ impl<'a> Importer<'a> {
             Error::InvalidModel(format!("operator #{index}: opcode index {} is out of range ({n_codes} operator codes)", op.opcode_index()))
         })?;
         self.op_name = code.name();
+        let custom = code.custom_code().filter(|_| code.code() == schema::builtin_operator::CUSTOM);
         let code = code.code();
         let ins = schema::to_vec(op.inputs());
         let outs = schema::to_vec(op.outputs());
@@ -74,7 +77,17 @@ impl<'a> Importer<'a> {
         }
         let base = self.tensor_name(outs[0]);
         let o = OpIn { code, op, ins, outs, base };
-        let results = if let Some(&(_, import)) = FAMILIES.iter().flat_map(|ops| ops.iter()).find(|(c, _)| *c == code) {
+        let results = if let Some(name) = custom {
+            let &(_, import) = custom::OPS.iter().find(|(n, _)| *n == name).ok_or_else(|| {
+                let known: Vec<&str> = custom::OPS.iter().map(|(n, _)| *n).collect();
+                Error::Unsupported(format!(
+                    "operator #{index}: {} is not supported by the TFLite importer (custom ops it knows: {})",
+                    self.op_name,
+                    known.join(", ")
+                ))
+            })?;
+            vec![import(self, &o)?]
+        } else if let Some(&(_, import)) = FAMILIES.iter().flat_map(|ops| ops.iter()).find(|(c, _)| *c == code) {
             vec![import(self, &o)?]
         } else if let Some(&(_, import)) = MULTI_OUTPUT.iter().flat_map(|ops| ops.iter()).find(|(c, _)| *c == code) {
             import(self, &o)?

@@ -113,6 +113,25 @@ fn transpose_conv(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
         }
     }
     let fused = imp.fused(opt.fused_activation_function())?;
+    conv_transpose_nhwc(imp, base, [x, w], b, [sh, sw], pads, output_padding, fused)
+}
+
+/// A transposed convolution of an NHWC input `x` with OHWI weights `w` (and an optional bias), in NCHW as a
+/// ConvTranspose with the weights permuted to IOHW: `pads` are [top, left, bottom, right] crops of the full
+/// output, `output_padding` the rows / columns added at its end; the result is transposed back to NHWC.
+#[allow(clippy::too_many_arguments)]
+pub(super) fn conv_transpose_nhwc(
+    imp: &mut Importer,
+    base: &str,
+    [x, w]: [ValueId; 2],
+    b: Option<ValueId>,
+    [sh, sw]: [usize; 2],
+    pads: [usize; 4],
+    output_padding: Vec<usize>,
+    fused: Fused,
+) -> Result<ValueId> {
+    let ws = imp.shape(w);
+    let (kh, kw) = (ws[1], ws[2]);
     let xn = imp.nhwc_to_nchw(x, base)?;
     let wn = imp.permute(w, &[3, 0, 1, 2], format!("{base}/filter_iohw"))?;
     let attrs = ConvTransposeAttrs {
@@ -133,7 +152,7 @@ fn transpose_conv(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     };
     let y = imp.node(Op::ConvTranspose(attrs), vec![Some(xn), Some(wn), b], format!("{base}/nchw"))?;
     let y = if fused == Fused::Tanh { imp.apply_fused(y, fused, format!("{base}/tanh"))? } else { y };
-    imp.nchw_to_nhwc(y, base.clone())
+    imp.nchw_to_nhwc(y, base.to_string())
 }
 
 /// L2_NORMALIZATION over the last axis, as TFLite's kernel: x / max(sqrt(sum x²), 1e-6).

@@ -1,0 +1,83 @@
+"""A LiteRT-runnable twin of a MediaPipe model that uses MediaPipe's `Convolution2DTransposeBias` custom op.
+
+LiteRT has no kernel for MediaPipe's custom ops. `Convolution2DTransposeBias` (mediapipe/util/tflite/operations/
+transpose_conv_bias.cc) is TFLite's own transposed convolution with a bias input, which the builtin TRANSPOSE_CONV
+takes since TFLite 2.5 (op version 3): inputs (output_shape, weights OHWI, input, bias). The custom options are the
+C struct `TfLiteTransposeConvParams {int32 padding (TfLitePadding: 1 SAME), stride_width, stride_height}`; MediaPipe's
+kernel sizes the output as `s·(in − 1) + k − p` with `p = max(0, k − (in − 1) % s − 1)` for SAME (0 otherwise), and
+TRANSPOSE_CONV given that output shape pads by exactly that `p` (its leading half first), so the twin computes the
+same values with LiteRT's builtin kernel. Run by the oracle venv's Python (`.venv`: LiteRT's schema, flatbuffers).
+"""
+import struct
+
+import numpy as np
+
+
+def has_custom_ops(path):
+    """The custom op names a TFLite file uses."""
+    from ai_edge_litert import schema_py_generated as s
+    buf = open(path, "rb").read()
+    m = s.Model.GetRootAsModel(buf, 0)
+    names = set()
+    for i in range(m.OperatorCodesLength()):
+        c = m.OperatorCodes(i)
+        if max(c.BuiltinCode(), c.DeprecatedBuiltinCode()) == s.BuiltinOperator.CUSTOM and c.CustomCode():
+            names.add(c.CustomCode().decode())
+    return names
+
+
+def builtin_twin(path):
+    """The model's bytes with every Convolution2DTransposeBias rewritten to TRANSPOSE_CONV (+ bias); raises
+    ValueError for a custom op it cannot rewrite."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as s
+    m = s.ModelT.InitFromObj(s.Model.GetRootAsModel(open(path, "rb").read(), 0))
+    tconv = None
+    for k, c in enumerate(m.operatorCodes):
+        if max(c.builtinCode, c.deprecatedBuiltinCode) == s.BuiltinOperator.TRANSPOSE_CONV and c.version >= 3:
+            tconv = k
+    if tconv is None:
+        c = s.OperatorCodeT()
+        c.builtinCode, c.deprecatedBuiltinCode, c.version = s.BuiltinOperator.TRANSPOSE_CONV, s.BuiltinOperator.TRANSPOSE_CONV, 3
+        m.operatorCodes.append(c)
+        tconv = len(m.operatorCodes) - 1
+    for sg in m.subgraphs:
+        for op in sg.operators:
+            code = m.operatorCodes[op.opcodeIndex]
+            if max(code.builtinCode, code.deprecatedBuiltinCode) != s.BuiltinOperator.CUSTOM:
+                continue
+            name = (code.customCode or b"").decode()
+            if name != "Convolution2DTransposeBias":
+                raise ValueError(f"no LiteRT twin for MediaPipe's custom op {name}")
+            padding, sw, sh = struct.unpack("<3i", bytes(op.customOptions)[:12])
+            x, w, b = [sg.tensors[t] for t in op.inputs]
+            (n, ih, iw, _), (o, kh, kw, _) = x.shape, w.shape
+            dims = []
+            for i, k, st in ((ih, kh, sh), (iw, kw, sw)):
+                p = max(0, k - (i - 1) % st - 1) if padding == 1 else 0
+                dims.append(st * (i - 1) + k - p)
+            buf = s.BufferT()
+            buf.data = np.array([n, dims[0], dims[1], o], np.int32).tobytes()
+            m.buffers.append(buf)
+            t = s.TensorT()
+            t.shape, t.type, t.buffer = np.array([4], np.int32), s.TensorType.INT32, len(m.buffers) - 1
+            t.name = (sg.tensors[op.outputs[0]].name or b"tconv") + b"/output_shape"
+            sg.tensors.append(t)
+            opt = s.TransposeConvOptionsT()
+            opt.padding = s.Padding.SAME if padding == 1 else s.Padding.VALID
+            opt.strideW, opt.strideH = sw, sh
+            op.opcodeIndex, op.inputs = tconv, [len(sg.tensors) - 1, op.inputs[1], op.inputs[0], op.inputs[2]]
+            op.builtinOptionsType, op.builtinOptions = s.BuiltinOptions.TransposeConvOptions, opt
+            op.customOptions = None
+    fb = flatbuffers.Builder(1 << 20)
+    fb.Finish(m.Pack(fb), file_identifier=b"TFL3")
+    return bytes(fb.Output())
+
+
+if __name__ == "__main__":
+    import sys
+    if len(sys.argv) != 3:
+        sys.exit("usage: mediapipe_peer.py MODEL.tflite TWIN.tflite  (writes the LiteRT-runnable builtin twin)")
+    data = builtin_twin(sys.argv[1])
+    with open(sys.argv[2], "wb") as f:
+        f.write(data)
