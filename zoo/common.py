@@ -3,6 +3,8 @@
 A model lives in `.cache/zoo/models/<name>/`:
   model.onnx | model.tflite   the float model
   peer_int8.tflite            (Keras models) TensorFlow's converter's full-int8 model, same calibration samples
+  peer_float.onnx             (other TFLite models) tf2onnx's conversion, checked against LiteRT; coverage.py
+                              builds it when first needed and quantizes it with onnxruntime as the int8 peer
   input_<i>.npy               one seeded random input per model input (batch 1), in the model's input order
   cal.npy                     calibration samples of input 0 (N on the first axis), when the model has one input
   meta.json                   name, source, family, format, input names/shapes, input value range
