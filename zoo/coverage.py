@@ -188,9 +188,9 @@ def tflite_peer_onnx(d, path, cal):
     s = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
     n = s.get_inputs()[0].name
     # float rounding differs between the runtimes (deep models reach ~1e-3 of max|ref| in the worst value), so
-    # the check is the relative L2 of the worst output: 1e-4, three orders below any int8 error here
+    # the check is the relative L2 of the worst output: 1e-3, two orders below any int8 error here
     d_l2 = rel_l2([s.run(None, {n: x[None]}) for x in cal], [litert_run(path, [x[None]]) for x in cal])
-    if d_l2 > 1e-4:
+    if d_l2 > 1e-3:
         os.remove(tmp)
         raise CellError(f"tf2onnx's ONNX model differs from the TFLite model (rel L2 {d_l2:.1e})")
     os.replace(tmp, onnx_path)
