@@ -17,7 +17,8 @@ Cells (✅ pass, ❌ fail with the error, — not applicable):
   bit-equal    our int8 CPU run of that file equals LiteRT's output (count of differing values)
   int8 err     relative L2 of the int8 outputs (dequantized) vs the float model on the calibration samples, ours
                next to the peer quantizer's (TF converter full-int8 for Keras models, onnxruntime quantize_static
-               per-channel QDQ for ONNX models); passes at ≤ 1.25 × peer, or ≤ 0.05 where no peer runs
+               per-channel QDQ for ONNX models, and for TFLite models without a Keras source on tf2onnx's conversion
+               of the float file, `peer_float.onnx`); passes at ≤ 1.25 × peer, or ≤ 0.05 where no peer runs
   tpu share    predicted Edge TPU op share from the compile report's mapping
 """
 import argparse
@@ -186,6 +187,36 @@ def ort_qdq(path, cal, name, workdir):
     quantize_static(pre, q, Reader(), quant_format=QuantFormat.QDQ, per_channel=True,
                     activation_type=QuantType.QInt8, weight_type=QuantType.QInt8)
     return q
+
+
+def tflite_peer_onnx(d, path, cal):
+    """The float TFLite model converted to ONNX by tf2onnx (`--tflite`, in the TensorFlow venv), for onnxruntime's
+    quantizer to be the peer of models with no Keras source (MediaPipe). Built once into `<model>/peer_float.onnx`,
+    and only kept when onnxruntime runs it like LiteRT runs the TFLite file on the calibration samples, so the peer
+    quantizes the same function."""
+    onnx_path = os.path.join(d, "peer_float.onnx")
+    if os.path.isfile(onnx_path) and os.path.getmtime(onnx_path) >= os.path.getmtime(path):
+        return onnx_path
+    tf_py = os.environ.get("TPU_SDK_TF_PYTHON") or os.path.join(common.ROOT, ".venv-tf", "bin", "python")
+    if not os.path.isfile(tf_py):
+        raise CellError("no TensorFlow venv for tf2onnx (.venv-tf or TPU_SDK_TF_PYTHON)")
+    tmp = onnx_path + ".tmp"
+    r = subprocess.run([tf_py, "-m", "tf2onnx.convert", "--tflite", path, "--output", tmp, "--opset", "13"],
+                       capture_output=True, text=True, timeout=TIMEOUT)
+    if r.returncode != 0 or not os.path.isfile(tmp):
+        raise CellError("tf2onnx: " + short((r.stderr or r.stdout).strip().splitlines()[-1] if (r.stderr or r.stdout)
+                                            else f"exit {r.returncode}", 80))
+    import onnxruntime as ort
+    s = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
+    n = s.get_inputs()[0].name
+    # float rounding differs between the runtimes (deep models reach ~1e-3 of max|ref| in the worst value), so
+    # the check is the relative L2 of the worst output: 1e-3, two orders below any int8 error here
+    d_l2 = rel_l2([s.run(None, {n: x[None]}) for x in cal], [litert_run(path, [x[None]]) for x in cal])
+    if d_l2 > 1e-3:
+        os.remove(tmp)
+        raise CellError(f"tf2onnx's ONNX model differs from the TFLite model (rel L2 {d_l2:.1e})")
+    os.replace(tmp, onnx_path)
+    return onnx_path
 
 
 def rel_l2(got, ref):
@@ -404,9 +435,13 @@ def run_model(name, work):
         e = rel_l2(ours, ref)
         peer, peer_text = None, "no peer"
         try:
-            if meta["format"] == "onnx":
+            # TFLite models without TF's int8 model (MediaPipe): onnxruntime's quantizer on tf2onnx's conversion
+            peer_src = path if meta["format"] == "onnx" else None
+            if peer_src is None and not os.path.isfile(os.path.join(d, "peer_int8.tflite")):
+                peer_src = tflite_peer_onnx(d, path, cal)
+            if peer_src is not None:
                 with tempfile.TemporaryDirectory() as t:
-                    qq = ort_qdq(path, cal, _onnx_input_name(path), t)
+                    qq = ort_qdq(peer_src, cal, _onnx_input_name(peer_src), t)
                     import onnxruntime as ort
                     s = ort.InferenceSession(qq, providers=["CPUExecutionProvider"])
                     n = s.get_inputs()[0].name

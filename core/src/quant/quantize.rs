@@ -4,8 +4,8 @@
 //! ordinary [`Op`]s applied to values of dtype I8 whose [`Value::quant`](crate::ir::Value) is set, exactly like
 //! TFLite, in the IR's NCHW layout. Convolution weights are constant I8 `[O, I/g, kh, kw]` quantized
 //! symmetrically per output channel (axis 0, also for depthwise weights `[C·m, 1, kh, kw]`; ConvTranspose
-//! weights `[I, O, kh, kw]` along axis 1); Gemm/MatMul
-//! weights are constant I8 quantized symmetrically per tensor; biases are constant I32 with scale
+//! weights `[I, O, kh, kw]` along axis 1); Gemm weights are constant I8 `[N, K]` (`trans_b`) symmetric per
+//! output unit (axis 0), MatMul weights per tensor; biases are constant I32 with scale
 //! `input_scale × weight_scale[c]` and zero point 0. Fused activations stay in the op attributes. Values whose
 //! parameters the spec ties together (pooling, reshapes, transposes, concatenation, splitting, padding, slicing,
 //! max/min: inputs and outputs share scale and zero point) get one range, the union of what calibration saw;
@@ -165,10 +165,7 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
         match &n.op {
             Op::Conv(_) => quantize_conv_weights(g, &mut q, k, &n)?,
             Op::ConvTranspose(_) => quantize_conv_transpose_weights(g, &mut q, k, &n)?,
-            Op::Gemm { alpha, beta, trans_a, trans_b, activation } => {
-                let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: *trans_a, trans_b: *trans_b, activation: *activation };
-                quantize_gemm_weights(g, &mut q, k, &n, (*alpha, *beta, *trans_b), gemm)?
-            }
+            Op::Gemm { alpha, beta, trans_a, trans_b, activation } => quantize_gemm_weights(g, &mut q, k, &n, (*alpha, *beta, *trans_b), (*trans_a, *activation))?,
             Op::MatMul => quantize_matmul_weights(g, &mut q, k, &n),
             Op::Pad { mode: PadMode::Constant } if n.input(2).is_none_or(|c| g.value(c).constant.is_some()) => {
                 quantize_pad_fill(g, &mut q, k, &n, &groups, &mut acts.uf)
@@ -176,10 +173,39 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
             _ => quantize_float_operands(g, &mut q, k, &n, &groups, &mut acts.uf),
         }
     }
+    add_requantizations(g, &mut q, &acts.requant);
     if opts.float_io {
         add_float_edges(&mut q);
     }
     Ok(q)
+}
+
+/// A requantization (QuantizeLinear int8 → int8, TFLite's QUANTIZE) before each (node, input) of `edges`
+/// whose input's parameters differ from the node's output's (which the op requires its inputs to share).
+fn add_requantizations(g: &Graph, q: &mut Graph, edges: &[(usize, usize)]) {
+    if edges.is_empty() {
+        return;
+    }
+    let mut before: HashMap<usize, Vec<Node>> = HashMap::new();
+    for &(k, i) in edges {
+        let x = q.nodes[k].input(i).expect("tied input");
+        let p = q.value(q.nodes[k].outputs[0]).quant.clone().expect("quantized output");
+        if q.value(x).quant.as_ref() == Some(&p) {
+            continue;
+        }
+        let name = format!("{}/requantized_for_{}", g.value(x).name, q.nodes[k].name);
+        let shape = q.value(x).shape.clone();
+        let r = q.add_value(name.clone(), DType::I8, shape);
+        q.value_mut(r).quant = Some(p.clone());
+        quantize_node(q, x, r, &p, &name);
+        before.entry(k).or_default().push(q.nodes.pop().expect("just added"));
+        q.nodes[k].inputs[i] = Some(r);
+    }
+    let nodes = std::mem::take(&mut q.nodes);
+    for (k, n) in nodes.into_iter().enumerate() {
+        q.nodes.extend(before.remove(&k).unwrap_or_default());
+        q.nodes.push(n);
+    }
 }
 
 /// Which values become int8 activations, and which must share parameters (union-find over value ids).
@@ -190,9 +216,20 @@ struct Activations {
     uf: UnionFind,
     /// Outputs whose parameters the op fixes (Softmax, Logistic, Tanh).
     fixed: HashMap<usize, (f32, i64)>,
+    /// (node, input) pairs not tied to the node's output because the input's parameters are fixed (a
+    /// Logistic's output concatenated with box coordinates): a requantization to the output's parameters
+    /// goes before the node, as TF's converter inserts one.
+    requant: Vec<(usize, usize)>,
 }
 
 impl Activations {
+    /// Whether `v`'s group holds a value whose parameters its op fixes.
+    fn has_fixed(&mut self, v: usize) -> bool {
+        let r = self.uf.find(v);
+        let fixed: Vec<usize> = self.fixed.keys().copied().collect();
+        fixed.into_iter().any(|f| self.uf.find(f) == r)
+    }
+
     /// Checks that every live node quantizes and marks its activations and ties.
     fn mark(g: &Graph, live: &[usize]) -> Result<Activations> {
         let nv = g.values.len();
@@ -204,7 +241,7 @@ impl Activations {
             }
             is_act[i.0] = true;
         }
-        let mut a = Activations { is_act, uf: UnionFind((0..nv).collect()), fixed: HashMap::new() };
+        let mut a = Activations { is_act, uf: UnionFind((0..nv).collect()), fixed: HashMap::new(), requant: Vec::new() };
         for &k in live {
             a.mark_node(g, k)?;
         }
@@ -235,12 +272,21 @@ impl Activations {
         }
         if tie {
             // Float data inputs (Gather's indices, Reshape's shape... are not float) share y's parameters.
-            let data_inputs: Vec<ValueId> = match n.op {
-                Op::Concat { .. } | Op::Binary(..) => n.inputs.iter().flatten().copied().collect(),
-                _ => n.input(0).into_iter().collect(),
+            // An input whose group has parameters fixed by its producer would force them onto the output
+            // (and every other input): a Logistic's [0, 1) on the box coordinates it is concatenated with.
+            // It keeps its own and is requantized instead.
+            let data_inputs: Vec<(usize, ValueId)> = match n.op {
+                Op::Concat { .. } | Op::Binary(..) => n.inputs.iter().enumerate().filter_map(|(i, v)| v.map(|v| (i, v))).collect(),
+                _ => n.input(0).map(|v| (0, v)).into_iter().collect(),
             };
-            for v in data_inputs {
-                if g.value(v).dtype == DType::F32 {
+            let data_inputs: Vec<(usize, ValueId, bool)> =
+                data_inputs.into_iter().filter(|(_, v)| g.value(*v).dtype == DType::F32).map(|(i, v)| (i, v, self.is_act[v.0] && self.has_fixed(v.0))).collect();
+            // Inputs that are all fixed (two Logistics concatenated) share them as before.
+            let mixed = data_inputs.iter().any(|d| d.2) && data_inputs.iter().any(|d| !d.2);
+            for (i, v, fixed) in data_inputs {
+                if mixed && fixed {
+                    self.requant.push((k, i));
+                } else {
                     self.uf.union(y.0, v.0);
                 }
             }
@@ -396,14 +442,21 @@ fn quantize_conv_transpose_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node)
     Ok(())
 }
 
-/// Gemm: alpha folded into per-tensor int8 weights, beta · C into an int32 bias; the node becomes `gemm`.
-fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, beta, trans_b): (f32, f32, bool), gemm: Op) -> Result<()> {
+/// Gemm: int8 weights laid `[N, K]` (`trans_b`, transposed here when the model has `[K, N]`) with alpha folded
+/// in, symmetric per output unit (axis 0: TFLite's per-channel FULLY_CONNECTED, what TF's converter writes for
+/// dense layers; one scale for the whole matrix loses the small rows of a head whose outputs differ in range,
+/// e.g. landmark coordinates next to their depths); beta · C into an int32 bias of scale
+/// `input_scale × weight_scale[n]`. The node becomes `Gemm { alpha: 1, beta: 1, trans_b: true }`.
+fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, beta, trans_b): (f32, f32, bool), (trans_a, activation): (bool, Option<crate::ir::Activation>)) -> Result<()> {
     let name = &n.name;
     let b = n.input(1).expect("verified");
     let bt = g.value(b).constant.as_ref().expect("checked");
-    let mut wv: Vec<f32> = bt.to_f64_vec().iter().map(|&x| (x * alpha as f64) as f32).collect();
-    let (mut wq, s) = weights_per_tensor(&mut wv, &bt.shape);
-    let n_out = if trans_b { bt.shape[0] } else { bt.shape[1] };
+    if bt.shape.len() != 2 {
+        return Err(Error::Unsupported(format!("int8 quantization of node '{name}' (Gemm): weights of shape {:?}, expected 2-D", bt.shape)));
+    }
+    let laid = if trans_b { bt.clone() } else { bt.permuted(&[1, 0]) };
+    let w = Tensor::from_f32(laid.shape.clone(), laid.to_f64_vec().iter().map(|&x| (x * alpha as f64) as f32).collect());
+    let n_out = w.shape[0];
     let bias: Vec<f64> = match n.input(2).and_then(|c| g.value(c).constant.as_ref()) {
         Some(c) if c.len() == n_out => c.to_f64_vec().iter().map(|x| x * beta as f64).collect(),
         Some(c) if c.len() == 1 => vec![c.to_f64_vec()[0] * beta as f64; n_out],
@@ -411,19 +464,11 @@ fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, b
         None => vec![0.0; n_out],
     };
     let s_in = input_scale(q, n, 0);
-    // Per tensor: the bias's largest magnitude decides (TF's AdjustWeightsForBiasScale, per layer).
-    let widest = bias.iter().fold(0.0f64, |m, b| m.max(b.abs()));
-    let s_fit = scale_for_bias(s, widest, s_in);
-    let s = if s_fit != s {
-        let t = Tensor::from_vec(bt.shape.clone(), wv.iter().map(|&x| quantize_one(x, s_fit, 0, -127)).collect::<Vec<i8>>()).expect("same length");
-        wq = t;
-        s_fit
-    } else {
-        s
-    };
-    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { scale: vec![s], zero_point: vec![0], axis: None });
-    let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &[s], false);
-    q.nodes[k].op = gemm;
+    let (mut wq, mut scales) = weights_per_channel(&w)?;
+    widen_for_bias(&w, &mut wq, &mut scales, &bias, s_in);
+    let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { zero_point: vec![0; scales.len()], scale: scales.clone(), axis: Some(0) });
+    let bid = add_bias(q, format!("{name}/bias_int32"), &bias, s_in, &scales, true);
+    q.nodes[k].op = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a, trans_b: true, activation };
     q.nodes[k].inputs = vec![n.input(0), Some(wid), Some(bid)];
     Ok(())
 }

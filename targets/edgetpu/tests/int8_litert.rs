@@ -90,7 +90,7 @@ fn sqnr(g: &Graph, q: &Graph, eval: &[Vec<Tensor>], ours: &[Vec<Tensor>], k: usi
 /// A MobileNet-style block whose depthwise convolution has a dead channel (all weights 0) and a tiny one
 /// (weights 1e-9), both with a bias; a second depthwise convolution whose channels are all dead or tiny, so
 /// that its RELU6 output's calibrated range is ~1e-8 wide (LiteRT refused such files: `6 / scale` overflowed
-/// int32); a fully-connected layer of tiny weights with a bias (per-tensor bias overflow); and a SUB whose
+/// int32); a fully-connected layer of tiny weights with a bias (int32 bias overflow, per output row); and a SUB whose
 /// inputs almost cancel.
 fn dead_channels() -> Graph {
     let mut b = GraphBuilder::new("dead_channels");

@@ -121,8 +121,8 @@ fn mobilenet_v2_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
     let Some(g) = mobilenet(dir.path()) else { return };
     let (cal, eval) = samples_for(&g, (16, 1), (4, 2), -1.0, 1.0);
     let (q, ex) = quantize_export(&g, &cal, RangeMethod::MinMax, false);
-    // Per-axis filters: CONV_2D OHWI axis 0, DEPTHWISE_CONV_2D 1HWC axis 3, one scale per output channel;
-    // FULLY_CONNECTED per tensor.
+    // Per-axis filters, one scale per output channel: CONV_2D OHWI axis 0, DEPTHWISE_CONV_2D 1HWC axis 3,
+    // FULLY_CONNECTED [O, I] axis 0 (what TF's converter writes for dense layers).
     let f = filters(&ex.bytes);
     assert!(f.iter().any(|x| x.0 == "DEPTHWISE_CONV_2D"));
     for (op, dim, n, ty) in &f {
@@ -130,7 +130,8 @@ fn mobilenet_v2_int8_runs_in_litert_close_to_float_and_maps_to_the_tpu() {
         match op.as_str() {
             "CONV_2D" => assert!(*dim == 0 && *n > 1, "{op}: dim {dim}, {n} scales"),
             "DEPTHWISE_CONV_2D" => assert!(*dim == 3 && *n > 1, "{op}: dim {dim}, {n} scales"),
-            _ => assert_eq!(*n, 1, "{op} is per tensor"),
+            "FULLY_CONNECTED" => assert!(*dim == 0 && *n > 1, "{op}: dim {dim}, {n} scales"),
+            _ => unreachable!("filters() lists only these ops"),
         }
     }
     let report = analyze_bytes(&ex.bytes, &RulesOptions::default()).unwrap();
