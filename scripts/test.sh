@@ -49,4 +49,7 @@ export TPU_SDK_REQUIRE_SSHD=1
 export TPU_SDK_REQUIRE_VALGRIND=1
 bash zoo/run.sh --fast  # the model zoo's CI subset: 6 real models on every target, zoo/expected_fast.txt must pass
 cargo test --workspace -- --nocapture 2>&1 | grep -v '^$' | grep -vE '^test .* \.\.\. ok$'
-exit "${PIPESTATUS[0]}"
+rc=${PIPESTATUS[0]}
+[ "$rc" -eq 0 ] || exit "$rc"
+# the short fuzz pass: every cargo-fuzz target for 30 s (fuzz/README.md; `bash scripts/fuzz.sh 600` for a long one)
+bash scripts/fuzz.sh "${TPU_SDK_FUZZ_SECONDS:-30}"
