@@ -6,6 +6,10 @@
 //! between runs, so after the first run a steady-state run allocates no tensor memory; only the returned
 //! output copies are new.
 //!
+//! Threads: a `Session` is `Send + Sync`. [`Session::run`] takes `&mut self` because it writes the planned
+//! buffers, so one session serves one run at a time: share it across threads behind a `Mutex`, or give each
+//! thread its own `Session` (a clone of the graph) to run in parallel. Kernels parallelise inside a run.
+//!
 //! Nodes that compute on quantized (int8) values get a prepared integer kernel here
 //! ([`kernels::int8::prepare`]: multipliers, re-laid weights and lookup tables built once), which runs
 //! instead of the float kernel.
@@ -321,6 +325,22 @@ mod tests {
         g.outputs.push(o);
         infer_graph(&mut g, &CpuEval).unwrap();
         g
+    }
+
+    #[test]
+    fn a_session_moves_and_is_shared_across_threads() {
+        fn send_sync<T: Send + Sync>() {}
+        send_sync::<Session>();
+        let s = std::sync::Arc::new(std::sync::Mutex::new(Session::new(chain()).unwrap()));
+        let x = Tensor::from_f32(vec![4], vec![1.0, 2.0, 3.0, 4.0]);
+        let outs: Vec<Vec<Tensor>> = std::thread::scope(|sc| {
+            let hs: Vec<_> = (0..4).map(|_| sc.spawn(|| s.lock().unwrap().run(std::slice::from_ref(&x)).unwrap())).collect();
+            hs.into_iter().map(|h| h.join().unwrap()).collect()
+        });
+        // out = -(-x + x) * x = 0 for every run
+        for o in outs {
+            assert_eq!(o[0].view::<f32>().unwrap(), &[0.0; 4]);
+        }
     }
 
     #[test]
