@@ -134,6 +134,21 @@ fn a_grouped_conv_exports_as_split_conv_concat_and_matches_litert() {
     let g = b.finish().unwrap();
     let ops = check("grouped_conv", &g, &["SPLIT", "CONCATENATION"], 25.0);
     assert_eq!(ops.iter().filter(|o| *o == "CONV_2D").count(), 6, "{ops:?}");
+    // RegNetY-400MF's first stage: 48 channels in groups of 8, stride 2, 14×14, ReLU; then one of stride 1.
+    let mut b = GraphBuilder::new("regnet_stage");
+    let x = b.input("x", DType::F32, &[1, 48, 14, 14]);
+    let w = b.constant("w", weights(&[48, 8, 3, 3], 95, 0.3));
+    let bias = b.constant("bias", weights(&[48], 96, 0.2));
+    let mut a = match conv(3, 1, 6, Some(Activation::Relu)) {
+        Op::Conv(a) => a,
+        _ => unreachable!(),
+    };
+    a.strides = vec![2, 2];
+    let c = b.op(Op::Conv(a), &[x, w, bias]).unwrap();
+    let w2 = b.constant("w2", weights(&[48, 8, 3, 3], 97, 0.3));
+    let y = b.op(conv(3, 1, 6, Some(Activation::Relu)), &[c, w2]).unwrap();
+    b.output(y);
+    check("regnet_stage", &b.finish().unwrap(), &["SPLIT", "CONCATENATION"], 25.0);
 }
 
 /// YOLO's DFL head: Conv, Sigmoid, Mul by a ramp, ReduceSum over the 16 bins (axis 2 of [1, 4, 16, 8],

@@ -264,16 +264,20 @@ impl Ex<'_> {
     }
 
     /// Whether value `x` is never negative: int8 (uint8) with zero point -128 (0), so its lowest level is the
-    /// real 0, or the output of a ReLU-like activation.
+    /// real 0, or the output of a ReLU-like activation (also int8, whose activation clamps at the zero point:
+    /// DenseNet's stem ReLU shares its parameters with a Concat whose range reaches below 0).
     fn never_negative(&self, x: ValueId) -> bool {
         let g = self.g;
         let v = g.value(x);
         if let Some(q) = &v.quant {
-            return match v.dtype {
+            let lowest_is_zero = match v.dtype {
                 DType::I8 => q.zero_point.iter().all(|&z| z == -128),
                 DType::U8 => q.zero_point.iter().all(|&z| z == 0),
                 _ => false,
             };
+            if lowest_is_zero {
+                return true;
+            }
         }
         let clamps = |a: Option<Activation>| matches!(a, Some(Activation::Relu | Activation::Relu6)) || matches!(a, Some(Activation::Clip { min, .. }) if min >= 0.0);
         g.nodes.iter().find(|n| n.outputs.contains(&x)).is_some_and(|n| match &n.op {
