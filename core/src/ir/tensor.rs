@@ -333,6 +333,15 @@ impl Tensor {
         let shape: Vec<usize> = perm.iter().map(|&p| self.shape[p]).collect();
         Tensor { data: map_data!(&self.data, v => go(v, &self.shape, perm)), shape }
     }
+
+    /// Indices `[start, end)` of the first dimension (a block of output channels of OIHW weights, of a bias).
+    /// Panics on a scalar or a range outside the dimension, like slice indexing.
+    pub fn slice_axis0(&self, start: usize, end: usize) -> Tensor {
+        let per: usize = self.shape[1..].iter().product();
+        let mut shape = self.shape.clone();
+        shape[0] = end - start;
+        Tensor { data: map_data!(&self.data, v => v[start * per..end * per].to_vec()), shape }
+    }
 }
 
 #[cfg(test)]

@@ -1,5 +1,6 @@
 //! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_batchnorm`],
-//! [`fuse_activation`], [`simplify_shapes`], [`sink_transposes`]. [`optimize`] runs them in a sensible order.
+//! [`fuse_activation`], [`simplify_shapes`], [`sink_transposes`], [`upsample`]. [`optimize`] runs them in a
+//! sensible order.
 
 pub mod const_fold;
 pub mod dce;
@@ -7,6 +8,7 @@ pub mod fold_batchnorm;
 pub mod fuse_activation;
 pub mod simplify_shapes;
 pub mod sink_transposes;
+pub mod upsample;
 
 use crate::ir::{verify, Graph};
 use crate::Result;
@@ -15,6 +17,7 @@ use crate::Result;
 pub fn optimize(g: &mut Graph) -> Result<()> {
     const_fold::run(g)?;
     simplify_shapes::run(g);
+    upsample::run(g);
     if sink_transposes::run(g) > 0 {
         simplify_shapes::run(g);
     }

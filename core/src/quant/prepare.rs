@@ -1,7 +1,10 @@
 //! Float rewrites that make a graph quantizable, applied before calibration (so every new value gets a
-//! range): division by a constant becomes multiplication by its reciprocal, and HardSigmoid
-//! (`clip(αx + β, 0, 1)`) becomes a Mul and an Add with a fused clip — int8 TFLite has kernels for those,
-//! not for DIV or a hard sigmoid. The rewritten graph computes the same function.
+//! range): division by a constant becomes multiplication by its reciprocal, HardSigmoid
+//! (`clip(αx + β, 0, 1)`) becomes a Mul and an Add with a fused clip, and a BatchNorm that could not fold
+//! into a convolution (one after a Concat, as in DenseNet) becomes a Mul and an Add by per-channel constants
+//! (`a = γ/√(σ²+ε)`, `b = β − μ·a`, the float kernel's own arithmetic; TF's converter does the same) — int8
+//! TFLite has kernels for those, not for DIV, a hard sigmoid or a batch norm. The rewritten graph computes the
+//! same function.
 
 use crate::ir::{Activation, BinaryOp, DType, Graph, Node, Op, Tensor, TensorData, UnaryOp};
 
@@ -39,8 +42,75 @@ pub fn prepare(g: &mut Graph) {
                     outputs: vec![y],
                 });
             }
+            Op::BatchNorm { epsilon } if g.value(n.outputs[0]).dtype == DType::F32 => match batch_norm_affine(g, &n, epsilon) {
+                Some((a, b)) => {
+                    let x = n.input(0).expect("BatchNorm input");
+                    let y = n.outputs[0];
+                    let shape = g.value(x).shape.clone();
+                    let a = g.add_constant(format!("{}/scale", n.name), a);
+                    let b = g.add_constant(format!("{}/offset", n.name), b);
+                    let ax = g.add_value(format!("{}/scaled", g.value(y).name), DType::F32, shape);
+                    out.push(Node { name: format!("{}/mul", n.name), op: Op::Binary(BinaryOp::Mul, None), inputs: vec![Some(x), Some(a)], outputs: vec![ax] });
+                    out.push(Node { name: n.name.clone(), op: Op::Binary(BinaryOp::Add, None), inputs: vec![Some(ax), Some(b)], outputs: vec![y] });
+                }
+                None => out.push(n),
+            },
             _ => out.push(n),
         }
     }
     g.nodes = out;
+}
+
+/// The per-channel `(a, b)` of `y = a·x + b` for BatchNorm node `n` with constant parameters, shaped
+/// `[C, 1, …]` to broadcast over an NC… input; `None` when a parameter is not a constant of C values.
+fn batch_norm_affine(g: &Graph, n: &Node, epsilon: f32) -> Option<(Tensor, Tensor)> {
+    let x = g.value(n.input(0)?);
+    if x.shape.len() < 2 {
+        return None;
+    }
+    let c = x.shape[1];
+    let param = |i: usize| -> Option<Vec<f32>> {
+        let t = g.value(n.input(i)?).constant.as_ref()?;
+        let v = t.as_f32()?.to_vec();
+        (v.len() == c).then_some(v)
+    };
+    let (gamma, beta, mean, var) = (param(1)?, param(2)?, param(3)?, param(4)?);
+    let a: Vec<f32> = (0..c).map(|i| gamma[i] / (var[i] + epsilon).sqrt()).collect();
+    let b: Vec<f32> = (0..c).map(|i| beta[i] - mean[i] * a[i]).collect();
+    let mut shape = vec![c];
+    shape.resize(x.shape.len() - 1, 1);
+    Some((Tensor::from_f32(shape.clone(), a), Tensor::from_f32(shape, b)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::builder::GraphBuilder;
+    use crate::runtime::Session;
+
+    /// A BatchNorm after a Concat (nothing to fold into) becomes Mul + Add computing what BatchNorm computes.
+    #[test]
+    fn a_standalone_batch_norm_becomes_mul_and_add() {
+        let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+        let x = b.input("x", DType::F32, &[1, 2, 3, 3]);
+        let y = b.input("y", DType::F32, &[1, 1, 3, 3]);
+        let cat = b.op(Op::Concat { axis: 1 }, &[x, y]).unwrap();
+        let p = |b: &mut GraphBuilder, name: &str, v: [f32; 3]| b.constant(name, Tensor::from_f32(vec![3], v.to_vec()));
+        let (gamma, beta, mean, var) = (p(&mut b, "g", [0.5, -2.0, 1.5]), p(&mut b, "b", [0.1, 0.2, -0.3]), p(&mut b, "m", [1.0, -1.0, 0.25]), p(&mut b, "v", [4.0, 0.5, 2.0]));
+        let bn = b.op(Op::BatchNorm { epsilon: 1e-3 }, &[cat, gamma, beta, mean, var]).unwrap();
+        b.output(bn);
+        let g = b.finish().unwrap();
+        let mut r = g.clone();
+        prepare(&mut r);
+        let ops: Vec<String> = r.nodes.iter().map(|n| n.op.name()).collect();
+        assert!(ops.iter().all(|o| o != "BatchNorm") && ops.iter().any(|o| o == "Mul") && ops.iter().any(|o| o == "Add"), "{ops:?}");
+        crate::ir::verify::verify(&r).unwrap();
+        let feeds = vec![Tensor::from_f32(vec![1, 2, 3, 3], (0..18).map(|i| i as f32 * 0.3 - 2.0).collect()), Tensor::from_f32(vec![1, 1, 3, 3], (0..9).map(|i| 1.0 - i as f32 * 0.7).collect())];
+        let want = Session::new(g).unwrap().run(&feeds).unwrap().remove(0);
+        let got = Session::new(r).unwrap().run(&feeds).unwrap().remove(0);
+        assert_eq!(got.shape, want.shape);
+        for (a, b) in got.to_f64_vec().iter().zip(want.to_f64_vec()) {
+            assert!((a - b).abs() <= 1e-6 * b.abs().max(1.0), "{a} vs {b}");
+        }
+    }
 }

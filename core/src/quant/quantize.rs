@@ -80,6 +80,8 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         MaxPool(_) | AveragePool(_) | GlobalMaxPool => Ok(true),
         Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Identity => Ok(true),
         Concat { .. } | Split { .. } | Pad { .. } | Slice | Gather { .. } | Resize(_) => Ok(true),
+        // TFLite's int8 TILE and DEPTH_TO_SPACE move data: the output keeps the input's parameters.
+        Tile | DepthToSpace { .. } => Ok(true),
         Reduce { op: ReduceOp::Prod | ReduceOp::L1 | ReduceOp::L2 | ReduceOp::LogSum | ReduceOp::LogSumExp | ReduceOp::SumSquare, .. }
         | ClipDynamic
         | Variadic(_)
@@ -100,7 +102,6 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | ScatterElements { .. }
         | ScatterNd { .. }
         | Expand
-        | Tile
         | Shape { .. }
         | Size
         | ConstantOfShape { .. }
@@ -109,7 +110,6 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | Trilu { .. }
         | OneHot { .. }
         | EyeLike { .. }
-        | DepthToSpace { .. }
         | SpaceToDepth { .. }
         | TopK { .. }
         | NonZero

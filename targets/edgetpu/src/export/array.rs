@@ -1,11 +1,12 @@
-//! Export of the data-movement ops: Identity, Reshape and its kin, Transpose, Concat, Split, Pad, Slice, Gather.
+//! Export of the data-movement ops: Identity, Reshape and its kin, Transpose, Concat, Split, Pad, Slice, Gather,
+//! Tile and DepthToSpace.
 
 use tpu_sdk_core::format::tflite::builder::*;
 use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options};
 use tpu_sdk_core::ir::{Node, PadMode, Tensor};
 use tpu_sdk_core::Result;
 
-use super::layout::{ident, inverse};
+use super::layout::{ident, inverse, NHWC};
 use super::node::required;
 use super::tensors::i32s;
 use super::Ex;
@@ -195,6 +196,43 @@ impl Ex<'_> {
         let it = self.get(idx, &ident(self.rank(idx)))?;
         let yt = self.out(y, ident(self.rank(y)))?;
         self.op(bo::GATHER, 1, vec![xt, it], vec![yt], Some(OptionsT::gather(axis as i32)));
+        Ok(())
+    }
+
+    /// Tile with constant repeats: a TILE in the input's layout (the multiples permuted with it; int8 data
+    /// keeps its parameters).
+    pub(super) fn tile(&mut self, n: &Node) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let x = required(n, 0)?;
+        let reps = n.input(1).and_then(|r| g.value(r).constant.as_ref().map(|c| c.to_i64_vec())).ok_or_else(|| self.unsupported("non-constant repeats"))?;
+        let p = self.layout(x);
+        if reps.len() != p.len() || reps.iter().any(|&r| r < 1 || r > i32::MAX as i64) {
+            return Err(self.unsupported(format!("repeats {reps:?} for a rank-{} input (TILE takes one positive multiple per dimension)", p.len())));
+        }
+        let xt = self.get(x, &p)?;
+        let mt = self.const_i32(&format!("{}/multiples", n.name), p.iter().map(|&d| reps[d] as i32).collect())?;
+        let yt = self.out(y, p)?;
+        self.op(bo::TILE, 1, vec![xt, mt], vec![yt], None);
+        Ok(())
+    }
+
+    /// DepthToSpace: TFLite's DEPTH_TO_SPACE on NHWC, whose channel order is ONNX's DCR mode (channel
+    /// `(i·b + j)·C' + c` goes to offset `(i, j)` of channel `c`); CRD (PyTorch's PixelShuffle) is refused.
+    pub(super) fn depth_to_space(&mut self, n: &Node, blocksize: usize, crd: bool) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let x = required(n, 0)?;
+        if crd {
+            return Err(self.unsupported("DepthToSpace in CRD mode: TFLite's DEPTH_TO_SPACE is DCR only; run the model on the CPU target (`--target cpu`)"));
+        }
+        if g.value(x).shape.len() != 4 {
+            return Err(self.unsupported(format!("DepthToSpace of a rank-{} input (DEPTH_TO_SPACE is 4-D)", g.value(x).shape.len())));
+        }
+        let xt = self.get(x, &NHWC)?;
+        let yt = self.out(y, NHWC.to_vec())?;
+        let opts = OptionsT::new(builtin_options::DEPTH_TO_SPACE).with(0, FieldT::I32(blocksize as i32));
+        self.op(bo::DEPTH_TO_SPACE, 1, vec![xt], vec![yt], Some(opts));
         Ok(())
     }
 }

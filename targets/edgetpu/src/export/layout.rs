@@ -43,6 +43,7 @@ fn input_layout(op: &Op) -> InputLayout {
         Op::Conv(_) | Op::ConvTranspose(_) | Op::MaxPool(_) | Op::AveragePool(_) | Op::GlobalAveragePool | Op::GlobalMaxPool | Op::Resize(_) => {
             InputLayout::Nhwc
         }
+        Op::DepthToSpace { .. } => InputLayout::Nhwc,
         Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } => InputLayout::Passed,
         Op::LpPool(..) | Op::Gemm { .. } | Op::MatMul | Op::Binary(..) | Op::Unary(_) | Op::ClipDynamic
         | Op::Variadic(_) | Op::VariadicMean | Op::Where | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. }
@@ -52,7 +53,7 @@ fn input_layout(op: &Op) -> InputLayout {
         | Op::Split { .. } | Op::Slice | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. }
         | Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::Pad { .. } | Op::Expand | Op::Tile | Op::Shape { .. }
         | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } | Op::Identity | Op::Trilu { .. }
-        | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. }
+        | Op::OneHot { .. } | Op::EyeLike { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. }
         | Op::NonZero | Op::ReverseSequence { .. } => InputLayout::Any,
     }
 }

@@ -77,10 +77,11 @@ pub struct Exported {
 
 /// Exports an f32 graph (static shapes) to a TFLite flatbuffer.
 pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
-    // TFLite has no hard sigmoid (and no int8 DIV): the same rewrite quantization applies (Mul and Add with a
-    // clip, multiplication by the reciprocal) makes float graphs exportable too.
+    // TFLite has no hard sigmoid or batch norm (and no int8 DIV): the same rewrite quantization applies (Mul
+    // and Add, with a clip for the hard sigmoid; multiplication by the reciprocal) makes float graphs
+    // exportable too.
     let prepared;
-    let g = if g.nodes.iter().any(|n| matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. }))) {
+    let g = if g.nodes.iter().any(|n| matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. }) | Op::BatchNorm { .. })) {
         let mut c = g.clone();
         tpu_sdk_core::quant::prepare(&mut c);
         prepared = c;

@@ -6,7 +6,8 @@ use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator a
 use tpu_sdk_core::format::tflite::tflite_padding;
 use tpu_sdk_core::ir::ops::conv::transpose_plan;
 use tpu_sdk_core::ir::{
-    Activation, AutoPad, ConvAttrs, ConvTransposeAttrs, CoordTransform, DType, NearestMode, Node, Op, PoolAttrs, ResizeAttrs, ResizeMode, Tensor, UnaryOp, ValueId,
+    Activation, AutoPad, ConvAttrs, ConvTransposeAttrs, CoordTransform, DType, NearestMode, Node, Op, PoolAttrs, QuantParams, ResizeAttrs, ResizeMode, Tensor, UnaryOp,
+    ValueId,
 };
 use tpu_sdk_core::Result;
 
@@ -30,13 +31,17 @@ impl Ex<'_> {
         let wc = g.value(w).constant.clone().ok_or_else(|| self.unsupported("non-constant weights"))?;
         let (c_in, c_out) = (xs[1], ws[0]);
         let depthwise = a.group > 1 && a.group == c_in && ws[1] == 1;
-        if a.group != 1 && !depthwise {
-            return Err(self.unsupported(format!("grouped convolution (group {})", a.group)));
+        let grouped = a.group > 1 && !depthwise;
+        if grouped && (c_in % a.group != 0 || c_out % a.group != 0 || ws[1] * a.group != c_in) {
+            return Err(self.unsupported(format!("grouped convolution (group {}) of {c_in} input and {c_out} output channels with weights {ws:?}", a.group)));
         }
         let (kh, kw) = (ws[2], ws[3]);
         let strides = if a.strides.is_empty() { vec![1, 1] } else { a.strides.clone() };
         let dil = if a.dilations.is_empty() { vec![1, 1] } else { a.dilations.clone() };
         let (pad, xin) = self.spatial_padding(x, &a.pads, a.auto_pad, [kh, kw], &strides, &dil, 0.0, &n.name)?;
+        if grouped {
+            return self.grouped_conv(n, a, xin, pad, &strides, &dil);
+        }
         let wperm: &[usize] = if depthwise { &[1, 2, 3, 0] } else { &[0, 2, 3, 1] };
         let wt = wc.permuted(wperm);
         let wname = format!("{}/filter", g.value(w).name);
@@ -64,6 +69,70 @@ impl Ex<'_> {
             (bo::CONV_2D, OptionsT::conv2d(pad, strides[1] as i32, strides[0] as i32, fa, dil[1] as i32, dil[0] as i32), 1)
         };
         self.op(code, version, vec![xin, wi, bi], vec![conv_out], Some(opts));
+        if let Some((lo, hi)) = clip {
+            self.clip_into(conv_out, yt, &yname, &ys, lo, hi)?;
+        }
+        Ok(())
+    }
+
+    /// A grouped convolution (neither plain nor depthwise): neither the Edge TPU nor LiteRT's optimized int8
+    /// CONV_2D takes groups, so it is a SPLIT of the (padded) NHWC input into `group` channel blocks, one
+    /// CONV_2D per block with its block of filters, biases and per-channel scales, and a CONCATENATION of the
+    /// results along channels. Every block shares the input's (and the output's) parameters, so the int8
+    /// arithmetic is the grouped convolution's, channel by channel.
+    fn grouped_conv(&mut self, n: &Node, a: &ConvAttrs, xin: i32, pad: i8, strides: &[usize], dil: &[usize]) -> Result<()> {
+        let g = self.g;
+        let y = n.outputs[0];
+        let w = required(n, 1)?;
+        let wc = g.value(w).constant.clone().ok_or_else(|| self.unsupported("non-constant weights"))?;
+        let groups = a.group;
+        let (c_out, ci) = (wc.shape[0], wc.shape[1]);
+        let co = c_out / groups;
+        let xs: Vec<usize> = self.sg_ref().tensors[xin as usize].shape.iter().map(|&d| d as usize).collect();
+        let mut parts = Vec::with_capacity(groups);
+        for k in 0..groups {
+            parts.push(self.tensor_like(&format!("{}/group{k}/input", n.name), &[xs[0], xs[1], xs[2], ci], xin)?);
+        }
+        let at = self.constant(&format!("{}/split_axis", n.name), &Tensor::scalar(3i32))?;
+        self.op(bo::SPLIT, 1, vec![at, xin], parts.clone(), Some(OptionsT::new(builtin_options::SPLIT).with(0, FieldT::I32(groups as i32))));
+        let (fa, clip) = split_activation(a.activation);
+        let clip = self.clip_left(y, clip);
+        let yname = g.value(y).name.clone();
+        let ys = permuted(&g.value(y).shape, &NHWC);
+        let yt = self.out(y, NHWC.to_vec())?;
+        let conv_out = if clip.is_some() { self.tensor_like(&format!("{yname}/conv"), &ys, yt)? } else { yt };
+        let wq = g.value(w).quant.clone();
+        let bias = match n.input(2) {
+            Some(b) => Some((g.value(b).constant.clone().ok_or_else(|| self.unsupported("non-constant bias"))?, g.value(b).quant.clone())),
+            None => None,
+        };
+        // Channels [k·co, (k+1)·co) of a per-channel quantization (per-tensor ones are shared).
+        let block = |q: &Option<QuantParams>, k: usize| {
+            q.as_ref().map(|q| {
+                let pick = |v: &[f32]| if v.len() == c_out { v[k * co..(k + 1) * co].to_vec() } else { v.to_vec() };
+                let zp = if q.zero_point.len() == c_out { q.zero_point[k * co..(k + 1) * co].to_vec() } else { q.zero_point.clone() };
+                QuantizationT { scale: pick(&q.scale), zero_point: zp, quantized_dimension: 0, ..Default::default() }
+            })
+        };
+        let mut outs = Vec::with_capacity(groups);
+        for (k, &part) in parts.iter().enumerate() {
+            let wk = wc.slice_axis0(k * co, (k + 1) * co).permuted(&[0, 2, 3, 1]);
+            let wi = self.constant(&format!("{}/filter/group{k}", g.value(w).name), &wk)?;
+            self.sg().tensors[wi as usize].quantization = block(&wq, k);
+            let bi = match &bias {
+                Some((bc, bq)) => {
+                    let bi = self.constant(&format!("{}/group{k}", g.value(n.input(2).expect("bias")).name), &bc.slice_axis0(k * co, (k + 1) * co))?;
+                    self.sg().tensors[bi as usize].quantization = block(bq, k);
+                    bi
+                }
+                None => self.const_f32(&format!("{}/bias/group{k}", n.name), vec![co], vec![0.0; co])?,
+            };
+            let ok = self.tensor_like(&format!("{yname}/group{k}"), &[ys[0], ys[1], ys[2], co], conv_out)?;
+            let opts = OptionsT::conv2d(pad, strides[1] as i32, strides[0] as i32, fa, dil[1] as i32, dil[0] as i32);
+            self.op(bo::CONV_2D, 1, vec![part, wi, bi], vec![ok], Some(opts));
+            outs.push(ok);
+        }
+        self.op(bo::CONCATENATION, 1, outs, vec![conv_out], Some(OptionsT::concatenation(3, act::NONE)));
         if let Some((lo, hi)) = clip {
             self.clip_into(conv_out, yt, &yname, &ys, lo, hi)?;
         }
@@ -195,16 +264,20 @@ impl Ex<'_> {
     }
 
     /// Whether value `x` is never negative: int8 (uint8) with zero point -128 (0), so its lowest level is the
-    /// real 0, or the output of a ReLU-like activation.
+    /// real 0, or the output of a ReLU-like activation (also int8, whose activation clamps at the zero point:
+    /// DenseNet's stem ReLU shares its parameters with a Concat whose range reaches below 0).
     fn never_negative(&self, x: ValueId) -> bool {
         let g = self.g;
         let v = g.value(x);
         if let Some(q) = &v.quant {
-            return match v.dtype {
+            let lowest_is_zero = match v.dtype {
                 DType::I8 => q.zero_point.iter().all(|&z| z == -128),
                 DType::U8 => q.zero_point.iter().all(|&z| z == 0),
                 _ => false,
             };
+            if lowest_is_zero {
+                return true;
+            }
         }
         let clamps = |a: Option<Activation>| matches!(a, Some(Activation::Relu | Activation::Relu6)) || matches!(a, Some(Activation::Clip { min, .. }) if min >= 0.0);
         g.nodes.iter().find(|n| n.outputs.contains(&x)).is_some_and(|n| match &n.op {

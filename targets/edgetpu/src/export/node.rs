@@ -39,6 +39,8 @@ impl Ex<'_> {
             Op::Resize(a) => self.resize(n, a),
             Op::Slice => self.slice(n),
             Op::Gather { axis } => self.gather(n, *axis),
+            Op::Tile => self.tile(n),
+            Op::DepthToSpace { blocksize, crd } => self.depth_to_space(n, *blocksize, *crd),
             Op::QuantizeLinear { axis: _, to: _, rounding: _ } => self.quantize(n, true),
             Op::DequantizeLinear { axis: _ } => self.quantize(n, false),
             // No TFLite writer yet.
@@ -46,9 +48,9 @@ impl Ex<'_> {
             | Op::BatchNorm { .. } | Op::InstanceNorm { .. } | Op::LayerNorm { .. } | Op::GroupNorm { .. }
             | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Hardmax { .. } | Op::ArgReduce { .. } | Op::CumSum { .. }
             | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. }
-            | Op::ScatterNd { .. } | Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. }
+            | Op::ScatterNd { .. } | Op::Expand | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. }
             | Op::Range | Op::Cast { .. } | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
-            | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
+            | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
         }
     }

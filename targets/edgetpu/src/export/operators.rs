@@ -55,6 +55,8 @@ pub(super) fn int8_version(code: i32, version: i32) -> i32 {
         bo::CONCATENATION | bo::MEAN | bo::SUM | bo::REDUCE_MAX | bo::REDUCE_MIN | bo::PAD | bo::PADV2 | bo::TRANSPOSE => 2,
         bo::STRIDED_SLICE | bo::GATHER | bo::RELU | bo::RELU6 | bo::MAXIMUM | bo::MINIMUM | bo::LOG_SOFTMAX => 2,
         bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR | bo::DEQUANTIZE | bo::SPACE_TO_DEPTH | bo::SPLIT | bo::SPLIT_V => 2,
+        bo::DEPTH_TO_SPACE => 2,
+        bo::TILE => 3,
         _ => version,
     };
     v.max(version)
@@ -89,6 +91,10 @@ pub(super) fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
         (bo::RESIZE_BILINEAR, 3) => "2.2.0",
         (bo::RESIZE_NEAREST_NEIGHBOR, 3) | (bo::BATCH_MATMUL, 1) | (bo::SPLIT_V, 2) => "2.3.0",
         (bo::GELU, 1) => "2.9.0",
+        (bo::TILE, 1) => "1.10.1",
+        (bo::DEPTH_TO_SPACE, 1) => "2.1.0",
+        (bo::DEPTH_TO_SPACE, 2) => "2.5.0",
+        (bo::TILE, 3) => "2.8.0",
         _ => return None,
     })
 }

@@ -47,13 +47,14 @@ mod binary;
 mod conv;
 mod gemm;
 mod pool;
+mod reduce;
 mod softmax;
 mod transpose_conv;
 mod unary;
 
 use super::Scratch;
 pub use crate::ir::ops::quantize::{is_quantized_node, moves_data};
-use crate::ir::{Activation, DType, Graph, Op, Tensor, UnaryOp};
+use crate::ir::{Activation, DType, Graph, Op, ReduceOp, Tensor, UnaryOp};
 
 /// A prepared integer kernel for one node.
 pub trait Int8Kernel: Send + Sync + std::fmt::Debug {
@@ -92,7 +93,11 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::MaxPool(a) => pool::prepare(&cx, pool::Pooling::Window { attrs: a, max: true })?,
         Op::GlobalAveragePool => pool::prepare(&cx, pool::Pooling::GlobalMean)?,
         Op::GlobalMaxPool => pool::prepare(&cx, pool::Pooling::GlobalMax)?,
-        Op::Reduce { op, axes, keepdims, .. } => pool::prepare(&cx, pool::Pooling::Reduce { op: *op, axes: axes.as_deref(), keepdims: *keepdims })?,
+        Op::Reduce { op: ReduceOp::Sum, axes, noop_with_empty_axes, .. } => reduce::prepare(&cx, &reduced_axes(&cx, axes.as_deref(), *noop_with_empty_axes)?)?,
+        Op::Reduce { op, axes, keepdims, noop_with_empty_axes } => {
+            let axes = reduced_axes(&cx, axes.as_deref(), *noop_with_empty_axes)?;
+            pool::prepare(&cx, pool::Pooling::Reduce { op: *op, axes: Some(&axes), keepdims: *keepdims })?
+        }
         Op::Concat { axis } => unary::prepare_concat(&cx, *axis)?,
         Op::Softmax { axis } => softmax::prepare(&cx, *axis)?,
         Op::Resize(a) => pool::prepare_resize(&cx, a)?,
@@ -152,6 +157,20 @@ impl<'a> Ctx<'a> {
         let v = self.input(k)?;
         v.constant.as_ref().ok_or_else(|| format!("input {k} ('{}') must be a constant", v.name))
     }
+}
+
+/// The axes a Reduce node reduces: its attribute, else its constant axes input (input 1), else all axes (or
+/// none with `noop_with_empty_axes`).
+fn reduced_axes(cx: &Ctx, attr: Option<&[usize]>, noop: bool) -> Result<Vec<usize>, String> {
+    use crate::ir::ops::reduce::{axes_values, reduce_mask};
+    if let Some(a) = attr {
+        return Ok(a.to_vec());
+    }
+    let rank = cx.input(0)?.shape.len();
+    let listed = if cx.has_input(1) { Some(axes_values(cx.constant(1)?)?) } else { None };
+    let listed = listed.filter(|l| !l.is_empty());
+    let mask = reduce_mask(listed.as_deref(), rank, noop)?;
+    Ok((0..rank).filter(|&d| mask[d]).collect())
 }
 
 /// [min, max] of an 8-bit dtype.
