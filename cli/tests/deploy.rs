@@ -470,3 +470,91 @@ fn deploying_a_tflite_for_the_edge_tpu_compiles_only_float_models() {
     let (_, err) = expect(s.deploy(&noise, "edgetpu", &[]), 3);
     assert!(err.contains("noise.tflite"), "{err}");
 }
+
+/// An ssh wrapper that cuts the connection once: on its `FAULT_AT`-th invocation it starts the real ssh, waits
+/// `FAULT_MS` milliseconds and then SIGKILLs every ssh process of this deploy's control socket (the shared
+/// master connection and the client), as a dropped network link would; other invocations run ssh as is.
+const FAULTY_SSH: &str = r#"#!/bin/sh
+n=$(( $(cat "$FAULT_DIR/count" 2>/dev/null || echo 0) + 1 ))
+echo "$n" > "$FAULT_DIR/count"
+if [ "$n" != "$FAULT_AT" ]; then exec ssh "$@"; fi
+ctl=""
+for a in "$@"; do case "$a" in ControlPath=*) ctl="${a#ControlPath=}";; esac; done
+ssh "$@" &
+pid=$!
+sleep "$FAULT_SECS"
+echo cut > "$FAULT_DIR/cut"
+[ -n "$ctl" ] && pkill -9 -f -- "$ctl"
+kill -9 "$pid" 2>/dev/null
+exit 255
+"#;
+
+/// 100 deploys, each cut at a random moment of a random step (connect, prepare, upload, install): after each the
+/// remote folder holds the old or the new model, complete (its SHA-256 is one of the two), and the next deploy
+/// without faults succeeds. `TPU_SDK_DEPLOY_FAULT_RUNS` changes the count.
+#[test]
+fn deploys_cut_at_random_points_leave_a_consistent_device() {
+    let Some(s) = sshd() else { return };
+    let local = tempfile::tempdir().unwrap();
+    let wrapper = local.path().join("faulty-ssh");
+    std::fs::write(&wrapper, FAULTY_SSH).unwrap();
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&wrapper, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let model = local.path().join("m.tflite");
+    let remote_dir = s.path("remote/models");
+    let remote = remote_dir.join("m.tflite");
+    let runs: usize = std::env::var("TPU_SDK_DEPLOY_FAULT_RUNS").ok().and_then(|v| v.parse().ok()).unwrap_or(100);
+    let mut rng = 0x2545_F491_4F6C_DD1Du64;
+    let mut next = move || {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        rng
+    };
+    // versions alternate, so every deploy has something to replace
+    let versions: Vec<PathBuf> = (0..2).map(|v| write_model(local.path(), &format!("v{v}.bin"), 10 + v as u8, (1 << 20) + v * 4096)).collect();
+    std::fs::copy(&versions[0], &model).unwrap();
+    expect(s.deploy(&model, "cpu", &[]), 0);
+    let (mut cut, mut failed, mut consistent) = (0, 0, 0);
+    for run in 0..runs {
+        let (old, new) = (&versions[run % 2], &versions[(run + 1) % 2]);
+        std::fs::copy(new, &model).unwrap();
+        let fault = tempfile::tempdir().unwrap();
+        let at = 1 + next() % 4;
+        let secs = format!("0.{:03}", next() % 400);
+        let o = s
+            .deploy_cmd(&model, "cpu", &["--ssh-program", wrapper.to_str().unwrap()])
+            .env("FAULT_DIR", fault.path())
+            .env("FAULT_AT", at.to_string())
+            .env("FAULT_SECS", &secs)
+            .output()
+            .unwrap();
+        cut += fault.path().join("cut").exists() as usize;
+        failed += !o.status.success() as usize;
+        if !o.status.success() {
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(err.starts_with("error: ") && !err.contains("panicked"), "run {run}: {err}");
+        }
+        std::thread::sleep(Duration::from_millis(50)); // a remote command the cut orphaned finishes or dies
+        let now = sha256sum(&remote);
+        assert!(now == sha256sum(old) || now == sha256sum(new), "run {run} (cut at ssh call {at} after {secs} s): the model is neither version");
+        if remote_dir.join("m.tflite.prev").exists() {
+            let prev = sha256sum(&remote_dir.join("m.tflite.prev"));
+            assert!(prev == sha256sum(old) || prev == sha256sum(new), "run {run}: m.tflite.prev is neither version");
+        }
+        consistent += 1;
+        // the next deploy (no fault) completes the job and cleans up
+        let doc = json(s.deploy(&model, "cpu", &["--json"]));
+        assert_eq!(doc["model"]["sha256"], sha256sum(new));
+        assert_eq!(sha256sum(&remote), sha256sum(new), "run {run}: the retry did not install the new model");
+        assert!(leftovers(&remote_dir).is_empty(), "run {run}: {:?}", leftovers(&remote_dir));
+    }
+    eprintln!("deploy fault injection: {consistent} of {runs} runs left a consistent device ({cut} connections cut, {failed} deploys failed with an error, each retried successfully)");
+    assert!(cut >= runs / 2, "too few cuts landed ({cut} of {runs}): the harness is not injecting faults");
+    // rollback after all that still swaps the two complete versions
+    expect(s.deploy(&model, "cpu", &["--rollback"]), 0);
+    assert_eq!(sha256sum(&remote), sha256sum(&versions[(runs + 1) % 2]), "rollback restores the version before the last");
+}

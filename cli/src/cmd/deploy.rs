@@ -35,6 +35,9 @@ pub struct Args {
     /// An extra ssh option, as for `ssh -o` (repeatable), e.g. `StrictHostKeyChecking=accept-new`.
     #[arg(long = "ssh-option", value_name = "KEY=VALUE")]
     ssh_options: Vec<String>,
+    /// The ssh client to run (default: `ssh` on PATH); any wrapper that takes ssh's arguments works.
+    #[arg(long, value_name = "PROGRAM")]
+    ssh_program: Option<PathBuf>,
     /// Remote folder for models (`~` is the remote home).
     #[arg(long, default_value = "~/tpu-sdk/models", value_name = "DIR")]
     remote_dir: String,
@@ -113,7 +116,7 @@ mod imp {
             port: a.port,
             identity: a.identity.clone(),
             options: a.ssh_options.clone(),
-            program: None,
+            program: a.ssh_program.clone(),
         })?;
         let mut doc = json!({"host": a.host, "target": a.target});
         let dir = a.remote_dir.trim_end_matches('/').to_string();
