@@ -70,6 +70,8 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         },
         Unary(u) => match u {
             UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh | UnaryOp::HardSwish | UnaryOp::LeakyRelu { .. } => Ok(false),
+            // RSQRT: fixed-point Newton iteration; GELU: a lookup table (LiteRT's int8 kernels).
+            UnaryOp::Rsqrt | UnaryOp::Gelu { .. } => Ok(false),
             // Non-standard clips become MAXIMUM/MINIMUM, whose operands share parameters.
             UnaryOp::Clip { min, max } => Ok(!((*min == 0.0 && (*max == 6.0 || *max == f32::INFINITY)) || (*min == -1.0 && *max == 1.0))),
             other => Err(format!("unary op {other:?} has no int8 TFLite kernel")),

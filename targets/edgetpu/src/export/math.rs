@@ -180,6 +180,7 @@ impl Ex<'_> {
             UnaryOp::Exp => simple(bo::EXP),
             UnaryOp::Log => simple(bo::LOG),
             UnaryOp::Sqrt => simple(bo::SQRT),
+            UnaryOp::Rsqrt => simple(bo::RSQRT),
             UnaryOp::Abs => simple(bo::ABS),
             UnaryOp::Neg => simple(bo::NEG),
             UnaryOp::Floor => simple(bo::FLOOR),

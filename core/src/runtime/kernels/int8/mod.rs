@@ -43,6 +43,7 @@
 
 pub mod fixedpoint;
 
+mod batch_matmul;
 mod binary;
 mod conv;
 mod gemm;
@@ -84,6 +85,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::Conv(a) => conv::prepare_conv(&cx, a)?,
         Op::ConvTranspose(a) => transpose_conv::prepare(&cx, a)?,
         &Op::Gemm { alpha, beta, trans_a, trans_b, activation } => conv::prepare_fc(&cx, conv::FcAttrs { trans_a, trans_b, activation, alpha, beta })?,
+        Op::MatMul if cx.input(1)?.constant.is_none() => batch_matmul::prepare(&cx)?,
         Op::MatMul => conv::prepare_fc(&cx, conv::FcAttrs::MATMUL)?,
         Op::Binary(b, act) => binary::prepare(&cx, *b, *act)?,
         Op::Unary(u) => unary::prepare(&cx, Some(*u))?,
