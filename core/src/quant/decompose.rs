@@ -8,6 +8,8 @@
 //! * `0.5·x·(1 + erf(x/√2))`, as PyTorch's ONNX export writes GELU (in any order of its three products), becomes
 //!   one `Gelu` (TFLite GELU, an int8 lookup table in LiteRT).
 //!
+//! * A 1-D convolution becomes a 2-D one between two RESHAPEs.
+//!
 //! Every rewrite computes the same function in float, so the float graph (and a float TFLite export) can use
 //! it too.
 
@@ -87,13 +89,50 @@ pub(super) fn normalization(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
         cur = b.op("scaled", Op::Binary(BinaryOp::Mul, None), &[cur, gamma], &shape);
     }
     if let Some(beta) = affine[1] {
-        cur = b.op("shifted", Op::Binary(BinaryOp::Add, None), &[cur, beta], &shape);
+        b.op("shifted", Op::Binary(BinaryOp::Add, None), &[cur, beta], &shape);
     }
     // The last node writes the original output value.
     let last = b.nodes.last_mut().expect("at least the normalizing Mul");
     last.outputs[0] = y;
     last.name = n.name.clone();
-    let _ = cur;
+    Some(b.nodes)
+}
+
+/// A 1-D convolution (Whisper's stem) as a 2-D one over `[N, C, 1, L]` between two Reshapes: TFLite has no
+/// 1-D CONV. `None` (the node stays) unless x is a static f32 `[N, C, L]` and the weights are constant.
+pub(super) fn conv1d(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
+    let Op::Conv(a) = &n.op else { return None };
+    let (x, w, y) = (n.input(0)?, n.input(1)?, n.outputs[0]);
+    let xv = g.value(x);
+    let ys = g.value(y).shape.clone();
+    if xv.shape.len() != 3 || xv.dtype != DType::F32 || xv.dynamic || ys.len() != 3 {
+        return None;
+    }
+    let xs = xv.shape.clone();
+    let mut wt = g.value(w).constant.clone()?;
+    if wt.shape.len() != 3 {
+        return None;
+    }
+    wt.shape.insert(2, 1);
+    let unit = |v: &[usize]| if v.is_empty() { Vec::new() } else { [1].iter().chain(v).copied().collect() };
+    let attrs = crate::ir::ConvAttrs {
+        kernel_shape: vec![1, wt.shape[3]],
+        strides: unit(&a.strides),
+        dilations: unit(&a.dilations),
+        pads: if a.pads.is_empty() { Vec::new() } else { vec![0, a.pads[0], 0, a.pads[1]] },
+        auto_pad: a.auto_pad,
+        group: a.group,
+        activation: a.activation,
+    };
+    let w2 = g.add_constant(format!("{}/weights_2d", n.name), wt);
+    let mut b = Emit { g, nodes: Vec::new(), base: n.name.clone() };
+    let x2 = b.reshape("rows", x, &[xs[0], xs[1], 1, xs[2]]);
+    let y2 = b.g.add_value(format!("{}/conv_2d", n.name), DType::F32, vec![ys[0], ys[1], 1, ys[2]]);
+    b.nodes.push(Node { name: format!("{}/conv_2d", n.name), op: Op::Conv(attrs), inputs: vec![Some(x2), Some(w2), n.input(2)], outputs: vec![y2] });
+    b.reshape("unrows", y2, &ys);
+    let last = b.nodes.last_mut().expect("three nodes");
+    last.outputs[0] = y;
+    last.name = n.name.clone();
     Some(b.nodes)
 }
 
@@ -265,6 +304,27 @@ mod tests {
             crate::ir::verify::verify(&p).unwrap();
             let xt = ramp(&x_shape);
             assert_close(&run(&p, &xt), &run(&g, &xt), 1e-5);
+        }
+    }
+
+    #[test]
+    fn a_1d_convolution_becomes_a_2d_one_between_reshapes() {
+        for (pads, strides, group) in [(vec![1, 1], vec![], 1), (vec![2, 0], vec![2], 2)] {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &[1, 4, 9]);
+            let w = b.constant("w", ramp(&[6, 4 / group, 3]));
+            let bias = b.constant("bias", Tensor::from_f32(vec![6], (0..6).map(|i| i as f32 / 4.0).collect()));
+            let attrs = crate::ir::ConvAttrs { kernel_shape: vec![3], strides, dilations: vec![], pads, auto_pad: crate::ir::AutoPad::NotSet, group, activation: None };
+            let y = b.op(Op::Conv(attrs), &[x, w, bias]).unwrap();
+            b.output(y);
+            let g = b.finish().unwrap();
+            let mut p = g.clone();
+            super::super::prepare(&mut p);
+            crate::ir::verify::verify(&p).unwrap();
+            let convs: Vec<_> = p.nodes.iter().filter_map(|n| if let Op::Conv(a) = &n.op { Some(a.kernel_shape.clone()) } else { None }).collect();
+            assert_eq!(convs, vec![vec![1, 3]]);
+            let xt = ramp(&[1, 4, 9]);
+            assert_close(&run(&p, &xt), &run(&g, &xt), 1e-6);
         }
     }
 

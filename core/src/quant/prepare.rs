@@ -3,7 +3,7 @@
 //! (`clip(αx + β, 0, 1)`) becomes a Mul and an Add with a fused clip — int8 TFLite has kernels for those,
 //! not for DIV or a hard sigmoid. Division by a square root and the reciprocal of one become RSQRT (and a
 //! Mul); `x^2` becomes `x·x`; Neg becomes a Mul by −1 (LiteRT's int8 NEG negates the stored integers, which
-//! is only right for a zero point of 0). LayerNorm, InstanceNorm, GroupNorm and the erf form of GELU
+//! is only right for a zero point of 0). A 1-D convolution, LayerNorm, InstanceNorm, GroupNorm and the erf form of GELU
 //! decompose as [`super::decompose`] describes. The rewritten graph computes the same function.
 
 use super::decompose;
@@ -13,6 +13,7 @@ use crate::ir::{Activation, BinaryOp, DType, Graph, Node, Op, Tensor, TensorData
 pub fn needed(g: &Graph) -> bool {
     g.nodes.iter().any(|n| {
         matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. } | UnaryOp::Erf) | Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. })
+            || matches!(n.op, Op::Conv(_)) && n.input(0).is_some_and(|x| g.value(x).shape.len() == 3)
     })
 }
 
@@ -27,6 +28,10 @@ pub fn prepare(g: &mut Graph) {
         let f32_out = g.value(n.outputs[0]).dtype == DType::F32;
         match n.op {
             Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } => match decompose::normalization(g, &n, &uses) {
+                Some(nodes) => out.extend(nodes),
+                None => out.push(n),
+            },
+            Op::Conv(ref a) if a.kernel_shape.len() == 1 || n.input(1).is_some_and(|w| g.value(w).shape.len() == 3) => match decompose::conv1d(g, &n) {
                 Some(nodes) => out.extend(nodes),
                 None => out.push(n),
             },

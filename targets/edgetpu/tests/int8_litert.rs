@@ -307,7 +307,7 @@ fn transformer_block() -> Graph {
     let g1 = b.constant("ln1_g", weights(&[c], 60, 1.5));
     let b1 = b.constant("ln1_b", weights(&[c], 61, 0.5));
     let ln1 = b.node(Op::LayerNorm { axis: 2, epsilon: 1e-5 }, &[Some(x), Some(g1), Some(b1)], 1).unwrap()[0];
-    let mut proj = |b: &mut GraphBuilder, x, name: &str, seed, n: usize, k: usize| {
+    let proj = |b: &mut GraphBuilder, x, name: &str, seed, n: usize, k: usize| {
         let w = b.constant(name, weights(&[k, n], seed, 0.5));
         b.op(Op::MatMul, &[x, w]).unwrap()
     };

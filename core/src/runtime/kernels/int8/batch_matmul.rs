@@ -1,7 +1,10 @@
 //! BATCH_MATMUL of two int8 activations (attention's `Q·Kᵀ` and `P·V`), as LiteRT computes it
 //! (`batch_matmul.cc` `EvalInt8Int8` → `reference_ops::BatchMatMul`): per output element the exact sum
 //! `Σ (a - zp_a)·(b - zp_b)` over the shared dim, `MultiplyByQuantizedMultiplier` by `s_a·s_b/s_y`, plus the
-//! output zero point, clamped to the dtype. Leading (batch) dims broadcast as numpy's matmul does.
+//! output zero point, clamped to the dtype. The multiplier is `GetQuantizedConvolutionMultipler`'s: the
+//! product of the input scales in f32, then divided by the output scale in f64 (a multiplier from the f64
+//! product differs in its last bits and flipped ties in ViT-B/16's attention). Leading (batch) dims broadcast
+//! as numpy's matmul does.
 
 use super::fixedpoint::{mul_double_round, quantize_multiplier, Multiplier};
 use super::{arg, out0, Ctx, Int8Kernel, Qp};
@@ -27,7 +30,7 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     if cx.output(0)?.dtype != DType::I8 {
         return Err("int8 batch matmul needs an i8 output".into());
     }
-    let m = quantize_multiplier(a.scale as f64 * b.scale as f64 / y.scale as f64);
+    let m = quantize_multiplier((a.scale * b.scale) as f64 / y.scale as f64);
     Ok(Box::new(BatchMatMul { a, b, y, m }))
 }
 
