@@ -7,6 +7,7 @@
 
 pub mod calibrate;
 pub mod compare;
+mod decompose;
 pub mod params;
 pub mod prepare;
 pub mod quantize;

@@ -3,17 +3,53 @@
 //! (`clip(αx + β, 0, 1)`) becomes a Mul and an Add with a fused clip, and a BatchNorm that could not fold
 //! into a convolution (one after a Concat, as in DenseNet) becomes a Mul and an Add by per-channel constants
 //! (`a = γ/√(σ²+ε)`, `b = β − μ·a`, the float kernel's own arithmetic; TF's converter does the same) — int8
-//! TFLite has kernels for those, not for DIV, a hard sigmoid or a batch norm. The rewritten graph computes the
-//! same function.
+//! TFLite has kernels for those, not for DIV, a hard sigmoid or a batch norm. Division by a square root and the
+//! reciprocal of one become RSQRT (and a Mul); `x^2` becomes `x·x`; Neg becomes a Mul by −1 (LiteRT's int8 NEG
+//! negates the stored integers, which is only right for a zero point of 0). A 1-D convolution, LayerNorm,
+//! InstanceNorm, GroupNorm and the erf form of GELU decompose as [`super::decompose`] describes. The rewritten
+//! graph computes the same function.
 
+use super::decompose;
 use crate::ir::{Activation, BinaryOp, DType, Graph, Node, Op, Tensor, TensorData, UnaryOp};
+
+/// Whether [`prepare`] would rewrite something in `g` that a float TFLite export cannot write as it is.
+pub fn needed(g: &Graph) -> bool {
+    g.nodes.iter().any(|n| {
+        matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. } | UnaryOp::Erf) | Op::BatchNorm { .. } | Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. })
+            || matches!(n.op, Op::Conv(_)) && n.input(0).is_some_and(|x| g.value(x).shape.len() == 3)
+    })
+}
 
 /// Rewrites `g` in place (see the module docs).
 pub fn prepare(g: &mut Graph) {
+    decompose::fuse_erf_gelu(g);
+    fuse_rsqrt(g);
+    let uses = g.use_counts();
     let nodes = std::mem::take(&mut g.nodes);
     let mut out = Vec::with_capacity(nodes.len());
     for mut n in nodes {
+        let f32_out = g.value(n.outputs[0]).dtype == DType::F32;
         match n.op {
+            Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } => match decompose::normalization(g, &n, &uses) {
+                Some(nodes) => out.extend(nodes),
+                None => out.push(n),
+            },
+            Op::Conv(ref a) if a.kernel_shape.len() == 1 || n.input(1).is_some_and(|w| g.value(w).shape.len() == 3) => match decompose::conv1d(g, &n) {
+                Some(nodes) => out.extend(nodes),
+                None => out.push(n),
+            },
+            Op::Unary(UnaryOp::Neg) if f32_out => {
+                let m = g.add_constant(format!("{}/minus_one", n.name), Tensor::from_f32(vec![], vec![-1.0]));
+                n.op = Op::Binary(BinaryOp::Mul, None);
+                n.inputs.push(Some(m));
+                out.push(n);
+            }
+            Op::Binary(BinaryOp::Pow, None) if f32_out && n.input(1).and_then(|e| g.value(e).constant.as_ref()).is_some_and(|e| e.to_f64_vec() == [2.0]) => {
+                let x = n.input(0).expect("binary input");
+                n.op = Op::Binary(BinaryOp::Mul, None);
+                n.inputs = vec![Some(x), Some(x)];
+                out.push(n);
+            }
             Op::Binary(BinaryOp::Div, act) => {
                 let rhs = n.input(1).and_then(|b| g.value(b).constant.clone());
                 match rhs {
@@ -80,6 +116,36 @@ fn batch_norm_affine(g: &Graph, n: &Node, epsilon: f32) -> Option<(Tensor, Tenso
     let mut shape = vec![c];
     shape.resize(x.shape.len() - 1, 1);
     Some((Tensor::from_f32(shape.clone(), a), Tensor::from_f32(shape, b)))
+}
+
+/// `a / sqrt(v)` becomes `a · rsqrt(v)` and `1 / sqrt(v)` becomes `rsqrt(v)` when nothing else reads the
+/// square root.
+fn fuse_rsqrt(g: &mut Graph) {
+    let uses = g.use_counts();
+    let prod = g.producers();
+    let mut drop = vec![false; g.nodes.len()];
+    for k in 0..g.nodes.len() {
+        let n = &g.nodes[k];
+        let (s, div) = match n.op {
+            Op::Binary(BinaryOp::Div, _) => (n.input(1), true),
+            Op::Unary(UnaryOp::Reciprocal) => (n.input(0), false),
+            _ => continue,
+        };
+        let Some(s) = s.filter(|s| uses[s.0] == 1 && g.value(*s).dtype == DType::F32) else { continue };
+        let Some(ks) = prod[s.0].filter(|&ks| matches!(g.nodes[ks].op, Op::Unary(UnaryOp::Sqrt))) else { continue };
+        g.nodes[ks].op = Op::Unary(UnaryOp::Rsqrt);
+        if div {
+            if let Op::Binary(_, act) = g.nodes[k].op {
+                g.nodes[k].op = Op::Binary(BinaryOp::Mul, act);
+            }
+        } else {
+            let y = g.nodes[k].outputs[0];
+            g.nodes[ks].outputs[0] = y;
+            drop[k] = true;
+        }
+    }
+    let nodes = std::mem::take(&mut g.nodes);
+    g.nodes = nodes.into_iter().enumerate().filter(|(k, _)| !drop[*k]).map(|(_, n)| n).collect();
 }
 
 #[cfg(test)]

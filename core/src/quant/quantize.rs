@@ -66,15 +66,29 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         Binary(b, _) => match b {
             BinaryOp::Add | BinaryOp::Sub | BinaryOp::Mul | BinaryOp::PRelu => Ok(false),
             BinaryOp::Max | BinaryOp::Min => Ok(true),
+            BinaryOp::Pow => Err("Pow has no int8 TFLite kernel (only x^2, which becomes MUL(x, x), quantizes): rewrite the model without it".into()),
+            BinaryOp::Div => Err("Div by a non-constant has no int8 TFLite kernel (division by a constant or by a square root is rewritten): rewrite the model to multiply instead".into()),
             other => Err(format!("binary op {other:?} has no int8 TFLite kernel")),
         },
         Unary(u) => match u {
             UnaryOp::Relu | UnaryOp::Sigmoid | UnaryOp::Tanh | UnaryOp::HardSwish | UnaryOp::LeakyRelu { .. } => Ok(false),
+            // RSQRT: fixed-point Newton iteration; GELU: a lookup table (LiteRT's int8 kernels).
+            UnaryOp::Rsqrt | UnaryOp::Gelu { .. } => Ok(false),
             // Non-standard clips become MAXIMUM/MINIMUM, whose operands share parameters.
             UnaryOp::Clip { min, max } => Ok(!((*min == 0.0 && (*max == 6.0 || *max == f32::INFINITY)) || (*min == -1.0 && *max == 1.0))),
+            UnaryOp::Erf => Err("Erf has no int8 TFLite kernel; it quantizes only inside GELU, 0.5·x·(1 + erf(x/√2)), which becomes TFLite GELU: export GELU in that form (or as ONNX Gelu)".into()),
+            UnaryOp::Sqrt | UnaryOp::Reciprocal => {
+                Err(format!("{u:?} has no int8 TFLite kernel; 1/sqrt(v) and a/sqrt(v) (normalizations) become RSQRT when nothing else reads the square root"))
+            }
             other => Err(format!("unary op {other:?} has no int8 TFLite kernel")),
         },
         Softmax { .. } | LogSoftmax { .. } => Ok(false),
+        // quant::prepare decomposes them into MEAN, SUB, MUL, RSQRT and ADD unless it could not.
+        InstanceNorm { .. } | LayerNorm { .. } | GroupNorm { .. } => Err(format!(
+            "{} quantizes only as its decomposition into MEAN/SUB/MUL/RSQRT/ADD, which needs a static f32 input, constant per-channel \
+             scale and bias (InstanceNorm, GroupNorm) and unused mean / inv-std-dev outputs: run quant::prepare first, or fold the parameters to constants",
+            op.name()
+        )),
         Reduce { op: ReduceOp::Mean | ReduceOp::Sum, .. } => Ok(false),
         Reduce { op: ReduceOp::Max | ReduceOp::Min, .. } => Ok(true),
         MaxPool(_) | AveragePool(_) | GlobalMaxPool => Ok(true),
@@ -89,9 +103,6 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | Where
         | LpPool(..)
         | BatchNorm { .. }
-        | InstanceNorm { .. }
-        | LayerNorm { .. }
-        | GroupNorm { .. }
         | Lrn { .. }
         | LpNorm { .. }
         | Hardmax { .. }

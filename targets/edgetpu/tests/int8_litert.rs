@@ -226,6 +226,130 @@ fn split_quantizes_exports_as_split_and_split_v_and_matches_litert() {
     }
 }
 
+/// A pre-norm transformer block as PyTorch's ONNX export writes it: LayerNorm, Q/K/V projections, two heads
+/// of attention (`Q·Kᵀ` and `P·V` multiply two activations), the output projection and residual, a second
+/// LayerNorm written out as PaddleOCR's export does (`ReduceMean`, `Pow(d, 2)`, `Sqrt`, `Div`), and an MLP whose
+/// GELU is the erf form (`x/√2`, `Erf`, `+1`, `·x`, `·0.5`).
+fn transformer_block() -> Graph {
+    let (t, c, h) = (8usize, 16usize, 2usize);
+    let mut b = GraphBuilder::new("transformer_block");
+    let x = b.input("x", DType::F32, &[1, t, c]);
+    let scalar = |b: &mut GraphBuilder, name: &str, v: f32| b.constant(name, Tensor::from_f32(vec![], vec![v]));
+    let mul = Op::Binary(BinaryOp::Mul, None);
+    let add = Op::Binary(BinaryOp::Add, None);
+    let g1 = b.constant("ln1_g", weights(&[c], 60, 1.5));
+    let b1 = b.constant("ln1_b", weights(&[c], 61, 0.5));
+    let ln1 = b.node(Op::LayerNorm { axis: 2, epsilon: 1e-5 }, &[Some(x), Some(g1), Some(b1)], 1).unwrap()[0];
+    let proj = |b: &mut GraphBuilder, x, name: &str, seed, n: usize, k: usize| {
+        let w = b.constant(name, weights(&[k, n], seed, 0.5));
+        b.op(Op::MatMul, &[x, w]).unwrap()
+    };
+    let (q, k, v) = (proj(&mut b, ln1, "wq", 62, c, c), proj(&mut b, ln1, "wk", 63, c, c), proj(&mut b, ln1, "wv", 64, c, c));
+    let heads = |b: &mut GraphBuilder, x, perm: Vec<usize>| {
+        let r = b.reshape(x, &[1, t as i64, h as i64, (c / h) as i64]).unwrap();
+        b.op(Op::Transpose { perm }, &[r]).unwrap()
+    };
+    let (qh, kt, vh) = (heads(&mut b, q, vec![0, 2, 1, 3]), heads(&mut b, k, vec![0, 2, 3, 1]), heads(&mut b, v, vec![0, 2, 1, 3]));
+    let s = b.op(Op::MatMul, &[qh, kt]).unwrap();
+    let sc = scalar(&mut b, "scale", 1.0 / ((c / h) as f32).sqrt());
+    let s = b.op(mul.clone(), &[s, sc]).unwrap();
+    let p = b.op(Op::Softmax { axis: 3 }, &[s]).unwrap();
+    let o = b.op(Op::MatMul, &[p, vh]).unwrap();
+    let o = b.op(Op::Transpose { perm: vec![0, 2, 1, 3] }, &[o]).unwrap();
+    let o = b.reshape(o, &[1, t as i64, c as i64]).unwrap();
+    let o = proj(&mut b, o, "wo", 65, c, c);
+    let r = b.op(add.clone(), &[o, x]).unwrap();
+    // LayerNorm as separate ops.
+    let mean = |b: &mut GraphBuilder, x| b.op(Op::Reduce { op: tpu_sdk_core::ir::ReduceOp::Mean, axes: Some(vec![2]), keepdims: true, noop_with_empty_axes: false }, &[x]).unwrap();
+    let m = mean(&mut b, r);
+    let d = b.op(Op::Binary(BinaryOp::Sub, None), &[r, m]).unwrap();
+    let two = scalar(&mut b, "two", 2.0);
+    let d2 = b.op(Op::Binary(BinaryOp::Pow, None), &[d, two]).unwrap();
+    let var = mean(&mut b, d2);
+    let eps = scalar(&mut b, "eps", 1e-5);
+    let ve = b.op(add.clone(), &[var, eps]).unwrap();
+    let sd = b.op(Op::Unary(UnaryOp::Sqrt), &[ve]).unwrap();
+    let n = b.op(Op::Binary(BinaryOp::Div, None), &[d, sd]).unwrap();
+    let g2 = b.constant("ln2_g", weights(&[c], 66, 1.5));
+    let n = b.op(mul.clone(), &[n, g2]).unwrap();
+    let b2 = b.constant("ln2_b", weights(&[c], 67, 0.5));
+    let n = b.op(add.clone(), &[n, b2]).unwrap();
+    // MLP with the erf GELU.
+    let f = proj(&mut b, n, "w1", 68, 2 * c, c);
+    let r2 = scalar(&mut b, "sqrt2", std::f32::consts::SQRT_2);
+    let u = b.op(Op::Binary(BinaryOp::Div, None), &[f, r2]).unwrap();
+    let e = b.op(Op::Unary(UnaryOp::Erf), &[u]).unwrap();
+    let one = scalar(&mut b, "one", 1.0);
+    let e1 = b.op(add.clone(), &[e, one]).unwrap();
+    let fe = b.op(mul.clone(), &[f, e1]).unwrap();
+    let half = scalar(&mut b, "half", 0.5);
+    let gelu = b.op(mul, &[fe, half]).unwrap();
+    let f2 = proj(&mut b, gelu, "w2", 69, c, 2 * c);
+    let y = b.op(add, &[f2, r]).unwrap();
+    b.output(y);
+    b.finish().unwrap()
+}
+
+/// Convolution features normalized as torchvision's GroupNorm exports (Reshape, InstanceNormalization,
+/// Reshape, per-channel scale and shift), then an InstanceNorm with its own γ/β and a Neg (TF's LayerNorm
+/// decomposition writes one).
+fn norm_net() -> Graph {
+    let mut b = GraphBuilder::new("norm_net");
+    let x = b.input("x", DType::F32, &[1, 3, 6, 6]);
+    let w = b.constant("w", weights(&[8, 3, 3, 3], 70, 0.6));
+    let y = b.op(conv(3, 1, 1, None), &[x, w]).unwrap();
+    let r = b.reshape(y, &[1, 2, -1]).unwrap();
+    let ones = b.constant("ones", Tensor::from_f32(vec![2], vec![1.0; 2]));
+    let zeros = b.constant("zeros", Tensor::from_f32(vec![2], vec![0.0; 2]));
+    let i = b.op(Op::InstanceNorm { epsilon: 1e-5 }, &[r, ones, zeros]).unwrap();
+    let i = b.reshape(i, &[1, 8, 6, 6]).unwrap();
+    let gs = b.constant("gn_g", weights(&[8, 1, 1], 71, 1.5));
+    let i = b.op(Op::Binary(BinaryOp::Mul, None), &[i, gs]).unwrap();
+    let gb = b.constant("gn_b", weights(&[8, 1, 1], 72, 0.5));
+    let i = b.op(Op::Binary(BinaryOp::Add, Some(Activation::Relu)), &[i, gb]).unwrap();
+    let g2 = b.constant("in_g", weights(&[8], 73, 1.5));
+    let b2 = b.constant("in_b", weights(&[8], 74, 0.5));
+    let n = b.op(Op::InstanceNorm { epsilon: 1e-3 }, &[i, g2, b2]).unwrap();
+    let n = b.op(Op::Unary(UnaryOp::Neg), &[n]).unwrap();
+    b.output(n);
+    b.finish().unwrap()
+}
+
+/// Issue 13 item 4: LayerNorm, GroupNorm/InstanceNorm, erf-GELU, Pow/Sqrt/Div, Neg and attention's
+/// activation-by-activation matmuls quantize to TFLite ops with int8 kernels (MEAN, SUB, MUL, RSQRT, ADD,
+/// GELU, BATCH_MATMUL, SOFTMAX), LiteRT runs the file, and our int8 runtime computes exactly what it computes.
+#[test]
+fn transformer_and_normalization_blocks_quantize_to_int8_ops_and_match_litert() {
+    for (g, lo, hi, min_sqnr) in [(transformer_block(), -2.0, 2.0, 20.0), (norm_net(), -1.0, 1.0, 20.0)] {
+        let mut p = g.clone();
+        tpu_sdk_core::quant::prepare(&mut p);
+        let eval = f32_samples(&input_shapes(&p), 3, 44, lo, hi);
+        for float_io in [false, true] {
+            let q = quantized(&p, lo, hi, float_io);
+            let ex = export(&q, &ExportOptions::default()).unwrap_or_else(|e| panic!("{}: export refused: {e}", g.name));
+            let ops = ops_of(&ex.bytes);
+            for gone in ["POW", "DIV", "SQRT", "NEG"] {
+                assert!(!ops.iter().any(|o| o == gone), "{}: {gone} left in {ops:?}", g.name);
+            }
+            let want: &[&str] = if g.name == "transformer_block" { &["MEAN", "RSQRT", "GELU", "BATCH_MATMUL", "SOFTMAX"] } else { &["MEAN", "RSQRT"] };
+            for w in want {
+                assert!(ops.iter().any(|o| o == w), "{}: no {w} in {ops:?}", g.name);
+            }
+            // RSQRT maps only on a recent Edge TPU runtime; GELU and BATCH_MATMUL stay on the CPU.
+            let report = analyze_bytes(&ex.bytes, &RulesOptions::default()).unwrap();
+            let rsqrt = report.ops.iter().find(|o| o.op == "RSQRT").unwrap();
+            assert_eq!(rsqrt.placement, Placement::Cpu, "{}", report.to_text());
+            let label = format!("{} float_io={float_io}", g.name);
+            let ours = ours_equal_litert(&label, &q, &ex, &eval);
+            if !ours.is_empty() {
+                let s = sqnr(&p, &q, &eval, &ours, 0);
+                eprintln!("{label}: SQNR {s:.1} dB");
+                assert!(s > min_sqnr, "{label}: SQNR {s:.1} dB");
+            }
+        }
+    }
+}
+
 /// Issue 13's report: a float TFLite MobileNetV2 (Keras, weights=None, seeded, converted by TensorFlow) whose
 /// depthwise channels are dead quantized "successfully", but LiteRT refused the file
 /// (`no_integer_overflow_from_quantization ... DEPTHWISE_CONV_2D failed to prepare`). Compiled for the Edge TPU

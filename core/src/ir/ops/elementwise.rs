@@ -85,6 +85,8 @@ pub enum UnaryOp {
     Exp,
     Log,
     Reciprocal,
+    /// `1 / sqrt(x)` (TFLite's RSQRT, which has an int8 kernel; the quantizer's prepare step makes it).
+    Rsqrt,
     Floor,
     Ceil,
     /// Round half to even.

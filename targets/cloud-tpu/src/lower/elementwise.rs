@@ -158,6 +158,7 @@ fn unary(cx: &mut Cx, node: &Node, u: UnaryOp, x: &V) -> Result<V> {
         Neg => cx.unary("negate", x),
         Abs => cx.unary("abs", x),
         Sqrt => cx.unary("sqrt", x),
+        Rsqrt => cx.unary("rsqrt", x),
         Exp => cx.unary("exponential", x),
         Log => cx.unary("log", x),
         Reciprocal => {

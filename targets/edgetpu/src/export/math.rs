@@ -6,7 +6,7 @@ use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator a
 use tpu_sdk_core::ir::{Activation, BinaryOp, DType, Node, ReduceOp, Tensor, UnaryOp, ValueId};
 use tpu_sdk_core::Result;
 
-use super::layout::{ident, inverse, permuted};
+use super::layout::{ident, inverse, permuted, NHWC};
 use super::node::required;
 use super::tensors::i32s;
 use super::Ex;
@@ -180,6 +180,7 @@ impl Ex<'_> {
             UnaryOp::Exp => simple(bo::EXP),
             UnaryOp::Log => simple(bo::LOG),
             UnaryOp::Sqrt => simple(bo::SQRT),
+            UnaryOp::Rsqrt => simple(bo::RSQRT),
             UnaryOp::Abs => simple(bo::ABS),
             UnaryOp::Neg => simple(bo::NEG),
             UnaryOp::Floor => simple(bo::FLOOR),
@@ -256,7 +257,15 @@ impl Ex<'_> {
             ReduceOp::Prod => bo::REDUCE_PROD,
             other => return Err(self.unsupported(format!("reduction {other:?}"))),
         };
-        let p = self.layout(x);
+        // LiteRT's int8 MEAN of a 4-D tensor kept to rank 4 has an optimized kernel only for axes {1, 2},
+        // which rounds differently from its general one: the IR's spatial mean (axes [2, 3]) is written on
+        // NHWC data (axes [1, 2]), any other two-axis mean on the IR's own layout, so that the int8 runtime
+        // knows from the IR axes which kernel LiteRT runs.
+        let p = match axes.as_slice() {
+            [2, 3] if op == ReduceOp::Mean && r == 4 && keepdims => NHWC.to_vec(),
+            [_, _] if op == ReduceOp::Mean && r == 4 && keepdims && !axes.contains(&0) => ident(4),
+            _ => self.layout(x),
+        };
         let xt = self.get(x, &p)?;
         let inv = inverse(&p);
         let mut taxes: Vec<usize> = axes.iter().map(|&a| inv[a]).collect();

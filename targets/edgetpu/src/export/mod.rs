@@ -33,7 +33,7 @@ mod tensors;
 use std::collections::HashMap;
 
 use tpu_sdk_core::format::tflite::builder::*;
-use tpu_sdk_core::ir::{Graph, Op, UnaryOp, ValueId};
+use tpu_sdk_core::ir::{Graph, ValueId};
 use tpu_sdk_core::{Error, Result};
 
 use layout::{ident, permuted, NHWC};
@@ -77,11 +77,11 @@ pub struct Exported {
 
 /// Exports an f32 graph (static shapes) to a TFLite flatbuffer.
 pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
-    // TFLite has no hard sigmoid or batch norm (and no int8 DIV): the same rewrite quantization applies (Mul
-    // and Add, with a clip for the hard sigmoid; multiplication by the reciprocal) makes float graphs
-    // exportable too.
+    // TFLite has no hard sigmoid, batch norm, erf, LayerNorm or InstanceNorm (and no int8 DIV): the same
+    // rewrites quantization applies (Mul and Add, with a clip for the hard sigmoid; GELU, MEAN/RSQRT
+    // decompositions, multiplication by the reciprocal) make float graphs exportable too.
     let prepared;
-    let g = if g.nodes.iter().any(|n| matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. }) | Op::BatchNorm { .. })) {
+    let g = if tpu_sdk_core::quant::prepare::needed(g) {
         let mut c = g.clone();
         tpu_sdk_core::quant::prepare(&mut c);
         prepared = c;

@@ -46,7 +46,10 @@ pub fn ours_equal_litert(name: &str, q: &Graph, ex: &Exported, eval: &[Vec<Tenso
         let got = s.run(x).unwrap_or_else(|e| panic!("{name}: {e}"));
         assert_eq!(got.len(), w.len(), "{name}: number of outputs");
         for (k, (o, w)) in got.iter().zip(w).enumerate() {
-            assert_eq!(differing(o, w), 0, "{name}: sample {i} output {k}: ours {:?} LiteRT {:?}", &o.to_f64_vec()[..8.min(o.len())], &w.to_f64_vec()[..8.min(w.len())]);
+            let (ov, wv) = (o.to_f64_vec(), w.to_f64_vec());
+            let first = ov.iter().zip(&wv).position(|(a, b)| a != b).unwrap_or(0);
+            let near = first.saturating_sub(2)..(first + 3).min(ov.len()).min(wv.len());
+            assert_eq!(differing(o, w), 0, "{name}: sample {i} output {k}: first difference at {first} of {:?}: ours {:?} LiteRT {:?}", o.shape, &ov[near.clone()], &wv[near]);
         }
         all.push(got);
     }

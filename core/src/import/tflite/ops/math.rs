@@ -144,8 +144,7 @@ fn gelu(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
 fn rsqrt(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let base = &o.base;
     let x = imp.value(imp.req(o, 0)?)?;
-    let s = imp.op1(Op::Unary(UnaryOp::Sqrt), &[x], format!("{base}/sqrt"))?;
-    imp.op1(Op::Unary(UnaryOp::Reciprocal), &[s], base.clone())
+    imp.op1(Op::Unary(UnaryOp::Rsqrt), &[x], base.clone())
 }
 
 /// MEAN, SUM and REDUCE_*: constant axes, keep_dims from the options.

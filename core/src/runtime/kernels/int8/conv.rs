@@ -478,8 +478,10 @@ pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn Int8Kernel>, S
         .enumerate()
         .map(|(r, &b)| b - x.zp * w[r * k..(r + 1) * k].iter().map(|&v| v as i32).sum::<i32>() + k as i32 * x.zp * wzp[r])
         .collect();
-    let ws = if ws.len() == nn { ws } else { vec![ws[0]; nn] };
-    let m = multipliers(x, &ws, y);
+    // Per-tensor weights: LiteRT's `GetQuantizedConvolutionMultipler` multiplies the two scales in f32 (per
+    // channel, as for CONV_2D, in f64); the last bits of the multiplier flip ties (ViT-B/16's MLP).
+    let per_tensor = cx.input(1)?.quant.as_ref().is_some_and(|q| q.scale.len() == 1);
+    let m = if per_tensor { vec![quantize_multiplier((x.scale * ws[0]) as f64 / y.scale as f64); nn] } else { multipliers(x, &ws, y) };
     let asym = wzp.iter().any(|&z| z != 0);
     Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon }))
 }

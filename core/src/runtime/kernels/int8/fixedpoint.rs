@@ -115,6 +115,65 @@ pub fn mul_smaller_than_one(x: i32, m: Multiplier) -> i32 {
     rounding_divide_by_pot(srdhm(x, m.multiplier), -m.shift)
 }
 
+/// TFLite `GetInvSqrtQuantizedMultiplierExp(input, kReverseShift)` (`common.h`): `1/sqrt(input)` as a Q31
+/// multiplier and a (left) shift, by five Newton-Raphson steps in gemmlowp's 3-integer-bit fixed point.
+/// Inputs 0 and 1 give `(i32::MAX, 0)`.
+pub fn inv_sqrt_multiplier(input: i32) -> Multiplier {
+    if input <= 1 {
+        return Multiplier { multiplier: i32::MAX, shift: 0 };
+    }
+    let mut input = input;
+    let mut shift = 11;
+    while input >= 1 << 29 {
+        input /= 4;
+        shift += 1;
+    }
+    let max_left_shift_bits = (input as u32).leading_zeros() as i32 - 1;
+    let left_shift_bit_pairs = max_left_shift_bits / 2 - 1;
+    shift -= left_shift_bit_pairs;
+    input <<= 2 * left_shift_bit_pairs;
+    // F3 values: raw / 2^28. Products of F3 and F3 are F6 (raw srdhm), Rescale<3> from F6 is a saturating
+    // left shift by 3, from F9 by 6.
+    let sat_shl = |x: i32, e: u32| -> i32 {
+        let threshold = (1i32 << (31 - e)) - 1;
+        if x > threshold {
+            i32::MAX
+        } else if x < -threshold {
+            i32::MIN
+        } else {
+            x << e
+        }
+    };
+    let fixed_input = input >> 1;
+    let half_input = rounding_divide_by_pot(fixed_input, 1);
+    let half_three = (1 << 28) + (1 << 27);
+    let mut x = 1i32 << 28;
+    for _ in 0..5 {
+        let x3 = sat_shl(srdhm(srdhm(x, x), x), 6);
+        x = sat_shl(srdhm(half_three, x).wrapping_sub(srdhm(half_input, x3)), 3);
+    }
+    let mut m = srdhm(x, 1518500250);
+    if shift < 0 {
+        m = m.wrapping_shl((-shift) as u32);
+        shift = 0;
+    }
+    Multiplier { multiplier: m, shift: -shift }
+}
+
+/// [`mul_double_round`] for any shift: left shifts of 31 or more wrap as LiteRT's x86-64 build computes
+/// them, right shifts of 31 or more give the sign's rounding (0 or -1 → 0).
+#[inline(always)]
+pub fn mul_double_round_wide(x: i32, m: Multiplier) -> i32 {
+    let left = m.shift.max(0) as u32;
+    let right = (-m.shift).max(0);
+    let h = srdhm(x.wrapping_mul(1i32.wrapping_shl(left.min(31))), m.multiplier);
+    if right >= 31 {
+        0
+    } else {
+        rounding_divide_by_pot(h, right)
+    }
+}
+
 /// i16 versions of the gemmlowp primitives, for HARD_SWISH.
 pub mod i16x {
     /// gemmlowp `SaturatingRoundingDoublingHighMul` for i16.

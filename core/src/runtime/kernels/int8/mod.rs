@@ -12,6 +12,7 @@
 //!   depthwise, `[C·mult, 1, kh, kw]`) or per tensor; ConvTranspose weights `I8 [I, O, kh, kw]` per channel along
 //!   axis 1 (TRANSPOSE_CONV, [`transpose_conv`]). Gemm (`trans_b`) / MatMul weights: constant `I8`,
 //!   symmetric, per tensor. Bias: constant `I32` of scale `input_scale × weight_scale[c]`, zero point 0.
+//!   A MatMul of two activations (attention) is TFLite's BATCH_MATMUL ([`batch_matmul`]).
 //! * Legacy uint8 models (TF1 quantization-aware training, Coral's old `*_quant` models): `U8` activations
 //!   with any zero point, and `U8` weights, per tensor, with a non-zero zero point. The convolution and
 //!   fully-connected kernels shift u8 data to i8 (`q - 128`, zero point `- 128`, exact since only `q - zp`
@@ -38,11 +39,12 @@
 //! [`prepare`] builds, once per node at `Session::new`, a [`Int8Kernel`] holding everything that does not
 //! depend on the input data: multipliers and shifts per channel ([`fixedpoint`]), weights re-laid for the
 //! GEMM with their row sums (so the input zero point folds into the bias), lookup tables (LOGISTIC, TANH,
-//! SOFTMAX's exp table). Shape inference (`ir::ops::quantize::infer_quantized`) uses the float rules with the
+//! GELU, SOFTMAX's exp table). Shape inference (`ir::ops::quantize::infer_quantized`) uses the float rules with the
 //! quantized dtypes.
 
 pub mod fixedpoint;
 
+mod batch_matmul;
 mod binary;
 mod conv;
 mod gemm;
@@ -85,6 +87,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::Conv(a) => conv::prepare_conv(&cx, a)?,
         Op::ConvTranspose(a) => transpose_conv::prepare(&cx, a)?,
         &Op::Gemm { alpha, beta, trans_a, trans_b, activation } => conv::prepare_fc(&cx, conv::FcAttrs { trans_a, trans_b, activation, alpha, beta })?,
+        Op::MatMul if cx.input(1)?.constant.is_none() => batch_matmul::prepare(&cx)?,
         Op::MatMul => conv::prepare_fc(&cx, conv::FcAttrs::MATMUL)?,
         Op::Binary(b, act) => binary::prepare(&cx, *b, *act)?,
         Op::Unary(u) => unary::prepare(&cx, Some(*u))?,

@@ -67,8 +67,10 @@ pub(crate) fn prepare(cx: &Ctx, pooling: Pooling) -> Result<Box<dyn Int8Kernel>,
                 return Err(format!("int8 Mean over axes {axes:?} of a rank-{} input", xv.shape.len()));
             }
             let n: usize = axes.iter().map(|&a| xv.shape[a]).product();
-            // TFLite's optimized kernel: a 4-D input reduced over two spatial axes with keep_dims
-            let spatial = xv.shape.len() == 4 && keepdims && axes.len() == 2 && !axes.contains(&0);
+            // TFLite's optimized kernel: a 4-D input reduced over H and W with keep_dims; the exporter writes an
+            // IR (NCHW) mean over [2, 3] on NHWC data as axes [1, 2], and a mean over [1, 2] (an NHWC graph read
+            // from a file) as it is
+            let spatial = xv.shape.len() == 4 && keepdims && matches!(axes, [2, 3] | [1, 2]);
             let kind = if spatial {
                 MeanKind::Optimized { channel_axis: (1..4).find(|a| !axes.contains(a)).unwrap_or(3) }
             } else if x == y {

@@ -6,9 +6,11 @@
 //! `MultiplyByQuantizedMultiplier`; LEAKY_RELU picks the identity or the alpha multiplier by the sign of
 //! `x - zp_in`; HARD_SWISH is `reference_ops::HardSwish`'s 16-bit fixed-point computation; LOGISTIC and TANH
 //! are LiteRT's optimized lookup table (`LUTPopulate`: dequantize, apply `1/(1+expf(-x))` or `tanhf` in f32,
-//! round half away from zero), not the reference kernel's fixed-point polynomial.
+//! round half away from zero), not the reference kernel's fixed-point polynomial. GELU is a lookup table
+//! too (`activations.cc` `GeluPrepare`); RSQRT (`elementwise.cc` `RsqrtEvalQuantizedInt8`) is a Newton
+//! iteration in fixed point per element, an input at the zero point giving the largest output.
 
-use super::fixedpoint::{i16x, mul_double_round, quantize_multiplier, Multiplier};
+use super::fixedpoint::{i16x, inv_sqrt_multiplier, mul_double_round, mul_double_round_wide, quantize_multiplier, Multiplier};
 use super::{activation_range, arg, out0, relu_like, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{DType, Op, Tensor, UnaryOp};
 use crate::runtime::kernels::Scratch;
@@ -23,6 +25,8 @@ enum Kind {
     HardSwish { out_m: i16, out_e: i32, relu_m: i16, relu_e: i32 },
     /// A lookup table indexed by `x - min` of the dtype.
     Lut(Box<[u8; 256]>),
+    /// RSQRT: `1/sqrt(x - zp_in)` by [`inv_sqrt_multiplier`], rescaled by `1/(sqrt(s_in)·s_out)`.
+    Rsqrt { m: Multiplier },
 }
 
 #[derive(Debug)]
@@ -66,6 +70,9 @@ pub(crate) fn prepare(cx: &Ctx, unary: Option<UnaryOp>) -> Result<Box<dyn Int8Ke
             }
             UnaryOp::Sigmoid => lut(x, y, range, |v| 1.0 / (1.0 + (-v).exp())),
             UnaryOp::Tanh => lut(x, y, range, f32::tanh),
+            UnaryOp::Gelu { tanh: false } => lut(x, y, range, gelu_erfc),
+            UnaryOp::Gelu { tanh: true } => lut(x, y, range, gelu_tanh),
+            UnaryOp::Rsqrt if dtype == DType::I8 => Kind::Rsqrt { m: quantize_multiplier(1.0 / ((x.scale as f64).sqrt() * y.scale as f64)) },
             other => return Err(format!("{other:?} on quantized values is not supported")),
         },
     };
@@ -80,6 +87,19 @@ fn requant_params(cx: &Ctx) -> Result<Qp, String> {
         return Err("requantization supports per-tensor parameters only".into());
     }
     Ok(Qp { scale: s[0] as f32, zp: z[0] as i32 })
+}
+
+/// `reference_ops::GeluTransform`: `0.5·x·erfc(-x/√2)` in f32 (erfc from the f64 error function, rounded).
+fn gelu_erfc(x: f32) -> f32 {
+    let z = (x * -std::f32::consts::FRAC_1_SQRT_2) as f64;
+    let erfc = (1.0 - crate::runtime::kernels::numeric::erf(z)) as f32;
+    0.5 * x * erfc
+}
+
+/// `reference_ops::GeluTransformApproximate`: `0.5·x·(1 + tanh(√(2/π)·x·(1 + 0.044715·x²)))` in f32.
+fn gelu_tanh(x: f32) -> f32 {
+    let k = (std::f64::consts::FRAC_2_SQRT_PI * std::f64::consts::FRAC_1_SQRT_2) as f32;
+    0.5 * x * (1.0 + (k * x * (1.0 + 0.044715 * x * x)).tanh())
 }
 
 /// TFLite `LUTPopulate` for 8-bit types.
@@ -124,6 +144,16 @@ impl Unary {
                 out.clamp(range.0, range.1)
             }
             Kind::Lut(t) => t[(v - range.0) as usize] as i8 as i32,
+            Kind::Rsqrt { m } => {
+                const SHIFT: i32 = 20;
+                let value = v - self.x.zp;
+                if value == 0 {
+                    return range.1;
+                }
+                let inv = inv_sqrt_multiplier(value);
+                let data = mul_double_round_wide(1, Multiplier { multiplier: inv.multiplier, shift: inv.shift + SHIFT });
+                (mul_double_round_wide(data, Multiplier { multiplier: m.multiplier, shift: m.shift - SHIFT }) + self.y.zp).clamp(range.0, range.1)
+            }
         }
     }
 }

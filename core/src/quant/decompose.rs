@@ -1,0 +1,368 @@
+//! Decompositions of the normalisations and of the erf form of GELU into ops that int8 TFLite has kernels
+//! for, the way TensorFlow's converter lowers a Keras `LayerNormalization` and `gelu`:
+//!
+//! * LayerNorm (over axes `[axis, rank)`) and InstanceNorm (over the spatial axes, per channel) become
+//!   `mean = MEAN(x)`, `d = SUB(x, mean)`, `var = MEAN(MUL(d, d))`, `r = RSQRT(ADD(var, ε))`,
+//!   `y = ADD(MUL(MUL(d, r), γ), β)` (the γ multiply and β add are left out when γ is all ones or β all zeros).
+//!   GroupNorm is the same over `[N, G, C/G·spatial]` between two RESHAPEs, then γ and β per channel.
+//! * `0.5·x·(1 + erf(x/√2))`, as PyTorch's ONNX export writes GELU (in any order of its three products), becomes
+//!   one `Gelu` (TFLite GELU, an int8 lookup table in LiteRT).
+//!
+//! * A 1-D convolution becomes a 2-D one between two RESHAPEs.
+//!
+//! Every rewrite computes the same function in float, so the float graph (and a float TFLite export) can use
+//! it too.
+
+use crate::ir::{BinaryOp, DType, Graph, Node, Op, ReduceOp, Tensor, TensorData, UnaryOp, ValueId};
+
+/// The nodes that compute normalisation `n` of `g` (LayerNorm, InstanceNorm, GroupNorm), or `None` when it
+/// does not decompose (non-constant or non-broadcastable γ/β of InstanceNorm/GroupNorm, a used mean or
+/// inverse-std-dev output, a non-f32 or dynamic input): the node then stays and the quantizer names it.
+pub(super) fn normalization(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<Vec<Node>> {
+    let x = n.input(0)?;
+    let xv = g.value(x);
+    if xv.dtype != DType::F32 || xv.dynamic || n.outputs.iter().skip(1).any(|o| uses[o.0] > 0) {
+        return None;
+    }
+    let shape = xv.shape.clone();
+    let rank = shape.len();
+    let (axes, eps, groups) = match n.op {
+        Op::LayerNorm { axis, epsilon } => ((axis..rank).collect::<Vec<_>>(), epsilon, None),
+        Op::InstanceNorm { epsilon } if rank >= 3 => ((2..rank).collect(), epsilon, None),
+        Op::GroupNorm { num_groups, epsilon } if rank >= 3 && num_groups > 0 && shape[1] % num_groups == 0 => (vec![2], epsilon, Some(num_groups)),
+        _ => return None,
+    };
+    // γ and β as constants that broadcast against x (per channel for Instance/GroupNorm).
+    let per_channel = !matches!(n.op, Op::LayerNorm { .. });
+    let mut affine = Vec::new();
+    for (i, identity) in [(1, 1.0f32), (2, 0.0)] {
+        let Some(v) = n.input(i) else {
+            affine.push(None);
+            continue;
+        };
+        if !per_channel {
+            let c = g.value(v).constant.as_ref();
+            let trivial = c.is_some_and(|c| c.to_f64_vec().iter().all(|&e| e == identity as f64));
+            affine.push((!trivial).then_some(v));
+            continue;
+        }
+        let c = g.value(v).constant.as_ref()?;
+        let data = c.to_f64_vec();
+        if data.len() != shape[1] {
+            return None;
+        }
+        if data.iter().all(|&e| e == identity as f64) {
+            affine.push(None);
+            continue;
+        }
+        let mut s = vec![shape[1]];
+        s.extend(std::iter::repeat_n(1, rank - 2));
+        let name = format!("{}/{}", n.name, if i == 1 { "gamma" } else { "beta" });
+        affine.push(Some(g.add_constant(name, Tensor::from_f32(s, data.iter().map(|&e| e as f32).collect()))));
+    }
+    let y = n.outputs[0];
+    let mut b = Emit { g, nodes: Vec::new(), base: n.name.clone() };
+    let (xin, inner_shape) = match groups {
+        Some(gr) => {
+            let inner = vec![shape[0], gr, shape[1..].iter().product::<usize>() / gr];
+            (b.reshape("grouped", x, &inner), inner)
+        }
+        None => (x, shape.clone()),
+    };
+    let mut red = inner_shape.clone();
+    for &a in &axes {
+        red[a] = 1;
+    }
+    let mean_op = Op::Reduce { op: ReduceOp::Mean, axes: Some(axes.clone()), keepdims: true, noop_with_empty_axes: false };
+    let mean = b.op("mean", mean_op.clone(), &[xin], &red);
+    let d = b.op("centered", Op::Binary(BinaryOp::Sub, None), &[xin, mean], &inner_shape);
+    let sq = b.op("squared", Op::Binary(BinaryOp::Mul, None), &[d, d], &inner_shape);
+    let var = b.op("variance", mean_op, &[sq], &red);
+    let e = b.g.add_constant(format!("{}/epsilon", n.name), Tensor::from_f32(vec![], vec![eps]));
+    let ve = b.op("variance_eps", Op::Binary(BinaryOp::Add, None), &[var, e], &red);
+    let r = b.op("rsqrt", Op::Unary(UnaryOp::Rsqrt), &[ve], &red);
+    let mut cur = b.op("normalized", Op::Binary(BinaryOp::Mul, None), &[d, r], &inner_shape);
+    if groups.is_some() {
+        cur = b.reshape("ungrouped", cur, &shape);
+    }
+    if let Some(gamma) = affine[0] {
+        cur = b.op("scaled", Op::Binary(BinaryOp::Mul, None), &[cur, gamma], &shape);
+    }
+    if let Some(beta) = affine[1] {
+        b.op("shifted", Op::Binary(BinaryOp::Add, None), &[cur, beta], &shape);
+    }
+    // The last node writes the original output value.
+    let last = b.nodes.last_mut().expect("at least the normalizing Mul");
+    last.outputs[0] = y;
+    last.name = n.name.clone();
+    Some(b.nodes)
+}
+
+/// A 1-D convolution (Whisper's stem) as a 2-D one over `[N, C, 1, L]` between two Reshapes: TFLite has no
+/// 1-D CONV. `None` (the node stays) unless x is a static f32 `[N, C, L]` and the weights are constant.
+pub(super) fn conv1d(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
+    let Op::Conv(a) = &n.op else { return None };
+    let (x, w, y) = (n.input(0)?, n.input(1)?, n.outputs[0]);
+    let xv = g.value(x);
+    let ys = g.value(y).shape.clone();
+    if xv.shape.len() != 3 || xv.dtype != DType::F32 || xv.dynamic || ys.len() != 3 {
+        return None;
+    }
+    let xs = xv.shape.clone();
+    let mut wt = g.value(w).constant.clone()?;
+    if wt.shape.len() != 3 {
+        return None;
+    }
+    wt.shape.insert(2, 1);
+    let unit = |v: &[usize]| if v.is_empty() { Vec::new() } else { [1].iter().chain(v).copied().collect() };
+    let attrs = crate::ir::ConvAttrs {
+        kernel_shape: vec![1, wt.shape[3]],
+        strides: unit(&a.strides),
+        dilations: unit(&a.dilations),
+        pads: if a.pads.is_empty() { Vec::new() } else { vec![0, a.pads[0], 0, a.pads[1]] },
+        auto_pad: a.auto_pad,
+        group: a.group,
+        activation: a.activation,
+    };
+    let w2 = g.add_constant(format!("{}/weights_2d", n.name), wt);
+    let mut b = Emit { g, nodes: Vec::new(), base: n.name.clone() };
+    let x2 = b.reshape("rows", x, &[xs[0], xs[1], 1, xs[2]]);
+    let y2 = b.g.add_value(format!("{}/conv_2d", n.name), DType::F32, vec![ys[0], ys[1], 1, ys[2]]);
+    b.nodes.push(Node { name: format!("{}/conv_2d", n.name), op: Op::Conv(attrs), inputs: vec![Some(x2), Some(w2), n.input(2)], outputs: vec![y2] });
+    b.reshape("unrows", y2, &ys);
+    let last = b.nodes.last_mut().expect("three nodes");
+    last.outputs[0] = y;
+    last.name = n.name.clone();
+    Some(b.nodes)
+}
+
+/// Appends nodes with fresh f32 outputs named after the decomposed node.
+struct Emit<'a> {
+    g: &'a mut Graph,
+    nodes: Vec<Node>,
+    base: String,
+}
+
+impl Emit<'_> {
+    fn op(&mut self, what: &str, op: Op, inputs: &[ValueId], shape: &[usize]) -> ValueId {
+        let name = format!("{}/{what}", self.base);
+        let v = self.g.add_value(name.clone(), DType::F32, shape.to_vec());
+        self.nodes.push(Node { name, op, inputs: inputs.iter().map(|&i| Some(i)).collect(), outputs: vec![v] });
+        v
+    }
+    fn reshape(&mut self, what: &str, x: ValueId, shape: &[usize]) -> ValueId {
+        let s = self.g.add_constant(format!("{}/{what}_shape", self.base), Tensor::from_vec(vec![shape.len()], shape.iter().map(|&d| d as i64).collect()).expect("1-D"));
+        let name = format!("{}/{what}", self.base);
+        let v = self.g.add_value(name.clone(), DType::F32, shape.to_vec());
+        self.nodes.push(Node { name, op: Op::Reshape { allowzero: false }, inputs: vec![Some(x), Some(s)], outputs: vec![v] });
+        v
+    }
+}
+
+/// The single f32 element of constant `v`, if it is one.
+fn scalar(g: &Graph, v: ValueId) -> Option<f32> {
+    match &g.value(v).constant {
+        Some(Tensor { data: TensorData::F32(d), .. }) if d.len() == 1 => Some(d[0]),
+        _ => None,
+    }
+}
+
+fn close(a: f32, b: f32) -> bool {
+    (a - b).abs() <= 1e-4 * b.abs().max(1.0)
+}
+
+/// Replaces every erf-form GELU chain in `g` by one `Gelu { tanh: false }` node (see the module docs).
+pub(super) fn fuse_erf_gelu(g: &mut Graph) {
+    let uses = g.use_counts();
+    let prod = g.producers();
+    let mut consumer = vec![None; g.values.len()];
+    for (k, n) in g.nodes.iter().enumerate() {
+        for i in n.inputs.iter().flatten() {
+            consumer[i.0] = Some(k);
+        }
+    }
+    // The single consumer of `v` when it has exactly one, and v's other operand of that binary node.
+    let only_user = |v: ValueId| (uses[v.0] == 1).then(|| consumer[v.0]).flatten();
+    let other = |n: &Node, v: ValueId| -> Option<ValueId> {
+        match (n.input(0), n.input(1)) {
+            (Some(a), Some(b)) if a == v => Some(b),
+            (Some(a), Some(b)) if b == v => Some(a),
+            _ => None,
+        }
+    };
+    let is_mul = |k: usize| matches!(g.nodes[k].op, Op::Binary(BinaryOp::Mul, None));
+    let mut remove = vec![false; g.nodes.len()];
+    let mut replace: Vec<(usize, Node)> = Vec::new();
+    for (ke, e) in g.nodes.iter().enumerate() {
+        if !matches!(e.op, Op::Unary(UnaryOp::Erf)) {
+            continue;
+        }
+        let Some(u) = e.input(0) else { continue };
+        // u = x / √2 or x · (1/√2)
+        let Some(kp) = prod[u.0].filter(|_| uses[u.0] == 1) else { continue };
+        let p = &g.nodes[kp];
+        let x = match p.op {
+            Op::Binary(BinaryOp::Div, None) if p.input(1).and_then(|c| scalar(g, c)).is_some_and(|c| close(c, std::f32::consts::SQRT_2)) => p.input(0),
+            Op::Binary(BinaryOp::Mul, None) => [(0, 1), (1, 0)].into_iter().find_map(|(i, j)| {
+                p.input(j).and_then(|c| scalar(g, c)).filter(|&c| close(c, std::f32::consts::FRAC_1_SQRT_2)).and(p.input(i))
+            }),
+            _ => None,
+        };
+        let Some(x) = x.filter(|x| g.value(*x).dtype == DType::F32 && g.value(*x).constant.is_none()) else { continue };
+        // a = erf(u) + 1
+        let Some(ka) = only_user(e.outputs[0]) else { continue };
+        let a = &g.nodes[ka];
+        if !matches!(a.op, Op::Binary(BinaryOp::Add, None)) || other(a, e.outputs[0]).and_then(|c| scalar(g, c)) != Some(1.0) {
+            continue;
+        }
+        let Some(km) = only_user(a.outputs[0]).filter(|&k| is_mul(k)) else { continue };
+        let m = &g.nodes[km];
+        let Some(o) = other(m, a.outputs[0]) else { continue };
+        let half = |v: ValueId| scalar(g, v).is_some_and(|c| close(c, 0.5));
+        // Which nodes make up the chain, and the one whose output is the GELU.
+        let (chain, last) = if o == x {
+            // ((1 + erf) · x) · 0.5
+            let Some(k2) = only_user(m.outputs[0]).filter(|&k| is_mul(k) && other(&g.nodes[k], m.outputs[0]).is_some_and(half)) else { continue };
+            (vec![kp, ke, ka, km, k2], k2)
+        } else if half(o) {
+            // ((1 + erf) · 0.5) · x
+            let Some(k2) = only_user(m.outputs[0]).filter(|&k| is_mul(k) && other(&g.nodes[k], m.outputs[0]) == Some(x)) else { continue };
+            (vec![kp, ke, ka, km, k2], k2)
+        } else {
+            // (x · 0.5) · (1 + erf)
+            let Some(kh) = prod[o.0].filter(|&k| is_mul(k) && uses[o.0] == 1) else { continue };
+            let h = &g.nodes[kh];
+            if !(other(h, x).is_some_and(half)) {
+                continue;
+            }
+            (vec![kh, kp, ke, ka, km], km)
+        };
+        if chain.iter().any(|&k| remove[k]) {
+            continue;
+        }
+        for &k in &chain {
+            remove[k] = true;
+        }
+        let y = g.nodes[last].outputs[0];
+        replace.push((last, Node { name: format!("{}/gelu", e.name), op: Op::Unary(UnaryOp::Gelu { tanh: false }), inputs: vec![Some(x)], outputs: vec![y] }));
+    }
+    if replace.is_empty() {
+        return;
+    }
+    let mut at: Vec<Option<Node>> = vec![None; g.nodes.len()];
+    for (k, n) in replace {
+        at[k] = Some(n);
+    }
+    let nodes = std::mem::take(&mut g.nodes);
+    g.nodes = nodes.into_iter().enumerate().filter_map(|(k, n)| if remove[k] { at[k].take() } else { Some(n) }).collect();
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::builder::GraphBuilder;
+    use crate::runtime::Session;
+
+    fn run(g: &Graph, x: &Tensor) -> Vec<f64> {
+        Session::new(g.clone()).unwrap().run(std::slice::from_ref(x)).unwrap()[0].to_f64_vec()
+    }
+
+    fn assert_close(a: &[f64], b: &[f64], tol: f64) {
+        assert_eq!(a.len(), b.len());
+        for (i, (x, y)) in a.iter().zip(b).enumerate() {
+            assert!((x - y).abs() <= tol * (1.0 + y.abs()), "element {i}: {x} vs {y}");
+        }
+    }
+
+    fn ramp(shape: &[usize]) -> Tensor {
+        let n: usize = shape.iter().product();
+        Tensor::from_f32(shape.to_vec(), (0..n).map(|i| ((i * 37 % 23) as f32 - 11.0) / 5.0).collect())
+    }
+
+    #[test]
+    fn normalizations_decompose_into_the_same_function() {
+        let x_shape = [2usize, 4, 3, 5];
+        let cases: Vec<(Op, Vec<usize>)> = vec![
+            (Op::LayerNorm { axis: 3, epsilon: 1e-5 }, vec![5]),
+            (Op::LayerNorm { axis: 2, epsilon: 1e-3 }, vec![3, 5]),
+            (Op::InstanceNorm { epsilon: 1e-5 }, vec![4]),
+            (Op::GroupNorm { num_groups: 2, epsilon: 1e-5 }, vec![4]),
+        ];
+        for (op, ps) in cases {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &x_shape);
+            let np: usize = ps.iter().product();
+            let gamma = b.constant("g", Tensor::from_f32(ps.clone(), (0..np).map(|i| 0.5 + i as f32 / 7.0).collect()));
+            let beta = b.constant("b", Tensor::from_f32(ps.clone(), (0..np).map(|i| i as f32 / 3.0 - 1.0).collect()));
+            let y = b.node(op.clone(), &[Some(x), Some(gamma), Some(beta)], 1).unwrap()[0];
+            b.output(y);
+            let g = b.finish().unwrap();
+            let mut p = g.clone();
+            super::super::prepare(&mut p);
+            assert!(p.nodes.iter().all(|n| !matches!(n.op, Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. })), "{op:?} stayed");
+            assert!(p.nodes.iter().any(|n| matches!(n.op, Op::Unary(UnaryOp::Rsqrt))));
+            crate::ir::verify::verify(&p).unwrap();
+            let xt = ramp(&x_shape);
+            assert_close(&run(&p, &xt), &run(&g, &xt), 1e-5);
+        }
+    }
+
+    #[test]
+    fn a_1d_convolution_becomes_a_2d_one_between_reshapes() {
+        for (pads, strides, group) in [(vec![1, 1], vec![], 1), (vec![2, 0], vec![2], 2)] {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &[1, 4, 9]);
+            let w = b.constant("w", ramp(&[6, 4 / group, 3]));
+            let bias = b.constant("bias", Tensor::from_f32(vec![6], (0..6).map(|i| i as f32 / 4.0).collect()));
+            let attrs = crate::ir::ConvAttrs { kernel_shape: vec![3], strides, dilations: vec![], pads, auto_pad: crate::ir::AutoPad::NotSet, group, activation: None };
+            let y = b.op(Op::Conv(attrs), &[x, w, bias]).unwrap();
+            b.output(y);
+            let g = b.finish().unwrap();
+            let mut p = g.clone();
+            super::super::prepare(&mut p);
+            crate::ir::verify::verify(&p).unwrap();
+            let convs: Vec<_> = p.nodes.iter().filter_map(|n| if let Op::Conv(a) = &n.op { Some(a.kernel_shape.clone()) } else { None }).collect();
+            assert_eq!(convs, vec![vec![1, 3]]);
+            let xt = ramp(&[1, 4, 9]);
+            assert_close(&run(&p, &xt), &run(&g, &xt), 1e-6);
+        }
+    }
+
+    #[test]
+    fn erf_gelu_in_each_order_becomes_one_gelu() {
+        for order in 0..3 {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &[2, 6]);
+            let c = |b: &mut GraphBuilder, n: &str, v: f32| b.constant(n, Tensor::from_f32(vec![], vec![v]));
+            let r2 = c(&mut b, "r2", std::f32::consts::SQRT_2);
+            let one = c(&mut b, "one", 1.0);
+            let half = c(&mut b, "half", 0.5);
+            let u = b.op(Op::Binary(BinaryOp::Div, None), &[x, r2]).unwrap();
+            let e = b.op(Op::Unary(UnaryOp::Erf), &[u]).unwrap();
+            let a = b.op(Op::Binary(BinaryOp::Add, None), &[e, one]).unwrap();
+            let mul = Op::Binary(BinaryOp::Mul, None);
+            let y = match order {
+                0 => {
+                    let m = b.op(mul.clone(), &[x, a]).unwrap();
+                    b.op(mul, &[m, half]).unwrap()
+                }
+                1 => {
+                    let m = b.op(mul.clone(), &[a, half]).unwrap();
+                    b.op(mul, &[x, m]).unwrap()
+                }
+                _ => {
+                    let h = b.op(mul.clone(), &[x, half]).unwrap();
+                    b.op(mul, &[h, a]).unwrap()
+                }
+            };
+            b.output(y);
+            let g = b.finish().unwrap();
+            let mut p = g.clone();
+            super::super::prepare(&mut p);
+            assert_eq!(p.nodes.len(), 1, "order {order}: {:?}", p.nodes.iter().map(|n| n.op.name()).collect::<Vec<_>>());
+            assert!(matches!(p.nodes[0].op, Op::Unary(UnaryOp::Gelu { tanh: false })));
+            let xt = ramp(&[2, 6]);
+            assert_close(&run(&p, &xt), &run(&g, &xt), 1e-6);
+        }
+    }
+}
