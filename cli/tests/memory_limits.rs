@@ -269,3 +269,17 @@ fn a_tflite_tensor_claiming_exabytes_is_refused() {
     let (_, err) = expect(tpu_sdk(&["inspect", c.to_str().unwrap()]), 3);
     assert!(err.contains("tensor 'w'") && err.contains("has 4 bytes of data"), "{err}");
 }
+
+#[test]
+fn an_initializer_whose_dims_claim_more_than_its_data_is_a_malformed_model() {
+    let tmp = tempfile::tempdir().unwrap();
+    let d = tmp.path();
+    // dims [1e6, 1e6] (4 TB of floats) with one value; and dims whose product overflows 64 bits
+    for (name, dims) in [("short", vec![1_000_000i64, 1_000_000]), ("overflow", vec![1 << 40, 1 << 40])] {
+        let m = onnx(d, name, &[1], vec![], vec![node("Add", &["x", "w"], &["y"])], vec![f32s("w", &dims, &[1.0])]);
+        for args in [vec!["inspect", m.to_str().unwrap()], vec!["compile", m.to_str().unwrap(), "--target", "cloud-tpu", "-o", "/dev/null/x.mlir"]] {
+            let (_, err) = expect(tpu_sdk(&args), 3);
+            assert!(err.contains("initializer 'w'") && !err.contains("panicked"), "{name}: {err}");
+        }
+    }
+}
