@@ -61,7 +61,7 @@ summary=.cache/fuzz/summary.txt
 : > "$summary"
 status=0
 cd fuzz
-cargo +nightly fuzz build -O "${targets[@]}" 2>&1 | tail -3
+cargo +nightly fuzz build -O 2>&1 | tail -3
 for t in "${targets[@]}"; do
     corpus=../.cache/fuzz/corpus/$t
     mkdir -p "$corpus" "artifacts/$t"
