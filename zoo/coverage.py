@@ -201,6 +201,9 @@ def tflite_peer_onnx(d, path, cal):
     if not os.path.isfile(tf_py):
         raise CellError("no TensorFlow venv for tf2onnx (.venv-tf or TPU_SDK_TF_PYTHON)")
     tmp = onnx_path + ".tmp"
+    # a model with MediaPipe's custom transposed convolution converts through its builtin twin (same arithmetic)
+    twin = os.path.join(d, "peer_float.tflite")
+    path = twin if os.path.isfile(twin) else path
     r = subprocess.run([tf_py, "-m", "tf2onnx.convert", "--tflite", path, "--output", tmp, "--opset", "13"],
                        capture_output=True, text=True, timeout=TIMEOUT)
     if r.returncode != 0 or not os.path.isfile(tmp):

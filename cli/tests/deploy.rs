@@ -558,3 +558,70 @@ fn deploys_cut_at_random_points_leave_a_consistent_device() {
     expect(s.deploy(&model, "cpu", &["--rollback"]), 0);
     assert_eq!(sha256sum(&remote), sha256sum(&versions[(runs + 1) % 2]), "rollback restores the version before the last");
 }
+
+/// A small tmpfs mounted at a folder (root only); unmounted when dropped.
+struct Mount(PathBuf);
+
+impl Mount {
+    fn tmpfs(at: &Path, size: &str) -> Option<Mount> {
+        std::fs::create_dir_all(at).unwrap();
+        let o = Command::new("mount").args(["-t", "tmpfs", "-o", &format!("size={size}"), "tmpfs"]).arg(at).output().ok()?;
+        o.status.success().then(|| Mount(at.to_path_buf()))
+    }
+    fn read_only(&self) -> bool {
+        Command::new("mount").args(["-o", "remount,ro"]).arg(&self.0).status().is_ok_and(|s| s.success())
+    }
+}
+
+impl Drop for Mount {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg("-l").arg(&self.0).status();
+    }
+}
+
+/// The remote folder is a full disk, then a read-only file system: each deploy fails with the system's reason,
+/// the model there stays the old one, complete, and no partial upload is left taking space. (Needs permission
+/// to mount a tmpfs, i.e. root; otherwise the test says so and passes, as root ignores file modes and nothing
+/// else can make a folder unwritable for it.)
+#[test]
+fn a_full_or_read_only_remote_disk_fails_clearly_and_keeps_the_model() {
+    let Some(s) = sshd() else { return };
+    let remote_dir = s.path("remote/small");
+    let Some(m) = Mount::tmpfs(&remote_dir, "512k") else {
+        eprintln!("skipped: cannot mount a tmpfs here (not root)");
+        return;
+    };
+    let local = tempfile::tempdir().unwrap();
+    let model = write_model(local.path(), "m.tflite", 21, 100_000);
+    let old = sha256sum(&model);
+    let deploy = |model: &Path| {
+        cli::command(env!("CARGO_BIN_EXE_tpu-sdk"))
+            .args(["deploy"])
+            .arg(model)
+            .args(["--target", "cpu"])
+            .args(s.ssh_args("user_key"))
+            .arg("--remote-dir")
+            .arg(&remote_dir)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap()
+    };
+    expect(deploy(&model), 0);
+    // 1 MB does not fit in what is left of 512 KB
+    write_model(local.path(), "m.tflite", 22, 1 << 20);
+    let (_, err) = expect(deploy(&model), 4);
+    assert!(err.contains("No space left on device"), "{err}");
+    assert_eq!(sha256sum(&remote_dir.join("m.tflite")), old, "the old model is intact");
+    assert!(leftovers(&remote_dir).is_empty(), "the partial upload is removed: {:?}", leftovers(&remote_dir));
+    // a small new version fits once the partial file is gone
+    write_model(local.path(), "m.tflite", 23, 50_000);
+    expect(deploy(&model), 0);
+    let current = sha256sum(&model);
+    assert_eq!(sha256sum(&remote_dir.join("m.tflite")), current);
+    // read-only: refused, nothing changes
+    assert!(m.read_only(), "remount read-only");
+    write_model(local.path(), "m.tflite", 24, 50_000);
+    let (_, err) = expect(deploy(&model), 4);
+    assert!(err.contains("Read-only file system"), "{err}");
+    assert_eq!(sha256sum(&remote_dir.join("m.tflite")), current);
+}

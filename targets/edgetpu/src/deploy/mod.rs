@@ -110,7 +110,11 @@ pub fn install_from(
     }
     let nanos = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map(|d| d.as_nanos()).unwrap_or(0);
     let tag = format!("{}-{nanos:x}", std::process::id());
-    s.upload(src, len, &format!("d={d}; n={n}; cat > \"$d/.$n.upload.{tag}\""), &format!("uploading {name}"), progress)?;
+    if let Err(e) = s.upload(src, len, &format!("d={d}; n={n}; cat > \"$d/.$n.upload.{tag}\""), &format!("uploading {name}"), progress) {
+        // best effort: a partial file must not keep a full disk full (the next deploy removes it anyway)
+        let _ = s.run(&format!("d={d}; n={n}; rm -f \"$d/.$n.upload.{tag}\""));
+        return Err(e);
+    }
     let chmod = if executable { "chmod 755 \"$t\"; " } else { "" };
     s.check(
         &format!("installing {path}"),

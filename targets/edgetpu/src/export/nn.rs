@@ -56,12 +56,7 @@ impl Ex<'_> {
             }
             None => self.const_f32(&format!("{}/bias", n.name), vec![c_out], vec![0.0; c_out])?,
         };
-        let (fa, clip) = split_activation(a.activation);
-        let clip = self.clip_left(y, clip);
-        let yname = g.value(y).name.clone();
-        let ys = permuted(&g.value(y).shape, &NHWC);
-        let yt = self.out(y, NHWC.to_vec())?;
-        let conv_out = if clip.is_some() { self.tensor_like(&format!("{yname}/conv"), &ys, yt)? } else { yt };
+        let ConvOut { fa, clip, yname, ys, yt, conv_out } = self.conv_out(y, a.activation)?;
         let (code, opts, version) = if depthwise {
             let v = if dil != [1, 1] { 2 } else { 1 };
             (bo::DEPTHWISE_CONV_2D, OptionsT::depthwise_conv2d(pad, strides[1] as i32, strides[0] as i32, (c_out / c_in) as i32, fa, dil[1] as i32, dil[0] as i32), v)
@@ -73,6 +68,18 @@ impl Ex<'_> {
             self.clip_into(conv_out, yt, &yname, &ys, lo, hi)?;
         }
         Ok(())
+    }
+
+    /// The output side of a convolution with activation `act` into IR value `y`: the fused TFLite activation,
+    /// and when a clip TFLite cannot fuse remains, the intermediate tensor the convolution writes before it.
+    fn conv_out(&mut self, y: ValueId, act: Option<Activation>) -> Result<ConvOut> {
+        let (fa, clip) = split_activation(act);
+        let clip = self.clip_left(y, clip);
+        let yname = self.g.value(y).name.clone();
+        let ys = permuted(&self.g.value(y).shape, &NHWC);
+        let yt = self.out(y, NHWC.to_vec())?;
+        let conv_out = if clip.is_some() { self.tensor_like(&format!("{yname}/conv"), &ys, yt)? } else { yt };
+        Ok(ConvOut { fa, clip, yname, ys, yt, conv_out })
     }
 
     /// A grouped convolution (neither plain nor depthwise): neither the Edge TPU nor LiteRT's optimized int8
@@ -95,12 +102,7 @@ impl Ex<'_> {
         }
         let at = self.constant(&format!("{}/split_axis", n.name), &Tensor::scalar(3i32))?;
         self.op(bo::SPLIT, 1, vec![at, xin], parts.clone(), Some(OptionsT::new(builtin_options::SPLIT).with(0, FieldT::I32(groups as i32))));
-        let (fa, clip) = split_activation(a.activation);
-        let clip = self.clip_left(y, clip);
-        let yname = g.value(y).name.clone();
-        let ys = permuted(&g.value(y).shape, &NHWC);
-        let yt = self.out(y, NHWC.to_vec())?;
-        let conv_out = if clip.is_some() { self.tensor_like(&format!("{yname}/conv"), &ys, yt)? } else { yt };
+        let ConvOut { fa, clip, yname, ys, yt, conv_out } = self.conv_out(y, a.activation)?;
         let wq = g.value(w).quant.clone();
         let bias = match n.input(2) {
             Some(b) => Some((g.value(b).constant.clone().ok_or_else(|| self.unsupported("non-constant bias"))?, g.value(b).quant.clone())),
@@ -372,4 +374,14 @@ impl Ex<'_> {
         self.op(bo::PAD, 1, vec![xt, pt], vec![t], None);
         Ok((padding::VALID, t))
     }
+}
+
+/// What [`Ex::conv_out`] set up: the fused activation code, the clip still to apply, and the tensors.
+struct ConvOut {
+    fa: i8,
+    clip: Option<(f32, f32)>,
+    yname: String,
+    ys: Vec<usize>,
+    yt: i32,
+    conv_out: i32,
 }
