@@ -204,13 +204,22 @@ def tflite_peer_onnx(d, path, cal):
     # a model with MediaPipe's custom transposed convolution converts through its builtin twin (same arithmetic)
     twin = os.path.join(d, "peer_float.tflite")
     path = twin if os.path.isfile(twin) else path
-    r = subprocess.run([tf_py, "-m", "tf2onnx.convert", "--tflite", path, "--output", tmp, "--opset", "13"],
-                       capture_output=True, text=True, timeout=TIMEOUT)
-    if r.returncode != 0 or not os.path.isfile(tmp):
-        raise CellError("tf2onnx: " + short((r.stderr or r.stdout).strip().splitlines()[-1] if (r.stderr or r.stdout)
-                                            else f"exit {r.returncode}", 80))
     import onnxruntime as ort
-    s = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
+    # opset 13 first (what the cached peers use); ops such as HardSwish exist only from opset 14, so a model
+    # onnxruntime cannot load at 13 is converted again at 17
+    for opset in ("13", "17"):
+        r = subprocess.run([tf_py, "-m", "tf2onnx.convert", "--tflite", path, "--output", tmp, "--opset", opset],
+                           capture_output=True, text=True, timeout=TIMEOUT)
+        if r.returncode != 0 or not os.path.isfile(tmp):
+            raise CellError("tf2onnx: " + short((r.stderr or r.stdout).strip().splitlines()[-1] if (r.stderr or r.stdout)
+                                                else f"exit {r.returncode}", 80))
+        try:
+            s = ort.InferenceSession(tmp, providers=["CPUExecutionProvider"])
+            break
+        except Exception as e:
+            os.remove(tmp)
+            if opset == "17":
+                raise CellError(f"onnxruntime cannot load tf2onnx's model: {short(str(e), 80)}")
     n = s.get_inputs()[0].name
     # float rounding differs between the runtimes (deep models reach ~1e-3 of max|ref| in the worst value), so
     # the check is the relative L2 of the worst output: 1e-3, two orders below any int8 error here
