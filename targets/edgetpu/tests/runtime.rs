@@ -125,6 +125,26 @@ fn model_for_a_newer_runtime_says_what_to_update_and_frees_everything() {
     }
 }
 
+/// The device goes away between two inferences (the library's invoke starts failing): a device error that says
+/// what to do, the interpreter stays usable for the error path, and dropping it frees the interpreter, the
+/// delegate, the options and the model.
+#[test]
+fn a_device_that_vanishes_mid_run_is_a_clear_error_and_frees_everything() {
+    let Some(s) = stubs(&["FAIL_INVOKE_AFTER=1"]) else { return };
+    let libs = Libraries::load(&s.tflite, &s.edgetpu).unwrap();
+    let mut it = Interpreter::new(&libs, model("edgetpu-custom-op"), None, &[]).unwrap();
+    assert_eq!(it.run(&[input()]).unwrap(), vec![input()]);
+    for _ in 0..2 {
+        let e = it.run(&[input()]).unwrap_err();
+        assert!(matches!(&e, Error::Device(m) if m.contains("unplugged") && m.contains("tpu-sdk devices")), "{e}");
+    }
+    drop(it);
+    let log = s.log();
+    for call in ["TfLiteInterpreterDelete", "edgetpu_free_delegate magic=ed6e", "TfLiteInterpreterOptionsDelete", "TfLiteModelDelete"] {
+        assert_eq!(log.iter().filter(|l| *l == call).count(), 1, "{call} once: {log:?}");
+    }
+}
+
 #[test]
 fn invalid_model_bytes() {
     let Some(s) = stubs(&[]) else { return };

@@ -289,7 +289,11 @@ impl Interpreter {
             }
         }
         if !self.interp.invoke() {
-            return Err(Error::Device(format!("the Edge TPU inference failed on {} (see the library's message above)", self.device.path)));
+            return Err(Error::Device(format!(
+                "the Edge TPU inference failed on {} (the library's message is above): if the device was unplugged or \
+                 reset, reconnect it, check `tpu-sdk devices`, and load the model again",
+                self.device.path
+            )));
         }
         self.outputs
             .iter()

@@ -1,6 +1,7 @@
 /* A stand-in for libtensorflowlite_c.so with the C API's symbols (tensorflow/lite/core/c/c_api.h): one int8
  * input [1, 8] copied to one int8 output [1, 8]; every call is logged so the test can check the sequence.
- * -DFAIL_ALLOCATE makes TfLiteInterpreterAllocateTensors fail (as an Edge TPU runtime too old for the model). */
+ * -DFAIL_ALLOCATE makes TfLiteInterpreterAllocateTensors fail (as an Edge TPU runtime too old for the model);
+ * -DFAIL_INVOKE_AFTER=N makes every TfLiteInterpreterInvoke after the first N fail (a device unplugged mid-run). */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,6 +58,10 @@ TfLiteTensor* TfLiteInterpreterGetInputTensor(const TfLiteInterpreter* i, int32_
 const TfLiteTensor* TfLiteInterpreterGetOutputTensor(const TfLiteInterpreter* i, int32_t k) { return k == 0 ? &i->out : NULL; }
 int TfLiteInterpreterInvoke(TfLiteInterpreter* i) {
     stub_log("TfLiteInterpreterInvoke");
+#ifdef FAIL_INVOKE_AFTER
+    static int calls = 0;
+    if (++calls > FAIL_INVOKE_AFTER) return 1;
+#endif
     if (!i->delegate || *i->delegate != 0xED6E) return 1; /* the delegate must be the one libedgetpu made */
     memcpy(i->out.data, i->in.data, 8);
     return 0;
