@@ -186,3 +186,33 @@ fn reshape_to_a_run_time_shape_infers_the_one_free_dimension_and_refuses_two() {
     let e = load_bytes(&model(vec![-1, -1]).to_bytes(), &ImportOptions::default()).unwrap_err();
     assert!(matches!(e, Error::Unsupported(_)) && e.to_string().contains("several free dimensions"), "{e}");
 }
+
+/// Quantization parameters LiteRT's Prepare would refuse are a malformed model here too (a fuzzed zero point of
+/// 14745600 on a uint8 tensor once reached an int8 kernel's clamp with min > max).
+#[test]
+fn out_of_range_zero_points_and_bad_scales_are_malformed_models() {
+    use crate::format::tflite::builder::QuantizationT;
+    use crate::format::tflite::tests::tensor;
+    for (zp, scale, want) in [(14_745_600i64, 0.5f32, "zero point 14745600"), (3, 0.0, "scale 0"), (3, f32::NAN, "scale NaN")] {
+        let q = |zp: i64| Some(QuantizationT { scale: vec![scale], zero_point: vec![zp], ..Default::default() });
+        let mut x = tensor("x", &[1, 4], tt::UINT8, 0);
+        x.quantization = q(zp);
+        let mut y = tensor("y", &[1, 4], tt::UINT8, 0);
+        y.quantization = q(3);
+        let m = ModelT {
+            version: 3,
+            operator_codes: vec![OperatorCodeT::builtin(bo::RELU, 1)],
+            subgraphs: vec![SubGraphT {
+                tensors: vec![x, y],
+                inputs: vec![0],
+                outputs: vec![1],
+                operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: None }],
+                name: Some("main".into()),
+            }],
+            buffers: vec![BufferT::default()],
+            ..Default::default()
+        };
+        let e = super::load_bytes(&m.to_bytes(), &Default::default()).unwrap_err();
+        assert!(matches!(&e, Error::InvalidModel(msg) if msg.contains(want)), "{want}: {e}");
+    }
+}

@@ -187,8 +187,10 @@ pub(crate) fn dtype_range(d: DType) -> (i32, i32) {
 
 /// TFLite `CalculateActivationRangeQuantized`: the fused activation's bounds on the output's grid.
 pub(crate) fn activation_range(act: Option<Activation>, out: Qp, range: (i32, i32)) -> (i32, i32) {
-    let q = |f: f32| out.zp + round_away(f / out.scale) as i32;
-    match act {
+    let q = |f: f32| out.zp.saturating_add(round_away(f / out.scale) as i32);
+    // TFLite clamps with max(·, min) then min(·, max): bounds that cross (a clip below the grid) give max
+    // everywhere, which `(min(lo, hi), hi)` reproduces without `clamp`'s min ≤ max precondition
+    let (lo, hi) = match act {
         None => range,
         Some(Activation::Relu) => (range.0.max(q(0.0)), range.1),
         Some(Activation::Relu6) => (range.0.max(q(0.0)), range.1.min(q(6.0))),
@@ -197,7 +199,8 @@ pub(crate) fn activation_range(act: Option<Activation>, out: Qp, range: (i32, i3
             let hi = if max.is_finite() { range.1.min(q(max)) } else { range.1 };
             (lo, hi)
         }
-    }
+    };
+    (lo.min(hi), hi)
 }
 
 /// The activation a quantized `Unary` applies as TFLite's RELU family, if it is one.
@@ -317,4 +320,21 @@ pub(crate) fn arg<'a>(inputs: &[Option<&'a Tensor>], k: usize) -> Result<&'a Ten
 /// The output tensor slot.
 pub(crate) fn out0(outputs: &mut [Tensor]) -> Result<&mut Tensor, String> {
     outputs.first_mut().ok_or_else(|| "the node has no output".to_string())
+}
+
+#[cfg(test)]
+mod activation_range_tests {
+    use super::*;
+
+    #[test]
+    fn crossing_bounds_give_the_upper_one_as_tflite_does() {
+        // RELU6 on an output whose grid starts above 6: TFLite's max(·, q(0)) then min(·, q(6)) gives q(6)
+        let out = Qp { scale: 0.01, zp: -1000 };
+        let (lo, hi) = activation_range(Some(Activation::Relu6), out, (-128, 127));
+        assert!(lo <= hi, "{lo} {hi}");
+        assert_eq!((lo, hi), (-400, -400));
+        // a scale so small that q(6) overflows i32 saturates instead of wrapping
+        let (lo, hi) = activation_range(Some(Activation::Relu6), Qp { scale: 1e-30, zp: 100 }, (-128, 127));
+        assert_eq!((lo, hi), (100, 127));
+    }
 }
