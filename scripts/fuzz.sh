@@ -4,7 +4,9 @@
 #   bash scripts/fuzz.sh [SECONDS] [TARGET...]
 # Needs a nightly toolchain (`rustup toolchain install nightly`) and cargo-fuzz (`cargo install cargo-fuzz`);
 # it installs both when missing. A crash leaves its input in fuzz/artifacts/<target>/ and fails the run: fix it,
-# then copy the input to fuzz/regressions/<target>/ (core/tests/fuzz_regressions.rs replays those on stable).
+# then copy the input to fuzz/regressions/<target>/ (cli/tests/fuzz_regressions.rs replays those on stable).
+# The fuzzers start from FUZZ_SEED (default 1), so a short run (CI's 30 s) explores the same inputs everywhere,
+# only more or fewer of them; set another seed for new ground.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 secs=${1:-60}
@@ -70,7 +72,7 @@ for t in "${targets[@]}"; do
     log=../.cache/fuzz/$t.log
     set +e
     cargo +nightly fuzz run -O "$t" "$corpus" "${dirs[@]}" -- -max_total_time="$secs" -rss_limit_mb=2048 \
-        -timeout=10 -max_len=65536 -print_final_stats=1 > "$log" 2>&1
+        -timeout=10 -max_len=65536 -seed="${FUZZ_SEED:-1}" -print_final_stats=1 > "$log" 2>&1
     rc=$?
     set -e
     runs=$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1)
