@@ -5,20 +5,18 @@
 //! this model is `targets/edgetpu/tests/conv_transpose.rs`.)
 #![cfg(feature = "edgetpu")]
 
-use std::process::Command;
 
 use tpu_sdk::core::format::tflite::schema::{self, tensor_type as tt};
 use tpu_sdk::core::npy;
 use tpu_sdk_test_support::cli::{self, expect};
-use tpu_sdk_test_support::{litert, oracle, repo, Rng};
+use tpu_sdk_test_support::{litert, oracle, Rng};
 
 #[test]
 fn a_unet_decoder_compiles_to_int8_transpose_conv_that_litert_runs() {
     let Some(py) = oracle::python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("unet_decoder.onnx");
-    let st = Command::new(&py).arg(repo().join("targets/edgetpu/tests/make_unet_decoder.py")).arg(&model).output().unwrap();
-    assert!(st.status.success(), "make_unet_decoder.py failed: {}", String::from_utf8_lossy(&st.stderr));
+    oracle::run_script(&py, "targets/edgetpu/tests/make_unet_decoder.py", &[&model]);
     let cal = dir.path().join("cal.npy");
     npy::write(&cal, &Rng::from_state(99).f32_tensor(&[8, 1, 3, 32, 32], -1.0, 1.0)).unwrap();
     let out = dir.path().join("unet.tflite");

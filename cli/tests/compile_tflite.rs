@@ -40,8 +40,7 @@ fn an_onnx_model_compiles_to_float_tflite_that_litert_runs_as_onnxruntime_does()
     let Some(py) = oracle::python() else { return };
     let dir = tempfile::tempdir().unwrap();
     let model = dir.path().join("unet_decoder.onnx");
-    let st = Command::new(&py).arg(repo().join("targets/edgetpu/tests/make_unet_decoder.py")).arg(&model).output().unwrap();
-    assert!(st.status.success(), "make_unet_decoder.py failed: {}", String::from_utf8_lossy(&st.stderr));
+    oracle::run_script(&py, "targets/edgetpu/tests/make_unet_decoder.py", &[&model]);
     let (file, doc) = compile_tflite(&model, dir.path());
     let ops = doc["operators"].to_string();
     assert!(ops.contains("TRANSPOSE_CONV") && ops.contains("CONV_2D") && ops.contains("MAX_POOL_2D"), "{ops}");

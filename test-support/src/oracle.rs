@@ -63,3 +63,11 @@ pub fn libtpu_path() -> Option<PathBuf> {
     }
     p
 }
+
+/// Runs the repository's Python script `script` (a path from the repository root) with `py` and `args`;
+/// panics with the script's stderr when it fails (for model generators such as
+/// `targets/edgetpu/tests/make_unet_decoder.py`).
+pub fn run_script(py: &std::path::Path, script: &str, args: &[&std::path::Path]) {
+    let o = std::process::Command::new(py).arg(crate::repo().join(script)).args(args).output().unwrap_or_else(|e| panic!("cannot run {script}: {e}"));
+    assert!(o.status.success(), "{script} failed: {}", String::from_utf8_lossy(&o.stderr));
+}
