@@ -83,5 +83,14 @@ for t in "${targets[@]}"; do
         status=1
     fi
     echo "$line" | tee -a "../$summary"
+    if [ $rc -ne 0 ]; then
+        # What a CI log must show to reproduce the crash elsewhere: the failure and the input itself.
+        grep -E -A12 "panicked at|ERROR: (libFuzzer|AddressSanitizer|LeakSanitizer)|SUMMARY:" "$log" | head -60 || true
+        for a in $(grep -oE "Test unit written to [^ ]+" "$log" | awk '{print $5}'); do
+            [ -f "$a" ] || continue
+            echo "--- crashing input $a ($(stat -c %s "$a") bytes), base64:"
+            base64 -w 120 "$a" | head -800
+        done
+    fi
 done
 exit $status

@@ -391,4 +391,12 @@ impl<'a> Importer<'a> {
         Ok(n as usize)
     }
 
+    /// `axis` for an op that indexes a dimension of a rank-`rank` input (UNPACK, SPLIT, SPLIT_V): unlike
+    /// [`Importer::axis`], a scalar input has no axis 0.
+    pub(super) fn dim_axis(&self, a: i64, rank: usize) -> Result<usize> {
+        if rank == 0 {
+            return Err(self.invalid(format!("axis {a} of a scalar input: the op needs an input of rank 1 or more")));
+        }
+        self.axis(a, rank)
+    }
 }

@@ -68,7 +68,7 @@ fn unpack(imp: &mut Importer, o: &OpIn) -> Result<Vec<ValueId>> {
     let opt = opts!(imp, o, schema::UnpackOptions);
     let x = imp.value(imp.req(o, 0)?)?;
     let xs = imp.shape(x);
-    let axis = imp.axis(opt.axis() as i64, xs.len())?;
+    let axis = imp.dim_axis(opt.axis() as i64, xs.len())?;
     if opt.num() < 1 || xs[axis] != opt.num() as usize {
         return Err(imp.invalid(format!("UNPACK of {} values along axis {axis} of a {xs:?} input", opt.num())));
     }
@@ -129,11 +129,11 @@ fn split_node(imp: &mut Importer, o: &OpIn, x: ValueId, axis: usize, sizes: Vec<
     imp.node_n(Op::Split { axis, split: Some(sizes), num_outputs: n }, vec![Some(x)], o.base.clone(), n)
 }
 
-/// A constant scalar (or one-element) axis tensor, normalised against `rank`.
+/// A constant scalar (or one-element) axis tensor of an op that splits that dimension, normalised against `rank`.
 fn scalar_axis(imp: &mut Importer, t: i32, rank: usize) -> Result<usize> {
     let a = imp.const_ints(t, "the axis")?;
     match a[..] {
-        [a] => imp.axis(a, rank),
+        [a] => imp.dim_axis(a, rank),
         _ => Err(imp.invalid(format!("the axis must have one value, got {a:?}"))),
     }
 }
