@@ -98,3 +98,26 @@ fn run_and_bench_with_tensor_parallelism() {
     assert!(String::from_utf8_lossy(&o.stderr).contains("--shard applies to --target cloud-tpu only"));
     let _ = std::fs::remove_dir_all(&dir);
 }
+
+/// A plugin whose compile fails (the fault-injecting plugin of targets/cloud-tpu/tests/stubs/pjrt_fault.c, over
+/// the real XLA CPU plugin): `run` and `compile` exit with status 4 (a device error) and name the failing PJRT
+/// function.
+#[test]
+fn a_failing_plugin_gives_an_exit_code_and_names_the_call() {
+    let Some(p) = plugin() else { return };
+    let Some(shim) = tpu_sdk_test_support::pjrt_fault::build(Path::new(&p), "Client_Compile@1+") else { return };
+    let dir = fresh_dir("cli-cloud-fault");
+    let shim = shim.to_str().unwrap();
+    let out = dir.join("m.pjrt");
+    for args in [
+        vec!["run", MODEL, "--target", "cloud-tpu", "--plugin", shim, "--input-shape", "x=1,3,48,192", "--random-input"],
+        vec!["compile", MODEL, "--target", "cloud-tpu", "--plugin", shim, "--input-shape", "x=1,3,48,192", "-o", out.to_str().unwrap()],
+    ] {
+        let o = tpu_sdk(&args, Path::new("off"));
+        let err = String::from_utf8_lossy(&o.stderr).to_string();
+        assert_eq!(o.status.code(), Some(4), "{args:?}: {err}");
+        tpu_sdk_test_support::pjrt_fault::assert_injected(&err, "Client_Compile");
+        assert!(!err.contains("panicked"), "{err}");
+    }
+    assert!(!out.exists(), "a failed compile leaves no output file");
+}

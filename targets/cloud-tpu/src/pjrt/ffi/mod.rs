@@ -167,4 +167,34 @@ mod tests {
         assert_eq!(offset_of!(PJRT_Api, PJRT_Executable_Fingerprint), 40 + 94 * 8);
         assert_eq!(PJRT_Buffer_MemoryLayout::STRUCT_SIZE, 16 + 56 + 4);
     }
+
+    /// The fault-injecting plugin of `tests/faults.rs` (C, `tests/stubs/pjrt_fault.c`) patches table slots by
+    /// index; its `SLOT_<name> = <index>` lines must agree with this crate's declaration of the table.
+    #[test]
+    fn fault_stub_slots_match_the_table() {
+        let c = include_str!("../../../tests/stubs/pjrt_fault.c");
+        let offsets: &[(&str, usize)] = &[
+            ("Error_Destroy", offset_of!(PJRT_Api, PJRT_Error_Destroy)),
+            ("Error_Message", offset_of!(PJRT_Api, PJRT_Error_Message)),
+            ("Error_GetCode", offset_of!(PJRT_Api, PJRT_Error_GetCode)),
+            ("Plugin_Initialize", offset_of!(PJRT_Api, PJRT_Plugin_Initialize)),
+            ("Client_Create", offset_of!(PJRT_Api, PJRT_Client_Create)),
+            ("Client_Compile", offset_of!(PJRT_Api, PJRT_Client_Compile)),
+            ("Client_BufferFromHostBuffer", offset_of!(PJRT_Api, PJRT_Client_BufferFromHostBuffer)),
+            ("LoadedExecutable_Execute", offset_of!(PJRT_Api, PJRT_LoadedExecutable_Execute)),
+            ("Executable_DeserializeAndLoad", offset_of!(PJRT_Api, PJRT_Executable_DeserializeAndLoad)),
+            ("Buffer_ToHostBuffer", offset_of!(PJRT_Api, PJRT_Buffer_ToHostBuffer)),
+            ("TopologyDescription_Create", offset_of!(PJRT_Api, PJRT_TopologyDescription_Create)),
+            ("Compile", offset_of!(PJRT_Api, PJRT_Compile)),
+        ];
+        let mut seen = 0;
+        for line in c.lines() {
+            let Some((name, index)) = line.trim().strip_prefix("SLOT_").and_then(|l| l.split_once(" = ")) else { continue };
+            let index: usize = index.trim_end_matches(',').parse().expect("a slot index");
+            let (_, offset) = offsets.iter().find(|(n, _)| *n == name).unwrap_or_else(|| panic!("SLOT_{name} is not checked here"));
+            assert_eq!(40 + 8 * index, *offset, "SLOT_{name} = {index} in pjrt_fault.c");
+            seen += 1;
+        }
+        assert_eq!(seen, offsets.len(), "every slot the stub patches is checked");
+    }
 }
