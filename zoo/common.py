@@ -4,7 +4,8 @@ A model lives in `.cache/zoo/models/<name>/`:
   model.onnx | model.tflite   the float model
   peer_int8.tflite            (Keras models) TensorFlow's converter's full-int8 model, same calibration samples
   peer_float.tflite           (MediaPipe models with a custom transposed convolution) the builtin twin LiteRT runs
-                              as their float peer (zoo/mediapipe_peer.py; coverage.py writes it)
+                              as their float peer; (sparse models) the dense twin tf2onnx converts
+                              (zoo/mediapipe_peer.py; coverage.py writes both)
   peer_float.onnx             (other TFLite models) tf2onnx's conversion, checked against LiteRT; coverage.py
                               builds it when first needed and quantizes it with onnxruntime as the int8 peer
   input_<i>.npy               one seeded random input per model input (batch 1), in the model's input order

@@ -18,7 +18,8 @@ Cells (✅ pass, ❌ fail with the error, — not applicable):
   int8 err     relative L2 of the int8 outputs (dequantized) vs the float model on the calibration samples, ours
                next to the peer quantizer's (TF converter full-int8 for Keras models, onnxruntime quantize_static
                per-channel QDQ for ONNX models, and for TFLite models without a Keras source on tf2onnx's conversion
-               of the float file, `peer_float.onnx`); passes at ≤ 1.25 × peer, or ≤ 0.05 where no peer runs
+               of the float file, `peer_float.onnx`, through a dense twin for sparse models); passes at ≤ 1.25 × peer,
+               or ≤ 0.05 where no peer runs
   tpu share    predicted Edge TPU op share from the compile report's mapping
 """
 import argparse
@@ -201,8 +202,19 @@ def tflite_peer_onnx(d, path, cal):
     if not os.path.isfile(tf_py):
         raise CellError("no TensorFlow venv for tf2onnx (.venv-tf or TPU_SDK_TF_PYTHON)")
     tmp = onnx_path + ".tmp"
-    # a model with MediaPipe's custom transposed convolution converts through its builtin twin (same arithmetic)
+    # a model with MediaPipe's custom transposed convolution converts through its builtin twin (same arithmetic),
+    # a sparse model through its dense twin (the weights LiteRT densifies, checked to compute the same outputs)
     twin = os.path.join(d, "peer_float.tflite")
+    import mediapipe_peer
+    if not os.path.isfile(twin) and mediapipe_peer.has_densify(path):
+        dense = mediapipe_peer.dense_twin(path)
+        with open(twin + ".tmp", "wb") as f:
+            f.write(dense)
+        e = rel_l2([litert_run(twin + ".tmp", [x[None]]) for x in cal], [litert_run(path, [x[None]]) for x in cal])
+        if e > 1e-6:
+            os.remove(twin + ".tmp")
+            raise CellError(f"the dense twin differs from the sparse model (rel L2 {e:.1e})")
+        os.replace(twin + ".tmp", twin)
     path = twin if os.path.isfile(twin) else path
     import onnxruntime as ort
     # opset 13 first (what the cached peers use); ops such as HardSwish exist only from opset 14, so a model

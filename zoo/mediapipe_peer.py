@@ -1,4 +1,5 @@
-"""A LiteRT-runnable twin of a MediaPipe model that uses MediaPipe's `Convolution2DTransposeBias` custom op.
+"""Peer twins of MediaPipe models: a LiteRT-runnable twin of a model that uses MediaPipe's
+`Convolution2DTransposeBias` custom op, and a dense twin of a sparse model for tf2onnx.
 
 LiteRT has no kernel for MediaPipe's custom ops. `Convolution2DTransposeBias` (mediapipe/util/tflite/operations/
 transpose_conv_bias.cc) is TFLite's own transposed convolution with a bias input, which the builtin TRANSPOSE_CONV
@@ -69,6 +70,52 @@ def builtin_twin(path):
             op.opcodeIndex, op.inputs = tconv, [len(sg.tensors) - 1, op.inputs[1], op.inputs[0], op.inputs[2]]
             op.builtinOptionsType, op.builtinOptions = s.BuiltinOptions.TransposeConvOptions, opt
             op.customOptions = None
+    fb = flatbuffers.Builder(1 << 20)
+    fb.Finish(m.Pack(fb), file_identifier=b"TFL3")
+    return bytes(fb.Output())
+
+
+def has_densify(path):
+    """Whether the TFLite file densifies sparse constants (DENSIFY ops, MediaPipe's `*_sparse` models)."""
+    from ai_edge_litert import schema_py_generated as s
+    m = s.Model.GetRootAsModel(open(path, "rb").read(), 0)
+    return any(max(m.OperatorCodes(i).BuiltinCode(), m.OperatorCodes(i).DeprecatedBuiltinCode()) == s.BuiltinOperator.DENSIFY
+               for i in range(m.OperatorCodesLength()))
+
+
+def dense_twin(path):
+    """The model's bytes with every sparse constant stored dense and its DENSIFY op removed (tf2onnx reads a sparse
+    buffer as if it were dense and fails). The dense values are LiteRT's own: the DENSIFY outputs of one run with
+    all tensors preserved, so the twin holds exactly the weights LiteRT computes with."""
+    import flatbuffers
+    from ai_edge_litert import schema_py_generated as s
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+    # builtin kernels only: XNNPACK takes sparse weights itself and would leave the DENSIFY outputs unwritten
+    it = Interpreter(path, experimental_preserve_all_tensors=True,
+                     experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    it.allocate_tensors()
+    for d in it.get_input_details():
+        it.set_tensor(d["index"], np.zeros(d["shape"], d["dtype"]))
+    it.invoke()
+    m = s.ModelT.InitFromObj(s.Model.GetRootAsModel(open(path, "rb").read(), 0))
+    if len(m.subgraphs) != 1:
+        raise ValueError("a dense twin of a model with several subgraphs")
+    sg = m.subgraphs[0]
+    kept = []
+    for op in sg.operators:
+        code = m.operatorCodes[op.opcodeIndex]
+        if max(code.builtinCode, code.deprecatedBuiltinCode) != s.BuiltinOperator.DENSIFY:
+            kept.append(op)
+            continue
+        dense = it.get_tensor(op.outputs[0])
+        buf = s.BufferT()
+        buf.data = np.ascontiguousarray(dense).tobytes()
+        m.buffers.append(buf)
+        # the sparse input and the dense output both become the same dense constant
+        for t in (op.inputs[0], op.outputs[0]):
+            sg.tensors[t].buffer, sg.tensors[t].sparsity = len(m.buffers) - 1, None
+            sg.tensors[t].shape = np.array(dense.shape, np.int32)
+    sg.operators = kept
     fb = flatbuffers.Builder(1 << 20)
     fb.Finish(m.Pack(fb), file_identifier=b"TFL3")
     return bytes(fb.Output())
