@@ -12,7 +12,7 @@ cd "$(dirname "$0")/.."
 secs=${1:-60}
 shift || true
 targets=("$@")
-[ ${#targets[@]} -gt 0 ] || targets=(onnx_import tflite_import npy_read compiler_log stablehlo_lower session_run)
+[ ${#targets[@]} -gt 0 ] || targets=(onnx_import tflite_import npy_read compiler_log stablehlo_lower session_run graph_build)
 
 rustup toolchain list | grep -q '^nightly' || rustup toolchain install nightly --profile minimal
 command -v cargo-fuzz >/dev/null || cargo install cargo-fuzz --locked
@@ -58,7 +58,7 @@ LOG
 printf 'Edge TPU Compiler version 16.0.384591198\nERROR: Didn'"'"'t find op for builtin opcode '"'"'FULLY_CONNECTED'"'"' version '"'"'12'"'"'\n' > "$seeds/log/error.log"
 
 declare -A seed_of=([onnx_import]=onnx [tflite_import]=tflite [npy_read]=npy [compiler_log]=log
-                    [stablehlo_lower]="onnx tflite" [session_run]="onnx tflite")
+                    [stablehlo_lower]="onnx tflite" [session_run]="onnx tflite" [graph_build]="")
 summary=.cache/fuzz/summary.txt
 : > "$summary"
 status=0
