@@ -78,6 +78,8 @@ fn retype(op: &mut Op) {
         Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } => {}
         Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) | Op::DepthToSpace { .. } => {}
         Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => {}
+        // Regions keep their own types; the lowering refuses control flow before bf16 matters.
+        Op::If(_) | Op::Loop(_) | Op::Scan(_) => {}
     }
 }
 

@@ -59,12 +59,12 @@ pub struct ScanAttrs {
 /// If: cond, captures...
 pub const IF_ARITY: Arity = (1, usize::MAX, 1, usize::MAX);
 /// Loop: M?, cond?, carried..., captures...
-pub const LOOP_ARITY: Arity = (2, usize::MAX, 0, usize::MAX);
+pub const LOOP_ARITY: Arity = (0, usize::MAX, 0, usize::MAX); // M and cond may be absent; `check_signature` counts
 /// Scan: state..., scan inputs..., captures...
 pub const SCAN_ARITY: Arity = (1, usize::MAX, 1, usize::MAX);
 
 /// Deepest nesting of regions a graph may have (imports and sessions refuse deeper ones).
-pub const MAX_REGION_DEPTH: usize = 32;
+pub const MAX_REGION_DEPTH: usize = 16;
 
 /// The regions of a control-flow op (empty for other ops).
 pub fn regions(op: &super::Op) -> Vec<&Graph> {

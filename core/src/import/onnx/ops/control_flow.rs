@@ -100,6 +100,8 @@ fn inline(cx: &mut Cx, n: &NodeIn, region: &Graph, caps: &[Option<ValueId>]) -> 
 fn in_region(n: &NodeIn, g: &GraphProto, e: Error) -> Error {
     let region = g.name.as_deref().unwrap_or("");
     match e {
+        // already names the region where the limit was hit; one line, not one prefix per level
+        Error::InvalidModel(m) if m.starts_with("control flow is nested") => Error::InvalidModel(m),
         Error::InvalidModel(m) => Error::InvalidModel(format!("{}, region '{region}': {m}", n.desc)),
         Error::Unsupported(m) => Error::Unsupported(format!("{}, region '{region}': {m}", n.desc)),
         Error::Node { node, op, msg } => Error::InvalidModel(format!("{}, region '{region}': node '{node}' ({op}): {msg}", n.desc)),
