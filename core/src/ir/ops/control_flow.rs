@@ -259,7 +259,14 @@ fn static_trip_count(body: &Graph, inputs: &[Option<TypeInfo>]) -> Option<usize>
         None => true,
         Some(c) => c.value.is_some_and(|v| v.to_f64_vec().first().is_some_and(|&x| x != 0.0)),
     };
-    let out = body.outputs.first().copied()?;
+    let mut out = body.outputs.first().copied()?;
+    // through Identity copies (exporters write `cond_out = Identity(cond_in)`)
+    while let Some(n) = body.nodes.iter().find(|n| n.outputs.first() == Some(&out) && matches!(n.op, super::Op::Identity)) {
+        match n.input(0) {
+            Some(i) if i != out => out = i,
+            _ => break,
+        }
+    }
     let body_ok = Some(out) == body.inputs.get(1).copied()
         || body.constant(out).is_some_and(|v| v.to_f64_vec().first().is_some_and(|&x| x != 0.0));
     (cond_ok && body_ok).then(|| usize::try_from(m.max(0)).ok()).flatten()
@@ -280,4 +287,99 @@ pub fn fallback_dtypes(op: &super::Op, n_out: usize) -> Vec<DType> {
         _ => return vec![DType::F32; n_out],
     };
     (0..n_out).map(|i| g.outputs.get(i + skip).map(|&o| g.value(o).dtype).unwrap_or(DType::F32)).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ir::infer::infer_graph;
+    use crate::ir::{verify::verify, BinaryOp, Op, Tensor, UnaryOp};
+    use crate::runtime::{CpuEval, Session};
+
+    /// A branch taking one captured f32[2] value and applying `op` to it.
+    fn branch(name: &str, op: UnaryOp) -> Graph {
+        let mut b = Graph::new(name);
+        let x = b.add_input("x", DType::F32, vec![2]);
+        let y = b.add_value("y", DType::F32, vec![2]);
+        b.add_node("u", Op::Unary(op), vec![Some(x)], vec![y]);
+        b.outputs.push(y);
+        infer_graph(&mut b, &CpuEval).unwrap();
+        b
+    }
+
+    /// `y = If(c, then: -x, else: |x|)`, with `c` an input or a constant.
+    fn if_graph(cond: Option<bool>) -> Graph {
+        let mut g = Graph::new("if");
+        let c = match cond {
+            None => g.add_input("c", DType::Bool, vec![]),
+            Some(v) => g.add_constant("c", Tensor::scalar(v)),
+        };
+        let x = g.add_input("x", DType::F32, vec![2]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        let attrs = IfAttrs { then_branch: Box::new(branch("then", UnaryOp::Neg)), else_branch: Box::new(branch("else", UnaryOp::Abs)) };
+        g.add_node("if", Op::If(attrs), vec![Some(c), Some(x)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        g
+    }
+
+    #[test]
+    fn runs_the_branch_the_condition_picks_and_prints_both() {
+        let g = if_graph(None);
+        verify(&g).unwrap();
+        assert_eq!(g.value(g.outputs[0]).shape, vec![2]);
+        let text = g.to_string();
+        assert!(text.contains("then 'then' {") && text.contains("else 'else' {") && text.contains("= Abs(%x)"), "{text}");
+        let mut s = Session::new(g).unwrap();
+        let x = Tensor::from_f32(vec![2], vec![1.5, -2.0]);
+        let t = s.run(&[Tensor::scalar(true), x.clone()]).unwrap();
+        assert_eq!(t[0].as_f32().unwrap(), &[-1.5, 2.0]);
+        let e = s.run(&[Tensor::scalar(false), x]).unwrap();
+        assert_eq!(e[0].as_f32().unwrap(), &[1.5, 2.0]);
+    }
+
+    #[test]
+    fn a_constant_condition_inlines_its_branch() {
+        let mut g = if_graph(Some(false));
+        assert_eq!(crate::passes::inline_if::run(&mut g).unwrap(), 1);
+        verify(&g).unwrap();
+        let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
+        assert_eq!(ops, ["Abs", "Identity"]);
+    }
+
+    #[test]
+    fn the_verifier_names_a_branch_with_the_wrong_output_count() {
+        let mut g = if_graph(None);
+        let Op::If(a) = &mut g.nodes[0].op else { unreachable!() };
+        let extra = a.else_branch.outputs[0];
+        a.else_branch.outputs.push(extra);
+        let e = verify(&g).unwrap_err().to_string();
+        assert!(e.contains("'if'") && e.contains("else_branch has 2 outputs but the If node has 1"), "{e}");
+    }
+
+    #[test]
+    fn a_loop_without_end_stops_at_the_iteration_limit() {
+        // body: cond passes through, v -> v + 1
+        let mut body = Graph::new("body");
+        let _i = body.add_input("i", DType::I64, vec![]);
+        let c = body.add_input("c", DType::Bool, vec![]);
+        let v = body.add_input("v", DType::F32, vec![]);
+        let one = body.add_constant("one", Tensor::scalar(1.0f32));
+        let v2 = body.add_value("v2", DType::F32, vec![]);
+        body.add_node("inc", Op::Binary(BinaryOp::Add, None), vec![Some(v), Some(one)], vec![v2]);
+        body.outputs = vec![c, v2];
+        infer_graph(&mut body, &CpuEval).unwrap();
+        let mut g = Graph::new("loop");
+        let m = g.add_constant("m", Tensor::scalar(1i64 << 62));
+        let x = g.add_input("x", DType::F32, vec![]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        g.add_node("endless", Op::Loop(LoopAttrs { body: Box::new(body), num_carried: 1 }), vec![Some(m), None, Some(x)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut s = Session::new(g).unwrap();
+        crate::limits::set_max_loop_iterations(Some(5000));
+        let e = s.run(&[Tensor::scalar(0.0f32)]).unwrap_err().to_string();
+        crate::limits::set_max_loop_iterations(None);
+        assert!(e.contains("'endless'") && e.contains("stopped after 5000 iterations"), "{e}");
+    }
 }

@@ -2,7 +2,7 @@
 //! `stablehlo.while` whose state is (iteration, [condition,] carried values, scan output buffers). Scan
 //! outputs are written into buffers of their final (static) shape with `dynamic_update_slice`, so a Loop with
 //! scan outputs lowers only when its trip count is known (its output shape is then static); the opset 8 Scan
-//! (batch axis) is not lowered. Region bodies reference outer values directly (these regions are not isolated
+//! (batch axis) runs one while loop per batch entry. Region bodies reference outer values directly (these regions are not isolated
 //! from above), so captured inputs need no plumbing.
 
 use tpu_sdk_core::ir::ops::control_flow::{IfAttrs, LoopAttrs, ScanAttrs};
@@ -227,20 +227,48 @@ pub(super) fn loop_op(cx: &mut Cx, node: &Node, a: &LoopAttrs) -> Result<Vec<V>>
 }
 
 pub(super) fn scan_op(cx: &mut Cx, node: &Node, a: &ScanAttrs) -> Result<Vec<V>> {
-    if a.batched {
-        return Err(cx.unsupported(node, "the opset 8 Scan (with a batch axis) has no StableHLO lowering yet; run it with --target cpu"));
+    let ins = (0..node.inputs.len()).map(|i| cx.input(node, i)).collect::<Result<Vec<_>>>()?;
+    let types: Vec<(DType, Vec<usize>)> = (0..node.outputs.len()).map(|k| cx.out(node, k)).collect();
+    if !a.batched {
+        return scan_once(cx, a, &ins, &types);
     }
+    // opset 8: every state and scan input has a leading batch axis; one scan per batch entry (unrolled, the
+    // batch size is static), results stacked back along axis 0
+    let nb = a.num_state + a.num_scan_inputs;
+    let batch = ins.first().and_then(|v| v.shape.first().copied()).ok_or_else(|| cx.unsupported(node, "inputs need a batch axis"))?;
+    let per_types: Vec<(DType, Vec<usize>)> = types.iter().map(|(d, s)| (*d, s[1..].to_vec())).collect();
+    let mut parts: Vec<Vec<V>> = vec![Vec::new(); types.len()];
+    for b in 0..batch {
+        let mut entry = Vec::with_capacity(ins.len());
+        for (i, v) in ins.iter().enumerate() {
+            if i < nb {
+                let s = cx.slice_axis(v, 0, b, b + 1);
+                entry.push(cx.reshape(&s, &v.shape[1..]));
+            } else {
+                entry.push(v.clone());
+            }
+        }
+        let outs = scan_once(cx, a, &entry, &per_types)?;
+        for (p, (o, (_, s))) in parts.iter_mut().zip(outs.iter().zip(&types)) {
+            let mut one = s.clone();
+            one[0] = 1;
+            p.push(cx.reshape(o, &one));
+        }
+    }
+    Ok(parts.iter().map(|p| cx.concat(p, 0)).collect())
+}
+
+/// One Scan (opset 9 semantics) over `ins` (state, scan inputs, captures) with outputs of `types`.
+fn scan_once(cx: &mut Cx, a: &ScanAttrs, ins: &[V], types: &[(DType, Vec<usize>)]) -> Result<Vec<V>> {
     let (n, m) = (a.num_state, a.num_scan_inputs);
     let body = &a.body;
     let k = body.outputs.len() - n;
-    let ins = (0..node.inputs.len()).map(|i| cx.input(node, i)).collect::<Result<Vec<_>>>()?;
     let len = if m > 0 { ins[n].shape[a.input_axes[0]] } else { 0 };
     let len_v = cx.scalar(len as f64, DType::I64);
     let mut init = vec![cx.scalar(0.0, DType::I64)];
     init.extend(ins[..n].iter().cloned());
-    for j in 0..k {
-        let (d, s) = cx.out(node, n + j);
-        init.push(cx.splat(0.0, d, &s));
+    for (d, s) in &types[n..n + k] {
+        init.push(cx.splat(0.0, *d, s));
     }
     let outs = while_loop(
         cx,
