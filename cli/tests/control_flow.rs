@@ -96,6 +96,27 @@ fn symbolic_dims_flow_into_a_loop_body() {
     assert_eq!(ys[1].to_i64_vec(), vec![5, 4, 5, 4, 5, 4]);
 }
 
+/// A TorchScript module (`for` over a run-time count, a data-dependent `if`) exported by torch.onnx:
+/// `cli/tests/data/torchscript_loop_if.onnx` (`scripts/make_torchscript_control_flow.py` regenerates it),
+/// against onnxruntime for trip counts 0, 1 and 5.
+#[test]
+fn a_torchscript_export_matches_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tpu_sdk_test_support::repo().join("cli/tests/data/torchscript_loop_if.onnx");
+    let model = Model::load_with(&path, &LoadOptions::default()).unwrap();
+    let mut exe = model.prepare("cpu").unwrap();
+    for (seed, n) in [(1u64, 0i64), (2, 1), (3, 5)] {
+        let x = tpu_sdk_test_support::rand_f32(&[2, 3], seed);
+        let inputs = vec![x.clone(), tpu_sdk::Tensor::scalar(n)];
+        let ours = exe.run(&inputs).unwrap();
+        let named = vec![("x".to_string(), x), ("n".to_string(), tpu_sdk::Tensor::scalar(n))];
+        let theirs = onnxruntime::run_model(&py, &path, &named, &tmp.path().join(format!("n{n}")));
+        let err = relative_to_mean("torchscript_loop_if", 0, &ours[0], &theirs[0], "onnxruntime", 1e-5).unwrap();
+        println!("torchscript_loop_if n={n}: worst relative error {err:.2e}");
+    }
+}
+
 /// Writes `x` as an f32 npy of shape [2].
 fn x2(dir: &Path) -> String {
     let p = dir.join("x.npy");
