@@ -9,6 +9,7 @@ Good models (float inputs only, so random inputs drive them):
                  carried state, a scan output (its length known only at run time), a captured outer value.
   loop_while     Loop without trip count (a while loop): doubles until the sum passes a threshold.
   loop_plain     Loop with a constant trip count, no condition, a captured initializer (for the export paths).
+  loop_grow      Loop whose carried value grows each iteration (Concat): a body input known only at run time.
   loop_symbolic  Loop over an input with a symbolic batch dim (loaded with --dim batch=3).
   scan_axes      Scan (opset 16) with reversed input, scan axis 1, output axis 1 and a reversed output.
   scan8          Scan opset 8 form (batch axis, no sequence_lens).
@@ -177,6 +178,27 @@ def loop_plain():
     return model(g)
 
 
+def loop_grow():
+    body = h.make_graph(
+        [
+            h.make_node("Identity", ["cond_in"], ["cond_out"]),
+            h.make_node("Concat", ["v_in", "x"], ["v_out"], axis=0),
+            h.make_node("ReduceSum", ["v_out"], ["s"], keepdims=0),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("v_in", T.FLOAT, [None, 2])],
+        [vi("cond_out", T.BOOL, []), vi("v_out", T.FLOAT, [None, 2]), vi("s", T.FLOAT, [])],
+    )
+    g = h.make_graph(
+        [h.make_node("Loop", ["M", "", "x"], ["y", "sums"], body=body)],
+        "loop_grow",
+        [vi("x", T.FLOAT, [1, 2])],
+        [vi("y", T.FLOAT, [None, 2]), vi("sums", T.FLOAT, [None])],
+        [nh.from_array(np.array(4, np.int64), "M")],
+    )
+    return model(g)
+
+
 def scan_axes():
     body = h.make_graph(
         [
@@ -303,7 +325,7 @@ def bad_loop_2_62():
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain),
+    for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_grow", loop_grow),
                     ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62)]:
         save(out, name, f())
     # the checker rejects these (or recursion would be too slow for it); they are meant to be bad

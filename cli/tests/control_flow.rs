@@ -68,6 +68,7 @@ fn control_flow_models_match_onnxruntime() {
         ("loop_while", &[], "= Loop("),
         ("loop_symbolic", &[("batch", 3)], "= Loop("),
         ("loop_plain", &[], "= Loop("),
+        ("loop_grow", &[], "= Loop("),
         ("scan_axes", &[], "= Scan("),
         ("scan8", &[], "= Scan("),
     ];

@@ -8,7 +8,7 @@
 
 use super::Session;
 use crate::ir::ops::control_flow::{LoopAttrs, ScanAttrs, MAX_REGION_DEPTH};
-use crate::ir::ops::control_flow::regions;
+use crate::ir::ops::control_flow::{check_signature, regions};
 use crate::ir::{DType, Element, Op, Tensor, TensorData};
 use crate::{limits, with_data};
 
@@ -52,6 +52,8 @@ impl Regions {
 
     /// Runs the node.
     pub(crate) fn run(&mut self, op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+        // a graph that skipped the verifier (constant folding) must not index past the regions' signatures
+        check_signature(op, inputs.len(), outputs.len())?;
         match op {
             Op::If(_) => {
                 let cond = truth(inputs.first().copied().flatten(), "the condition")?;

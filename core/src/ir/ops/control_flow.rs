@@ -188,6 +188,9 @@ pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<
         super::Op::Loop(a) => {
             let n = a.num_carried;
             let body = &a.body;
+            if body.outputs.len() < 1 + n {
+                return Err(InferError::Invalid(format!("the body has {} outputs, fewer than the condition and {n} carried values", body.outputs.len())));
+            }
             let mut out = Vec::new();
             for i in 0..n {
                 let (d, s) = region_out(body, 1 + i);
@@ -208,6 +211,9 @@ pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<
         }
         super::Op::Scan(a) => {
             let (n, m) = (a.num_state, a.num_scan_inputs);
+            if a.body.outputs.len() < n || a.output_axes.len() != a.body.outputs.len() - n || a.input_axes.len() != m {
+                return Err(InferError::Invalid("the body's outputs do not match the state and scan axes".into()));
+            }
             let mut out = Vec::new();
             for i in 0..n {
                 out.push(region_out(&a.body, i));
