@@ -33,6 +33,15 @@ fn check(plugin: &Path, path: &Path, dims: &[(&str, usize)]) -> Result<String, S
             worst = worst.max(relative_to_mean(&stem, k, a, b, "cpu", 1e-5)?);
         }
     }
+    // `--dtype bf16`: the regions compute in bf16 too (their inputs arrive as bf16); within bf16 rounding
+    let b = tpu_sdk_cloud_tpu::bf16::to_bf16(&g);
+    let exe16 = CloudTpuTarget::with_plugin(plugin).compile_graph(b).map_err(|e| format!("{stem}: bf16 compile: {e}"))?;
+    let inputs = random_inputs(&g, 9);
+    let cpu = Session::new(g.clone()).and_then(|mut s| s.run(&inputs)).map_err(|e| format!("{stem}: cpu: {e}"))?;
+    let ours = exe16.execute(&inputs).map_err(|e| format!("{stem}: bf16 run: {e}"))?;
+    for (k, (a, b)) in ours.iter().zip(&cpu).enumerate() {
+        relative_to_mean(&format!("{stem} (bf16)"), k, a, b, "cpu", 0.1)?;
+    }
     if let Some(libtpu) = oracle::libtpu_path() {
         let a = CloudTpuTarget::with_plugin(libtpu).compile_for_topology(&g, "v5e:2x2").map_err(|e| format!("{stem}: libtpu v5e:2x2: {e}"))?;
         if a.platform != "tpu" || a.executable.len() < 1000 {
