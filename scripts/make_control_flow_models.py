@@ -18,6 +18,7 @@ Bad models:
   bad_if_outputs     an If whose branches give 1 and 2 outputs.
   bad_deep_nesting   20 Ifs nested in each other.
   bad_loop_2_62      a Loop with trip count 2^62 and a condition that stays true.
+  bad_region_bomb    an If branch holding a 4 TB ConstantOfShape (the memory budget reaches into regions).
 """
 
 import os
@@ -322,11 +323,38 @@ def bad_loop_2_62():
     return model(g)
 
 
+def bad_region_bomb():
+    then_g = h.make_graph(
+        [
+            const("big_shape", np.array([100000, 100000, 100], np.int64)),
+            h.make_node("ConstantOfShape", ["big_shape"], ["big"], value=nh.from_array(np.array([1.0], np.float32))),
+            h.make_node("ReduceSum", ["big"], ["t"], keepdims=0),
+        ],
+        "then",
+        [],
+        [vi("t", T.FLOAT, [])],
+    )
+    else_g = h.make_graph([h.make_node("ReduceSum", ["x"], ["e"], keepdims=0)], "else", [], [vi("e", T.FLOAT, [])])
+    g = h.make_graph(
+        [
+            h.make_node("ReduceSum", ["x"], ["s"], keepdims=0),
+            const("zero", np.float32(0.0)),
+            h.make_node("Greater", ["s", "zero"], ["c"]),
+            h.make_node("If", ["c"], ["y"], then_branch=then_g, else_branch=else_g, name="bomb_if"),
+        ],
+        "bad_region_bomb",
+        [vi("x", T.FLOAT, [2])],
+        [vi("y", T.FLOAT, [])],
+    )
+    return model(g)
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_grow", loop_grow),
-                    ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62)]:
+                    ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62),
+                    ("bad_region_bomb", bad_region_bomb)]:
         save(out, name, f())
     # the checker rejects these (or recursion would be too slow for it); they are meant to be bad
     for name, f in [("bad_loop_body", bad_loop_body), ("bad_if_outputs", bad_if_outputs), ("bad_deep_nesting", bad_deep_nesting)]:

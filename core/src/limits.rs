@@ -162,6 +162,10 @@ pub fn check_graph(g: &crate::ir::Graph) -> Result<()> {
                 }
             }
         }
+        // values inside control-flow regions (If branches, Loop/Scan bodies) are allocated as well
+        for r in crate::ir::ops::control_flow::regions(&n.op) {
+            check_graph(r)?;
+        }
     }
     for &i in &g.inputs {
         let v = g.value(i);
