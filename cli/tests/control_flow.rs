@@ -144,10 +144,10 @@ fn bad_control_flow_is_refused_clearly() {
 
     // a 4 TB tensor inside a branch: refused by the memory budget on the CPU and on cloud-tpu, before allocating
     let (_, err) = expect(tpu_sdk(&["run", &m("bad_region_bomb"), "--input", &x]), 3);
-    assert!(err.contains("resource limit") && err.contains("ConstantOfShape") && err.contains("TB"), "{err}");
+    assert!(err.contains("resource limit") && err.contains("'bomb_if' (If)") && err.contains("region 'then'") && err.contains("ConstantOfShape") && err.contains("TB"), "{err}");
     let bomb_mlir = tmp.path().join("bomb.mlir");
     let (_, err) = expect(tpu_sdk(&["compile", &m("bad_region_bomb"), "--target", "cloud-tpu", "-o", bomb_mlir.to_str().unwrap()]), 3);
-    assert!(err.contains("ConstantOfShape") && err.contains("TB"), "{err}");
+    assert!(err.contains("'bomb_if' (If)") && err.contains("region 'then'") && err.contains("ConstantOfShape") && err.contains("TB"), "{err}");
 
     // 2^62 iterations with a condition that stays true: stops at the iteration limit, quickly
     let t0 = std::time::Instant::now();

@@ -164,7 +164,13 @@ pub fn check_graph(g: &crate::ir::Graph) -> Result<()> {
         }
         // values inside control-flow regions (If branches, Loop/Scan bodies) are allocated as well
         for r in crate::ir::ops::control_flow::regions(&n.op) {
-            check_graph(r)?;
+            check_graph(r).map_err(|e| match e {
+                Error::ResourceLimit(m) => {
+                    let name = if n.name.is_empty() { format!("#{k}") } else { n.name.clone() };
+                    Error::ResourceLimit(format!("node '{name}' ({}), region '{}': {m}", n.op.name(), r.name))
+                }
+                other => other,
+            })?;
         }
     }
     for &i in &g.inputs {

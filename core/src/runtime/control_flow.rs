@@ -39,7 +39,10 @@ impl Regions {
                 "control flow is nested more than {MAX_REGION_DEPTH} deep (If/Loop/Scan bodies inside each other)"
             )));
         }
-        let sessions = rs.into_iter().map(|g| Session::new_at(g.clone(), depth + 1)).collect::<crate::Result<Vec<_>>>()?;
+        let sessions = rs
+            .into_iter()
+            .map(|g| Session::new_at(g.clone(), depth + 1).map_err(|e| in_region(e, &g.name)))
+            .collect::<crate::Result<Vec<_>>>()?;
         Ok(Some(Box::new(Regions {
             sessions,
             state: Vec::new(),
@@ -252,6 +255,18 @@ impl Regions {
             outputs[n + j] = s;
         }
         Ok(())
+    }
+}
+
+/// `e` with the region it comes from named (the caller adds the node).
+pub(crate) fn in_region(e: crate::Error, region: &str) -> crate::Error {
+    use crate::Error;
+    match e {
+        Error::ResourceLimit(m) => Error::ResourceLimit(format!("in region '{region}': {m}")),
+        Error::InvalidModel(m) => Error::InvalidModel(format!("in region '{region}': {m}")),
+        Error::Unsupported(m) => Error::Unsupported(format!("in region '{region}': {m}")),
+        Error::Node { node, op, msg } => Error::Node { node, op, msg: format!("{msg} (in region '{region}')") },
+        other => other,
     }
 }
 

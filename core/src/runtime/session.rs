@@ -163,7 +163,12 @@ impl Session {
                 other => other,
             })?;
             let dynamic = node.outputs.iter().any(|o| graph.values[o.0].dynamic);
-            let regions = super::control_flow::Regions::prepare(&node.op, depth)?;
+            let regions = super::control_flow::Regions::prepare(&node.op, depth).map_err(|e| match e {
+                Error::ResourceLimit(m) => Error::ResourceLimit(format!("{}: {m}", output_text_node(node, n))),
+                Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", output_text_node(node, n))),
+                Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", output_text_node(node, n))),
+                other => other,
+            })?;
             steps.push(Step { node: n, int8, regions, inputs, outputs, dynamic });
         }
         for o in &graph.outputs {
@@ -284,6 +289,12 @@ impl Session {
         }
         Ok(())
     }
+}
+
+/// `node 'x' (If)`
+fn output_text_node(node: &crate::ir::Node, index: usize) -> String {
+    let name = if node.name.is_empty() { format!("#{index}") } else { node.name.clone() };
+    format!("node '{name}' ({})", node.op.name())
 }
 
 /// `node 'x' (Expand) output 'y'`
