@@ -162,6 +162,16 @@ pub fn check_graph(g: &crate::ir::Graph) -> Result<()> {
                 }
             }
         }
+        // values inside control-flow regions (If branches, Loop/Scan bodies) are allocated as well
+        for r in crate::ir::ops::control_flow::regions(&n.op) {
+            check_graph(r).map_err(|e| match e {
+                Error::ResourceLimit(m) => {
+                    let name = if n.name.is_empty() { format!("#{k}") } else { n.name.clone() };
+                    Error::ResourceLimit(format!("node '{name}' ({}), region '{}': {m}", n.op.name(), r.name))
+                }
+                other => other,
+            })?;
+        }
     }
     for &i in &g.inputs {
         let v = g.value(i);
@@ -204,4 +214,37 @@ mod tests {
         assert_eq!(human(12), "12 bytes");
         assert_eq!(human(u64::MAX), "16.0 EB");
     }
+}
+
+/// Most iterations one `Loop` or `Scan` node runs per call when nothing else is said: a loop whose trip count
+/// is huge (ONNX exporters write 2^63-1 with a condition that ends it) and whose condition never turns false
+/// stops here with an error instead of running forever.
+pub const DEFAULT_MAX_LOOP_ITERATIONS: u64 = 1 << 20;
+
+/// 0 = not set yet (read from the environment on first use).
+static MAX_LOOP_ITERATIONS: AtomicU64 = AtomicU64::new(0);
+
+/// Sets the process-wide iteration limit of one Loop/Scan run (`None`: back to the default, or
+/// `TPU_SDK_MAX_LOOP_ITERATIONS`).
+pub fn set_max_loop_iterations(n: Option<u64>) {
+    MAX_LOOP_ITERATIONS.store(n.map_or(0, |n| n.max(1)), Ordering::Relaxed);
+}
+
+/// The iteration limit of one Loop/Scan run: `TPU_SDK_MAX_LOOP_ITERATIONS` (a count) or
+/// [`DEFAULT_MAX_LOOP_ITERATIONS`], unless [`set_max_loop_iterations`] set it.
+pub fn max_loop_iterations() -> u64 {
+    let n = MAX_LOOP_ITERATIONS.load(Ordering::Relaxed);
+    if n != 0 {
+        return n;
+    }
+    let n = std::env::var("TPU_SDK_MAX_LOOP_ITERATIONS").ok().and_then(|s| s.trim().parse::<u64>().ok()).unwrap_or(DEFAULT_MAX_LOOP_ITERATIONS).max(1);
+    MAX_LOOP_ITERATIONS.store(n, Ordering::Relaxed);
+    n
+}
+
+/// The error for a Loop/Scan that reached [`max_loop_iterations`].
+pub fn loop_limit_message(done: u64) -> String {
+    format!(
+        "stopped after {done} iterations, the limit for one Loop/Scan run (TPU_SDK_MAX_LOOP_ITERATIONS raises it); the loop's trip count or condition does not end it sooner"
+    )
 }

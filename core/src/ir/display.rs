@@ -96,42 +96,59 @@ fn name_of(g: &Graph, v: ValueId) -> String {
 }
 
 impl fmt::Display for Graph {
-    /// The text form: inputs, one line per node (`%out: type = Op(inputs)  # name`), outputs, totals.
+    /// The text form: inputs, one line per node (`%out: type = Op(inputs)  # name`), outputs, totals. The
+    /// regions of control-flow nodes (If branches, Loop/Scan bodies) follow their node, indented.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "graph '{}'", self.name)?;
-        for &i in &self.inputs {
-            writeln!(f, "  input  %{}: {}", self.value(i).name, type_string(self.value(i)))?;
-        }
-        for (idx, n) in self.nodes.iter().enumerate() {
-            let mut line = String::from("  ");
-            let outs: Vec<String> = n.outputs.iter().map(|&o| format!("%{}: {}", self.value(o).name, type_string(self.value(o)))).collect();
-            line.push_str(&outs.join(", "));
-            let ins: Vec<String> = n
-                .inputs
-                .iter()
-                .map(|i| match i {
-                    Some(v) => format!("%{}", name_of(self, *v)),
-                    None => "_".into(),
-                })
-                .collect();
-            write!(line, " = {}({})", n.op.name(), ins.join(", ")).ok();
-            let macs = node_macs(self, idx);
-            if macs > 0 {
-                write!(line, "  [{} MACs]", human(macs)).ok();
-            }
-            if !n.name.is_empty() {
-                write!(line, "  # {}", n.name).ok();
-            }
-            writeln!(f, "{line}")?;
-        }
-        for &o in &self.outputs {
-            writeln!(f, "  output %{}: {}", self.value(o).name, type_string(self.value(o)))?;
-        }
+        write_body(f, self, "  ")?;
         let s = summary(self);
         let ops: Vec<String> = s.ops.iter().map(|(k, v)| format!("{k}×{v}")).collect();
         writeln!(f, "{} nodes, {} parameters, {} MACs", s.nodes, human(s.parameters as u64), human(s.macs))?;
         write!(f, "ops: {}", ops.join(" "))
     }
+}
+
+/// Inputs, nodes (with their regions) and outputs of `g`, each line starting with `indent`.
+fn write_body(f: &mut fmt::Formatter<'_>, g: &Graph, indent: &str) -> fmt::Result {
+    for &i in &g.inputs {
+        writeln!(f, "{indent}input  %{}: {}", g.value(i).name, type_string(g.value(i)))?;
+    }
+    for (idx, n) in g.nodes.iter().enumerate() {
+        let mut line = String::from(indent);
+        let outs: Vec<String> = n.outputs.iter().map(|&o| format!("%{}: {}", g.value(o).name, type_string(g.value(o)))).collect();
+        line.push_str(&outs.join(", "));
+        let ins: Vec<String> = n
+            .inputs
+            .iter()
+            .map(|i| match i {
+                Some(v) => format!("%{}", name_of(g, *v)),
+                None => "_".into(),
+            })
+            .collect();
+        write!(line, " = {}({})", n.op.name(), ins.join(", ")).ok();
+        let macs = node_macs(g, idx);
+        if macs > 0 {
+            write!(line, "  [{} MACs]", human(macs)).ok();
+        }
+        if !n.name.is_empty() {
+            write!(line, "  # {}", n.name).ok();
+        }
+        writeln!(f, "{line}")?;
+        let labels: &[&str] = match &n.op {
+            Op::If(_) => &["then", "else"],
+            Op::Loop(_) | Op::Scan(_) => &["body"],
+            _ => &[],
+        };
+        for (label, r) in labels.iter().zip(super::ops::control_flow::regions(&n.op)) {
+            writeln!(f, "{indent}  {label} '{}' {{", r.name)?;
+            write_body(f, r, &format!("{indent}    "))?;
+            writeln!(f, "{indent}  }}")?;
+        }
+    }
+    for &o in &g.outputs {
+        writeln!(f, "{indent}output %{}: {}", g.value(o).name, type_string(g.value(o)))?;
+    }
+    Ok(())
 }
 
 #[cfg(test)]

@@ -125,6 +125,8 @@ pub fn infer_node(g: &mut Graph, node: usize, eval: &dyn ConstEval) -> Result<()
     let inferred = if quantized { infer_quantized(&n.op, &infos) } else { ops::infer(&n.op, &infos) };
     let foldable = eval.folds()
         && !quantized
+        // a constant Loop or Scan may run long: it runs with the model instead of at import
+        && !matches!(n.op, Op::Loop(_) | Op::Scan(_))
         && all_const
         && match &inferred {
             // checked: a shape a model chose may overflow usize, and a wrapped product would look small
@@ -164,6 +166,24 @@ pub fn infer_node(g: &mut Graph, node: usize, eval: &dyn ConstEval) -> Result<()
             Ok(())
         }
         Err(InferError::Invalid(m)) => Err(Error::node(n, node, m)),
+        Err(InferError::Dynamic) if !ops::control_flow::regions(&n.op).is_empty() => {
+            // per output: a region op knows the shapes of some outputs (a Loop's carried values) even when
+            // others (its scan outputs) depend on the iteration count
+            let out = ops::control_flow::infer_outputs(&n.op, &infos).map_err(|e| match e {
+                InferError::Invalid(m) => Error::node(n, node, m),
+                InferError::Dynamic => Error::node(n, node, "no output types"),
+            })?;
+            let outs = n.outputs.clone();
+            for (o, (d, s)) in outs.iter().zip(out) {
+                let v = &mut g.values[o.0];
+                v.dtype = d;
+                v.dynamic = s.is_none();
+                if let Some(s) = s {
+                    v.shape = s;
+                }
+            }
+            Ok(())
+        }
         Err(InferError::Dynamic) => {
             let dtypes = fallback_dtypes(&n.op, &infos, n.outputs.len());
             let outs = n.outputs.clone();

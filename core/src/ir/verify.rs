@@ -13,6 +13,17 @@ use crate::{Error, Result};
 
 /// Verifies `g`; the error names the first offending node.
 pub fn verify(g: &Graph) -> Result<()> {
+    verify_at(g, 0)
+}
+
+/// Verifies `g`, a region nested `depth` deep (0: the model's graph); regions of its nodes are verified too.
+fn verify_at(g: &Graph, depth: usize) -> Result<()> {
+    if depth > ops::control_flow::MAX_REGION_DEPTH {
+        return Err(Error::InvalidModel(format!(
+            "control flow is nested more than {} deep (If/Loop/Scan bodies inside each other)",
+            ops::control_flow::MAX_REGION_DEPTH
+        )));
+    }
     let nv = g.values.len();
     let mut defined = vec![false; nv];
     let mut is_input = vec![false; nv];
@@ -51,6 +62,16 @@ pub fn verify(g: &Graph) -> Result<()> {
         }
         if n.outputs.len() < olo || n.outputs.len() > ohi {
             return Err(Error::node(n, idx, format!("has {} outputs, the op produces {olo} to {ohi}", n.outputs.len())));
+        }
+        ops::control_flow::check_signature(&n.op, n.inputs.len(), n.outputs.len()).map_err(|m| Error::node(n, idx, m))?;
+        for r in ops::control_flow::regions(&n.op) {
+            match verify_at(r, depth + 1) {
+                Err(Error::Node { node, op, msg }) => {
+                    return Err(Error::node(n, idx, format!("in region '{}': node '{node}' ({op}): {msg}", r.name)))
+                }
+                Err(e) => return Err(e),
+                Ok(()) => {}
+            }
         }
         for (k, i) in n.inputs.iter().enumerate() {
             match i {

@@ -6,6 +6,7 @@ pub mod const_fold;
 pub mod dce;
 pub mod fold_batchnorm;
 pub mod fuse_activation;
+pub mod inline_if;
 pub mod simplify_shapes;
 pub mod sink_transposes;
 pub mod upsample;
@@ -15,7 +16,16 @@ use crate::Result;
 
 /// Runs every pass and verifies the result.
 pub fn optimize(g: &mut Graph) -> Result<()> {
+    // control-flow regions first (each is a graph of its own; its inputs and outputs stay as they are)
+    for n in &mut g.nodes {
+        for r in crate::ir::ops::control_flow::regions_mut(&mut n.op) {
+            optimize(r)?;
+        }
+    }
     const_fold::run(g)?;
+    if inline_if::run(g)? > 0 {
+        const_fold::run(g)?;
+    }
     simplify_shapes::run(g);
     upsample::run(g);
     if sink_transposes::run(g) > 0 {

@@ -127,6 +127,7 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | ReverseSequence { .. }
         | DequantizeLinear { .. }
         | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
+        If(_) | Loop(_) | Scan(_) => Err(format!("{} (control flow) is not supported by int8 quantization; its regions would need quantizing too", op.name())),
     }
 }
 

@@ -1,6 +1,7 @@
 //! The reference CPU runtime: kernels for every op and a [`Session`] that runs a graph with memory planned
 //! once. It is the default target and the numerical oracle for every other target.
 
+mod control_flow;
 mod fold;
 pub mod kernels;
 mod session;

@@ -34,10 +34,11 @@ enum Src {
 }
 
 /// One node to execute.
-#[derive(Debug)]
 struct Step {
     node: usize,
     int8: Option<Box<dyn kernels::int8::Int8Kernel>>,
+    /// Nested sessions of an If/Loop/Scan node.
+    regions: Option<Box<super::control_flow::Regions>>,
     inputs: Vec<Option<Src>>,
     outputs: Vec<usize>,
     /// Some output's shape is known only at run time: checked against the memory budget before the kernel.
@@ -59,6 +60,11 @@ impl Session {
     /// Verifies `graph` and plans its execution.
     pub fn new(graph: Graph) -> Result<Session> {
         verify::verify(&graph)?;
+        Session::new_at(graph, 0)
+    }
+
+    /// Plans `graph`, a region nested `depth` deep (0: the model's graph; the caller verified it).
+    pub(crate) fn new_at(graph: Graph, depth: usize) -> Result<Session> {
         let nv = graph.values.len();
         let mut srcs: Vec<Option<Src>> = vec![None; nv];
         for (i, v) in graph.values.iter().enumerate() {
@@ -157,7 +163,13 @@ impl Session {
                 other => other,
             })?;
             let dynamic = node.outputs.iter().any(|o| graph.values[o.0].dynamic);
-            steps.push(Step { node: n, int8, inputs, outputs, dynamic });
+            let regions = super::control_flow::Regions::prepare(&node.op, depth).map_err(|e| match e {
+                Error::ResourceLimit(m) => Error::ResourceLimit(format!("{}: {m}", output_text_node(node, n))),
+                Error::InvalidModel(m) => Error::InvalidModel(format!("{}: {m}", output_text_node(node, n))),
+                Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", output_text_node(node, n))),
+                other => other,
+            })?;
+            steps.push(Step { node: n, int8, regions, inputs, outputs, dynamic });
         }
         for o in &graph.outputs {
             if srcs[o.0].is_none() {
@@ -201,6 +213,11 @@ impl Session {
 
     /// Checks the caller's inputs against the graph inputs: count, dtype and shape.
     pub fn check_inputs(&self, inputs: &[Tensor]) -> Result<()> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        self.check_input_refs(&refs)
+    }
+
+    fn check_input_refs(&self, inputs: &[&Tensor]) -> Result<()> {
         let g = &self.graph;
         if inputs.len() != g.inputs.len() {
             let names: Vec<String> = g.inputs.iter().map(|&i| describe(&g.values[i.0].name, g.values[i.0].dtype, &g.values[i.0].shape)).collect();
@@ -226,9 +243,28 @@ impl Session {
 
     /// Runs the graph on `inputs` (in graph input order) and returns the outputs in graph output order.
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
-        self.check_inputs(inputs)?;
-        let Session { graph, steps, srcs, bufs, outs_tmp, scratch, profile } = self;
-        for step in steps.iter() {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        self.check_input_refs(&refs)?;
+        self.execute(&refs)?;
+        let Session { graph, srcs, bufs, .. } = self;
+        Ok(graph.outputs.iter().map(|o| resolve(graph, &refs, bufs, srcs[o.0].expect("planned: outputs are computed")).clone()).collect())
+    }
+
+    /// Runs the graph on borrowed inputs and copies the outputs into `outputs` (one per graph output), reusing
+    /// their storage: what a region runs each iteration.
+    pub(crate) fn run_into(&mut self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<()> {
+        self.check_input_refs(inputs)?;
+        self.execute(inputs)?;
+        let Session { graph, srcs, bufs, .. } = self;
+        for (o, t) in graph.outputs.iter().zip(outputs.iter_mut()) {
+            t.assign(resolve(graph, inputs, bufs, srcs[o.0].expect("planned: outputs are computed")));
+        }
+        Ok(())
+    }
+
+    fn execute(&mut self, inputs: &[&Tensor]) -> Result<()> {
+        let Session { graph, steps, bufs, outs_tmp, scratch, profile, .. } = self;
+        for step in steps.iter_mut() {
             let node = &graph.nodes[step.node];
             let t0 = profile.is_some().then(Instant::now);
             if step.dynamic {
@@ -237,9 +273,10 @@ impl Session {
             outs_tmp.clear();
             outs_tmp.extend(step.outputs.iter().map(|&b| std::mem::take(&mut bufs[b])));
             let ins: Vec<Option<&Tensor>> = step.inputs.iter().map(|s| s.map(|s| resolve(graph, inputs, bufs, s))).collect();
-            let r = match &step.int8 {
-                Some(k) => k.run(&ins, outs_tmp, scratch),
-                None => kernels::eval(&node.op, &ins, outs_tmp, scratch),
+            let r = match (&step.int8, step.regions.as_mut()) {
+                (Some(k), _) => k.run(&ins, outs_tmp, scratch),
+                (None, Some(r)) => r.run(&node.op, &ins, outs_tmp),
+                (None, None) => kernels::eval(&node.op, &ins, outs_tmp, scratch),
             };
             drop(ins);
             for (&b, t) in step.outputs.iter().zip(outs_tmp.drain(..)) {
@@ -250,12 +287,14 @@ impl Session {
                 p[step.node] += t0.elapsed();
             }
         }
-        Ok(graph
-            .outputs
-            .iter()
-            .map(|o| resolve(graph, inputs, bufs, srcs[o.0].expect("planned: outputs are computed")).clone())
-            .collect())
+        Ok(())
     }
+}
+
+/// `node 'x' (If)`
+fn output_text_node(node: &crate::ir::Node, index: usize) -> String {
+    let name = if node.name.is_empty() { format!("#{index}") } else { node.name.clone() };
+    format!("node '{name}' ({})", node.op.name())
 }
 
 /// `node 'x' (Expand) output 'y'`
@@ -267,7 +306,7 @@ fn output_text(node: &crate::ir::Node, index: usize, v: &crate::ir::Value) -> St
 /// Before a node whose output shapes depend on run-time values runs: its shape rule on the actual inputs, and
 /// each output's size against the memory budget (an `Expand` to a shape read from an input must not reach the
 /// allocator). Outputs whose rule cannot say (data-dependent, like `NonZero`) are bounded by their inputs.
-fn check_dynamic_outputs(g: &Graph, inputs: &[Tensor], bufs: &[Tensor], step: &Step) -> Result<()> {
+fn check_dynamic_outputs(g: &Graph, inputs: &[&Tensor], bufs: &[Tensor], step: &Step) -> Result<()> {
     if step.int8.is_some() {
         return Ok(()); // quantized nodes have static shapes
     }
@@ -286,10 +325,10 @@ fn check_dynamic_outputs(g: &Graph, inputs: &[Tensor], bufs: &[Tensor], step: &S
     Ok(())
 }
 
-fn resolve<'a>(g: &'a Graph, inputs: &'a [Tensor], bufs: &'a [Tensor], s: Src) -> &'a Tensor {
+fn resolve<'a>(g: &'a Graph, inputs: &[&'a Tensor], bufs: &'a [Tensor], s: Src) -> &'a Tensor {
     match s {
         Src::Const(v) => g.values[v].constant.as_ref().expect("Src::Const only for constants"),
-        Src::Input(k) => &inputs[k],
+        Src::Input(k) => inputs[k],
         Src::Buf(b) => &bufs[b],
     }
 }

@@ -10,18 +10,7 @@ use tpu_sdk_core::ir::{DType, Graph, Node, Op, Tensor, TensorData, ValueId};
 /// The bf16 version of `g` (see the module docs).
 pub fn to_bf16(g: &Graph) -> Graph {
     let mut out = g.clone();
-    for v in out.values.iter_mut() {
-        if v.dtype == DType::F32 {
-            v.dtype = DType::BF16;
-            if let Some(t) = &v.constant {
-                let data = t.as_f32().expect("an f32 value holds f32 data").iter().map(|&x| bf16::from_f32(x)).collect();
-                v.constant = Some(Tensor { shape: t.shape.clone(), data: TensorData::BF16(data) });
-            }
-        }
-    }
-    for n in out.nodes.iter_mut() {
-        retype(&mut n.op);
-    }
+    retype_graph(&mut out);
     // The f32 interface: new f32 inputs cast in, new f32 outputs cast out.
     let mut front = Vec::new();
     for k in 0..out.inputs.len() {
@@ -39,6 +28,23 @@ pub fn to_bf16(g: &Graph) -> Graph {
         out.outputs[k] = outer;
     }
     out
+}
+
+/// Every f32 value of `g` (constants included) and every f32 dtype attribute of its nodes (regions included)
+/// becomes bf16, without interface casts.
+fn retype_graph(g: &mut Graph) {
+    for v in g.values.iter_mut() {
+        if v.dtype == DType::F32 {
+            v.dtype = DType::BF16;
+            if let Some(t) = &v.constant {
+                let data = t.as_f32().expect("an f32 value holds f32 data").iter().map(|&x| bf16::from_f32(x)).collect();
+                v.constant = Some(Tensor { shape: t.shape.clone(), data: TensorData::BF16(data) });
+            }
+        }
+    }
+    for n in g.nodes.iter_mut() {
+        retype(&mut n.op);
+    }
 }
 
 /// For an f32 interface value `inner` of `g`: renames it `NAME.bf16` in `out` and adds a new f32 value `NAME` of
@@ -78,6 +84,12 @@ fn retype(op: &mut Op) {
         Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } => {}
         Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) | Op::DepthToSpace { .. } => {}
         Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => {}
+        // Regions compute in bf16 like the rest: their inputs (captures, carried values) arrive as bf16.
+        Op::If(_) | Op::Loop(_) | Op::Scan(_) => {
+            for r in tpu_sdk_core::ir::ops::control_flow::regions_mut(op) {
+                retype_graph(r);
+            }
+        }
     }
 }
 

@@ -119,6 +119,10 @@ pub struct Cx<'m> {
     unnamed: Option<String>,
     /// Imported opset versions by domain (for messages about ops of other domains).
     domain_opsets: HashMap<String, i64>,
+    /// The model-local functions (inlined where called, in regions too).
+    functions: HashMap<(String, String, String), &'m FunctionProto>,
+    /// How deep this graph is nested in control-flow regions (0: the model's graph).
+    pub depth: usize,
 }
 
 impl<'m> Cx<'m> {
@@ -524,6 +528,8 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         reserved: HashSet::new(),
         unnamed: None,
         domain_opsets: model.opset_import.iter().map(|o| (o.domain.clone().unwrap_or_default(), o.version.unwrap_or(0))).collect(),
+        functions,
+        depth: 0,
     };
     for t in &graph.initializer {
         if let Some(name) = t.name.as_deref().filter(|n| !n.is_empty()) {
@@ -582,28 +588,9 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         notes.push(format!("--dim {d} matches no symbolic dimension of the inputs"));
     }
 
-    // Nodes: inline functions, check the order.
-    let mut flat = Vec::with_capacity(graph.node.len());
-    flatten(&graph.node, &functions, model_opset, &mut flat)?;
     let available: HashSet<&str> =
         input_names.iter().copied().chain(cx.inits.keys().copied()).chain(cx.sparse_inits.iter().copied()).collect();
-    let flat = topo_sort(flat, &available)?;
-    cx.reserved = flat.iter().flat_map(|f| f.node.output.iter().cloned()).collect();
-    let mut consumed: HashSet<String> = HashSet::new();
-    for f in &flat {
-        consumed.extend(f.node.input.iter().filter(|s| !s.is_empty()).cloned());
-    }
-    consumed.extend(graph.output.iter().filter_map(|o| o.name.clone()));
-
-    for (idx, f) in flat.iter().enumerate() {
-        import_node(&mut cx, &f.node, f.opset, idx, &consumed)?;
-    }
-
-    for o in &graph.output {
-        let name = o.name.as_deref().unwrap_or("");
-        let v = cx.lookup(name, "the graph outputs")?;
-        cx.g.outputs.push(v);
-    }
+    import_nodes(&mut cx, graph, model_opset, &available)?;
     if cx.g.outputs.is_empty() {
         return Err(Error::InvalidModel("the graph has no outputs".into()));
     }
@@ -613,6 +600,179 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         crate::passes::dce::compact(&mut g);
     }
     Ok(g)
+}
+
+/// Imports the nodes of `graph` (functions inlined, in topological order) and its outputs into `cx`, whose
+/// inputs are set up; `available` names the values defined before the nodes (inputs, initializers, and in a
+/// region the outer values it uses).
+fn import_nodes<'m>(cx: &mut Cx<'m>, graph: &'m GraphProto, opset: Option<i64>, available: &HashSet<&str>) -> Result<()> {
+    let mut flat = Vec::with_capacity(graph.node.len());
+    let functions = cx.functions.clone();
+    flatten(&graph.node, &functions, opset, &mut flat)?;
+    let flat = topo_sort(flat, available)?;
+    cx.reserved = flat.iter().flat_map(|f| f.node.output.iter().cloned()).collect();
+    let mut consumed: HashSet<String> = HashSet::new();
+    for f in &flat {
+        consumed.extend(node_uses(&f.node));
+    }
+    consumed.extend(graph.output.iter().filter_map(|o| o.name.clone()));
+
+    for (idx, f) in flat.iter().enumerate() {
+        import_node(cx, &f.node, f.opset, idx, &consumed)?;
+    }
+
+    for o in &graph.output {
+        let name = o.name.as_deref().unwrap_or("");
+        let v = cx.lookup(name, "the graph outputs")?;
+        cx.g.outputs.push(v);
+    }
+    Ok(())
+}
+
+/// The names a node reads: its inputs, and the outer values its subgraphs (control-flow regions) use.
+fn node_uses(n: &NodeProto) -> Vec<String> {
+    let mut out: Vec<String> = n.input.iter().filter(|s| !s.is_empty()).cloned().collect();
+    for a in &n.attribute {
+        for g in a.g.iter().chain(&a.graphs) {
+            out.extend(free_names(g));
+        }
+    }
+    out
+}
+
+/// The names `g` (with its nested subgraphs) uses without defining them: the outer-scope values it captures,
+/// in order of first use.
+pub(super) fn free_names(g: &GraphProto) -> Vec<String> {
+    let mut defined: HashSet<&str> = HashSet::new();
+    defined.extend(g.input.iter().filter_map(|v| v.name.as_deref()));
+    defined.extend(g.initializer.iter().filter_map(|t| t.name.as_deref()));
+    defined.extend(g.sparse_initializer.iter().filter_map(|s| s.values.as_ref().and_then(|v| v.name.as_deref())));
+    for n in &g.node {
+        defined.extend(n.output.iter().map(|s| s.as_str()));
+    }
+    let mut seen = HashSet::new();
+    let mut out = Vec::new();
+    let uses = g.node.iter().flat_map(node_uses).chain(g.output.iter().filter_map(|o| o.name.clone()));
+    for u in uses {
+        if !u.is_empty() && !defined.contains(u.as_str()) && seen.insert(u.clone()) {
+            out.push(u);
+        }
+    }
+    out
+}
+
+/// One formal input of a region: its type as the op passes it (`dynamic`: the shape may change at run time).
+pub(super) struct Formal {
+    /// Element type.
+    pub dtype: DType,
+    /// Shape (a placeholder when `dynamic`).
+    pub shape: Vec<usize>,
+    /// Known only at run time.
+    pub dynamic: bool,
+}
+
+impl<'m> Cx<'m> {
+    /// The value called `name` in this graph (for resolving a region's captures).
+    pub(super) fn resolve(&mut self, name: &str, user: &str) -> Result<ValueId> {
+        self.lookup(name, user)
+    }
+
+    /// Imports `graph`, a region of a node of this graph: its inputs are `formals` (one per declared input)
+    /// followed by the non-constant values of `outer` (values of this graph the region uses, by name); outer
+    /// constants are copied into the region. Returns the region graph, inferred and compacted.
+    pub(super) fn import_region<'r>(&self, graph: &'r GraphProto, formals: &[Formal], outer: &[(String, ValueId)], opset: i64) -> Result<Graph>
+    where
+        'm: 'r,
+    {
+        let gname = graph.name.clone().unwrap_or_default();
+        if self.depth + 1 > crate::ir::ops::control_flow::MAX_REGION_DEPTH {
+            return Err(Error::InvalidModel(format!(
+                "control flow is nested more than {} deep (If/Loop/Scan bodies inside each other) at region '{gname}'",
+                crate::ir::ops::control_flow::MAX_REGION_DEPTH
+            )));
+        }
+        if formals.len() != graph.input.len() {
+            return Err(Error::InvalidModel(format!("region '{gname}' declares {} inputs, the op passes {}", graph.input.len(), formals.len())));
+        }
+        let mut cx: Cx<'r> = Cx {
+            g: Graph::new(gname.clone()),
+            names: HashMap::new(),
+            inits: HashMap::new(),
+            sparse_inits: HashSet::new(),
+            base_dir: self.base_dir,
+            infer: self.infer,
+            unknown: HashSet::new(),
+            rank_hints: HashMap::new(),
+            dyn_ranks: HashMap::new(),
+            fresh: 0,
+            reserved: HashSet::new(),
+            unnamed: None,
+            domain_opsets: self.domain_opsets.clone(),
+            functions: self.functions.clone(),
+            depth: self.depth + 1,
+        };
+        for t in &graph.initializer {
+            if let Some(name) = t.name.as_deref().filter(|n| !n.is_empty()) {
+                cx.inits.insert(name, t);
+            }
+        }
+        for s in &graph.sparse_initializer {
+            if let Some(name) = s.values.as_ref().and_then(|v| v.name.as_deref()).filter(|n| !n.is_empty()) {
+                cx.sparse_inits.insert(name);
+            }
+        }
+        for vi in graph.value_info.iter().chain(&graph.output).chain(&graph.input) {
+            if let (Some(name), Ok((_, Some(dims)))) = (vi.name.as_deref(), tensor_type(vi.r#type.as_ref(), "")) {
+                cx.rank_hints.insert(name.to_string(), dims.len());
+            }
+        }
+        let mut available: HashSet<&str> = cx.inits.keys().copied().chain(cx.sparse_inits.iter().copied()).collect();
+        for (vi, f) in graph.input.iter().zip(formals) {
+            let name = vi.name.as_deref().unwrap_or("");
+            let v = cx.g.add_input(name, f.dtype, f.shape.clone());
+            cx.g.values[v.0].dynamic = f.dynamic;
+            if f.dynamic {
+                if let Some(r) = self.rank_hints.get(name).copied().or_else(|| cx.rank_hints.get(name).copied()) {
+                    cx.dyn_ranks.insert(v, r);
+                }
+            }
+            if !name.is_empty() {
+                cx.define(name, v)?;
+                available.insert(name);
+            }
+        }
+        for (name, ov) in outer {
+            let val = self.g.value(*ov);
+            let v = match &val.constant {
+                Some(t) => cx.g.add_constant(name.as_str(), t.clone()),
+                None => {
+                    let v = cx.g.add_input(name.as_str(), val.dtype, val.shape.clone());
+                    cx.g.values[v.0].dynamic = val.dynamic;
+                    cx.g.values[v.0].quant = val.quant.clone();
+                    if let Some(r) = self.rank(*ov) {
+                        cx.dyn_ranks.insert(v, r);
+                    }
+                    if self.unknown.contains(ov) {
+                        cx.unknown.insert(v);
+                    }
+                    v
+                }
+            };
+            cx.names.insert(name.clone(), v);
+            available.insert(name.as_str());
+        }
+        let avail_owned: HashSet<String> = available.iter().map(|s| s.to_string()).collect();
+        let avail_ref: HashSet<&str> = avail_owned.iter().map(|s| s.as_str()).collect();
+        import_nodes(&mut cx, graph, Some(opset), &avail_ref)?;
+        if cx.g.outputs.is_empty() {
+            return Err(Error::InvalidModel(format!("region '{gname}' has no outputs")));
+        }
+        let mut g = cx.g;
+        if self.infer {
+            crate::passes::dce::run(&mut g);
+        }
+        Ok(g)
+    }
 }
 
 /// Imports one node: a `Constant` becomes a constant value, anything else goes through the op mapping.
@@ -649,7 +809,8 @@ fn import_node(cx: &mut Cx, n: &NodeProto, opset: Option<i64>, idx: usize, consu
         let v = cx.g.add_constant(out.as_str(), t);
         return cx.define(out, v);
     }
-    if let Some(sub) = attrs.subgraph() {
+    // If, Loop and Scan import their subgraphs as regions (`ops/control_flow.rs`)
+    if let Some(sub) = attrs.subgraph().filter(|_| !matches!(op_type, "If" | "Loop" | "Scan")) {
         return Err(Error::Unsupported(format!(
             "op '{op_type}' (node '{name}', domain '{domain}', opset {opset}) is not supported: attribute '{sub}' is a subgraph (control flow)"
         )));

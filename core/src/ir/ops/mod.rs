@@ -14,6 +14,7 @@
 //! it is a constant) and returns the dtype and shape of every output, or [`InferError::Dynamic`] when an
 //! output shape depends on a value only known at run time.
 
+pub mod control_flow;
 pub mod conv;
 pub mod dims;
 pub mod elementwise;
@@ -28,6 +29,7 @@ pub mod resize;
 pub mod softmax;
 pub mod tensor_ops;
 
+pub use control_flow::{IfAttrs, LoopAttrs, ScanAttrs};
 pub use conv::{AutoPad, ConvAttrs, ConvTransposeAttrs};
 pub use elementwise::{Activation, BinaryOp, UnaryOp};
 pub use layout::PadMode;
@@ -338,6 +340,13 @@ pub enum Op {
         /// how x / scale is computed and rounded
         rounding: QuantRounding,
     },
+    // Control flow: ops that own nested graphs (regions); see `control_flow`.
+    /// If(cond, captures...): runs then_branch or else_branch.
+    If(IfAttrs),
+    /// Loop(max_trip_count?, cond?, carried..., captures...).
+    Loop(LoopAttrs),
+    /// Scan(state..., scan inputs..., captures...).
+    Scan(ScanAttrs),
 }
 
 impl Op {
@@ -354,6 +363,9 @@ impl Op {
                 s.split(|c: char| c == ' ' || c == '{').next().unwrap_or("").to_string()
             }
             Op::Variadic(b) => format!("{b:?}N"),
+            Op::If(_) => "If".into(),
+            Op::Loop(_) => "Loop".into(),
+            Op::Scan(_) => "Scan".into(),
             other => {
                 let s = format!("{other:?}");
                 s.split(|c: char| c == '(' || c == ' ' || c == '{').next().unwrap_or("").to_string()
@@ -380,6 +392,7 @@ impl Op {
             Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } => None,
             Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::NonZero | Op::ReverseSequence { .. } => None,
             Op::DequantizeLinear { .. } | Op::QuantizeLinear { .. } => None,
+            Op::If(_) | Op::Loop(_) | Op::Scan(_) => None,
         }
     }
 }
@@ -459,6 +472,9 @@ pub fn arity(op: &Op) -> Arity {
         ScatterElements { .. } | ScatterNd { .. } => gather::SCATTER_ARITY,
         Resize(_) => resize::ARITY,
         DequantizeLinear { .. } | QuantizeLinear { .. } => quantize::ARITY,
+        If(_) => control_flow::IF_ARITY,
+        Loop(_) => control_flow::LOOP_ARITY,
+        Scan(_) => control_flow::SCAN_ARITY,
     }
 }
 
@@ -529,6 +545,7 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
         Resize(a) => resize::infer(a, inputs),
         DequantizeLinear { axis } => quantize::infer_dequantize(*axis, inputs),
         QuantizeLinear { axis, to, .. } => quantize::infer_quantize(*axis, *to, inputs),
+        If(_) | Loop(_) | Scan(_) => control_flow::infer(op, inputs),
     }
 }
 
@@ -539,6 +556,7 @@ pub fn fallback_dtypes(op: &Op, inputs: &[Option<TypeInfo>], n_out: usize) -> Ve
     let first = inputs.iter().flatten().next().map(|i| i.dtype).unwrap_or(DType::F32);
     let mut second = None;
     let d = match op {
+        If(_) | Loop(_) | Scan(_) => return control_flow::fallback_dtypes(op, n_out),
         Shape { .. } | Size | NonZero | ArgReduce { .. } => DType::I64,
         Cast { to } => *to,
         ConstantOfShape { value } => value.dtype(),

@@ -148,6 +148,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         Resize(a) => resize::eval(a, inputs, outputs, scratch),
         DequantizeLinear { axis } => quantize::eval(None, *axis, inputs, outputs),
         &QuantizeLinear { axis, to, rounding } => quantize::eval(Some((to, rounding)), axis, inputs, outputs),
+        If(_) | Loop(_) | Scan(_) => super::control_flow::eval(op, inputs, outputs),
     }
 }
 

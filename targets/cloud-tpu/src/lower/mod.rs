@@ -18,6 +18,7 @@
 //! assert!(mlir.contains(r#"loc("r")"#)); // ops carry their node's name
 //! ```
 
+mod control_flow;
 mod conv;
 mod elementwise;
 pub(crate) mod emit;
@@ -158,54 +159,7 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
         args.push(format!("%arg{i}: {}{}", emit::ty(v.dtype, &v.shape), ann(None, v.shape.len())));
         cx.bind(id, format!("%arg{i}"));
     }
-    let uses = graph.use_counts();
-    for (idx, node) in graph.nodes.iter().enumerate() {
-        cx.node_index = idx;
-        cx.set_loc(&node.name);
-        if node.outputs.iter().all(|o| graph.value(*o).constant.is_some()) {
-            continue; // folded: its outputs are emitted as constants where they are used
-        }
-        if node.outputs.iter().chain(node.inputs.iter().flatten()).any(|o| graph.value(*o).dynamic) {
-            return Err(cx.unsupported(node, "its shapes depend on run-time values; TPU programs need static shapes"));
-        }
-        // Integer arithmetic on quantized values (a full-integer TFLite model) has TFLite's fixed-point
-        // semantics, which the float lowering does not express; Quantize/Dequantize nodes themselves lower.
-        if tpu_sdk_core::ir::ops::quantize::is_quantized_node(graph, idx)
-            && !matches!(node.op, Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. })
-        {
-            return Err(cx.unsupported(
-                node,
-                "it computes on quantized int8 values (a full-integer model); cloud-tpu lowers float graphs: \
-                 compile the float model, or run this one with --target cpu or --target edgetpu",
-            ));
-        }
-        // Inconsistencies found while lowering (shapes that do not broadcast, ...) name the node.
-        let outs = lower_node(&mut cx, node).map_err(|e| match e {
-            Error::Invalid(msg) => cx.unsupported(node, msg),
-            other => other,
-        })?;
-        for (k, &o) in node.outputs.iter().enumerate() {
-            let want = graph.value(o);
-            match outs.get(k) {
-                Some(v) => {
-                    if v.dtype != want.dtype || v.shape != want.shape {
-                        return Err(Error::Invalid(format!(
-                            "lowering node '{}' ({}) produced {} {:?} for output {k}, but the graph records {} {:?}",
-                            node.name,
-                            node.op.name(),
-                            v.dtype,
-                            v.shape,
-                            want.dtype,
-                            want.shape
-                        )));
-                    }
-                    cx.bind(o, v.name.clone());
-                }
-                None if uses[o.0] == 0 => {}
-                None => return Err(cx.unsupported(node, format!("output {k} is used but cannot be lowered"))),
-            }
-        }
-    }
+    lower_nodes(&mut cx, graph)?;
     cx.set_loc("");
     let mut rets = Vec::new();
     for &o in &graph.outputs {
@@ -253,6 +207,59 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
     }
     s.push_str("  }\n}\n");
     Ok(Program { mlir: s, params: cx.params })
+}
+
+/// Lowers every node of `graph` (the model's graph, or a region's) into `cx`, binding their outputs.
+pub(crate) fn lower_nodes(cx: &mut Cx, graph: &Graph) -> Result<()> {
+    let uses = graph.use_counts();
+    for (idx, node) in graph.nodes.iter().enumerate() {
+        cx.node_index = idx;
+        cx.set_loc(&node.name);
+        if node.outputs.iter().all(|o| graph.value(*o).constant.is_some()) {
+            continue; // folded: its outputs are emitted as constants where they are used
+        }
+        if node.outputs.iter().chain(node.inputs.iter().flatten()).any(|o| graph.value(*o).dynamic) {
+            return Err(cx.unsupported(node, "its shapes depend on run-time values; TPU programs need static shapes"));
+        }
+        // Integer arithmetic on quantized values (a full-integer TFLite model) has TFLite's fixed-point
+        // semantics, which the float lowering does not express; Quantize/Dequantize nodes themselves lower.
+        if tpu_sdk_core::ir::ops::quantize::is_quantized_node(graph, idx)
+            && !matches!(node.op, Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. })
+        {
+            return Err(cx.unsupported(
+                node,
+                "it computes on quantized int8 values (a full-integer model); cloud-tpu lowers float graphs: \
+                 compile the float model, or run this one with --target cpu or --target edgetpu",
+            ));
+        }
+        // Inconsistencies found while lowering (shapes that do not broadcast, ...) name the node.
+        let outs = lower_node(cx, node).map_err(|e| match e {
+            Error::Invalid(msg) => cx.unsupported(node, msg),
+            other => other,
+        })?;
+        for (k, &o) in node.outputs.iter().enumerate() {
+            let want = graph.value(o);
+            match outs.get(k) {
+                Some(v) => {
+                    if v.dtype != want.dtype || v.shape != want.shape {
+                        return Err(Error::Invalid(format!(
+                            "lowering node '{}' ({}) produced {} {:?} for output {k}, but the graph records {} {:?}",
+                            node.name,
+                            node.op.name(),
+                            v.dtype,
+                            v.shape,
+                            want.dtype,
+                            want.shape
+                        )));
+                    }
+                    cx.bind(o, v.name.clone());
+                }
+                None if uses[o.0] == 0 => {}
+                None => return Err(cx.unsupported(node, format!("output {k} is used but cannot be lowered"))),
+            }
+        }
+    }
+    Ok(())
 }
 
 /// A valid MLIR symbol name from the graph's name.
@@ -338,5 +345,8 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         Op::QuantizeLinear { axis, to: _, rounding } => misc::quantize_linear(cx, node, *axis, *rounding).map(one),
         // Data-dependent output shapes: no static TPU program computes them.
         Op::Range | Op::NonZero => Err(cx.unsupported(node, format!("{} has no StableHLO lowering yet", node.op.name()))),
+        Op::If(a) => control_flow::if_op(cx, node, a),
+        Op::Loop(a) => control_flow::loop_op(cx, node, a),
+        Op::Scan(a) => control_flow::scan_op(cx, node, a),
     }
 }

@@ -52,6 +52,11 @@ impl Ex<'_> {
             | Op::Range | Op::Cast { .. } | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
+            // Control flow (regions): TFLite's WHILE/IF subgraphs are not written, and the Edge TPU runs neither.
+            Op::If(_) | Op::Loop(_) | Op::Scan(_) => Err(self.unsupported(format!(
+                "op {} (control flow) is not supported on edgetpu or in TFLite export; the CPU target runs it",
+                n.op.name()
+            ))),
         }
     }
 }

@@ -13,6 +13,7 @@ use crate::ir::{DType, Op, Tensor, TensorData, ValueId};
 use crate::{Error, Result};
 
 mod activation;
+mod control_flow;
 mod array;
 mod index;
 mod math;
@@ -25,7 +26,8 @@ mod resize;
 pub(super) type MapFn = fn(&mut Cx, &NodeIn) -> Result<()>;
 
 /// The op tables of the families, each a list of (ONNX op type, mapping function).
-pub(super) const FAMILIES: [&[(&str, MapFn)]; 8] = [math::OPS, activation::OPS, nn::OPS, norm::OPS, array::OPS, index::OPS, resize::OPS, quant::OPS];
+pub(super) const FAMILIES: [&[(&str, MapFn)]; 9] =
+    [math::OPS, activation::OPS, nn::OPS, norm::OPS, array::OPS, index::OPS, resize::OPS, quant::OPS, control_flow::OPS];
 
 /// The ONNX ops (default domain) the importer maps, in alphabetical order.
 pub const SUPPORTED_OPS: &[&str] = &[
@@ -87,6 +89,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "HardSigmoid",
     "HardSwish",
     "Identity",
+    "If",
     "InstanceNormalization",
     "IsInf",
     "IsNaN",
@@ -96,6 +99,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LessOrEqual",
     "Log",
     "LogSoftmax",
+    "Loop",
     "LpNormalization",
     "LpPool",
     "LRN",
@@ -137,6 +141,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ReverseSequence",
     "RMSNormalization",
     "Round",
+    "Scan",
     "Scatter",
     "ScatterElements",
     "ScatterND",

@@ -96,8 +96,13 @@ fn sorts_nodes_and_reports_graph_errors() {
     assert!(matches!(e, Error::InvalidModel(ref m) if m.contains("'alpha'") && m.contains("must be a float")), "{e}");
     let mut sub = attr("then_branch", at::GRAPH);
     sub.g = Some(GraphProto::default());
-    let e = one(13, "If", &[1], vec![sub]).unwrap_err();
-    assert!(matches!(e, Error::Unsupported(ref m) if m.contains("'If'") && m.contains("subgraph")), "{e}");
+    let e = one(13, "If", &[1], vec![sub.clone()]).unwrap_err();
+    assert!(matches!(e, Error::InvalidModel(ref m) if m.contains("If_node") && m.contains("no graph attribute 'else_branch'")), "{e}");
+    // ops other than If/Loop/Scan with a subgraph attribute (SequenceMap, ...) are refused by name
+    let mut body = attr("body", at::GRAPH);
+    body.g = Some(GraphProto::default());
+    let e = one(17, "SequenceMap", &[1], vec![body]).unwrap_err();
+    assert!(matches!(e, Error::Unsupported(ref m) if m.contains("'SequenceMap'") && m.contains("subgraph")), "{e}");
     assert!(matches!(one(12, "Einsum", &[1], vec![astr("equation", "i->i")]), Err(Error::Unsupported(_))));
 
     // an empty output name still gets a value

@@ -185,8 +185,53 @@ impl<'g> Cx<'g> {
     }
 
     /// Writes a line as is (region bodies).
-    fn line(&mut self, s: impl std::fmt::Display) {
+    pub(crate) fn line(&mut self, s: impl std::fmt::Display) {
         let _ = writeln!(self.body, "{s}");
+    }
+
+    // ----- control-flow regions -----------------------------------------------------------------------------
+
+    /// A fresh SSA name (`%vN`) for an op written with [`Cx::line`].
+    pub fn fresh(&mut self) -> String {
+        let name = format!("%v{}", self.next);
+        self.next += 1;
+        name
+    }
+
+    /// Starts writing ops inside a region: constants deduplicated from now on stay local to it (the returned
+    /// state goes back to [`Cx::end_region`]), those from before remain usable (regions see outer values).
+    pub fn begin_region(&mut self) -> HashMap<(String, String), String> {
+        self.splats.clone()
+    }
+
+    /// Ends a region started with [`Cx::begin_region`].
+    pub fn end_region(&mut self, saved: HashMap<(String, String), String>) {
+        self.splats = saved;
+    }
+
+    /// An emitter for region graph `g` written into this function (SSA numbers continue this one's, so names
+    /// stay unique; every constant is embedded; `g`'s inputs are bound to `args`).
+    pub fn nested<'r>(&self, g: &'r Graph, args: &[V]) -> Cx<'r> {
+        let opts = LowerOptions { max_inline_constant: None, ..self.opts };
+        let mut c = Cx::new(g, opts);
+        c.next = self.next;
+        c.splats = self.splats.clone();
+        c.loc = self.loc.clone();
+        for (&i, a) in g.inputs.iter().zip(args) {
+            c.bind(i, a.name.clone());
+        }
+        c
+    }
+
+    /// Appends the ops of a finished nested emitter and takes over its SSA counter.
+    pub fn absorb(&mut self, inner: Cx<'_>) {
+        self.next = inner.next;
+        self.body.push_str(&inner.body);
+    }
+
+    /// The ` loc(...)` of the node being lowered.
+    pub fn loc(&self) -> String {
+        self.loc.clone()
     }
 
     /// Tells the partitioner that `a` is split along `axis` across the plan's partitions: `custom_call @Sharding`

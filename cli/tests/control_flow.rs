@@ -1,0 +1,185 @@
+//! Control flow (If, Loop, Scan) on the CPU target against onnxruntime, and bad control-flow models refused
+//! with clear errors (no panic, no hang).
+//!
+//! The models come from `scripts/make_control_flow_models.py` (onnx.helper): nested If with captures two scopes
+//! up, Loop with a data-dependent early exit and a scan output, a while loop without trip count, a Loop over an
+//! input with a symbolic dim (`--dim batch=3` flows into the body), Scan with reversed axes, and the opset 8
+//! Scan. Without `TPU_SDK_PYTHON` the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
+
+use std::path::Path;
+
+use tpu_sdk::{LoadOptions, Model};
+use tpu_sdk_test_support::cli::{self, expect};
+use tpu_sdk_test_support::{onnxruntime, oracle, random_inputs, relative_to_mean};
+
+fn tpu_sdk(args: &[&str]) -> std::process::Output {
+    cli::run(env!("CARGO_BIN_EXE_tpu-sdk"), args)
+}
+
+fn models(py: &Path, dir: &Path) -> std::path::PathBuf {
+    let out = dir.join("models");
+    oracle::run_script(py, "scripts/make_control_flow_models.py", &[&out]);
+    out
+}
+
+/// Runs `name` on the CPU with random inputs (several seeds, so conditions go both ways) and compares every
+/// output with onnxruntime's.
+fn check(py: &Path, tmp: &Path, dir: &Path, name: &str, dims: &[(&str, usize)], expect_op: &str) -> Result<(), String> {
+    let path = dir.join(format!("{name}.onnx"));
+    let mut opts = LoadOptions::default();
+    for (d, s) in dims {
+        opts.dims.insert(d.to_string(), *s);
+    }
+    let model = Model::load_with(&path, &opts).map_err(|e| format!("{name}: load: {e}"))?;
+    let g = model.graph();
+    let text = g.to_string();
+    if !text.contains(expect_op) {
+        return Err(format!("{name}: the loaded graph has no {expect_op}:\n{text}"));
+    }
+    let mut worst = 0.0f64;
+    for seed in [1, 2, 3, 4] {
+        let inputs = random_inputs(g, seed);
+        let ours = model.prepare("cpu").and_then(|mut e| e.run(&inputs)).map_err(|e| format!("{name}: run: {e}"))?;
+        let named: Vec<(String, _)> = g.inputs.iter().zip(inputs).map(|(&i, t)| (g.value(i).name.clone(), t)).collect();
+        let theirs = onnxruntime::run_model(py, &path, &named, &tmp.join(format!("{name}_{seed}")));
+        if theirs.len() != ours.len() {
+            return Err(format!("{name}: {} outputs, onnxruntime gives {}", ours.len(), theirs.len()));
+        }
+        for (k, (t, want)) in ours.iter().zip(&theirs).enumerate() {
+            if t.shape != want.shape {
+                return Err(format!("{name}: output {k} has shape {:?}, onnxruntime {:?}", t.shape, want.shape));
+            }
+            worst = worst.max(relative_to_mean(name, k, t, want, "onnxruntime", 1e-5)?);
+        }
+    }
+    println!("{name:<16} {} nodes, worst relative error {worst:.2e}", g.nodes.len());
+    Ok(())
+}
+
+#[test]
+fn control_flow_models_match_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = models(&py, tmp.path());
+    let mut failures = Vec::new();
+    let cases: &[(&str, &[(&str, usize)], &str)] = &[
+        ("if_nested", &[], "= If("),
+        ("loop_scan", &[], "= Loop("),
+        ("loop_while", &[], "= Loop("),
+        ("loop_symbolic", &[("batch", 3)], "= Loop("),
+        ("loop_plain", &[], "= Loop("),
+        ("loop_grow", &[], "= Loop("),
+        ("scan_axes", &[], "= Scan("),
+        ("scan8", &[], "= Scan("),
+    ];
+    for (name, dims, op) in cases {
+        if let Err(e) = check(&py, tmp.path(), &dir, name, dims, op) {
+            failures.push(e);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn symbolic_dims_flow_into_a_loop_body() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = models(&py, tmp.path());
+    let mut opts = LoadOptions::default();
+    opts.dims.insert("batch".into(), 5);
+    let m = Model::load_with(&dir.join("loop_symbolic.onnx"), &opts).unwrap();
+    let g = m.graph();
+    // the body's carried input takes the size chosen for 'batch', not the 1 assumed for symbolic dims
+    let text = g.to_string();
+    assert!(text.contains("input  %acc_in: f32[5,4]"), "{text}");
+    let ys = m.prepare("cpu").unwrap().run(&random_inputs(g, 1)).unwrap();
+    assert_eq!(ys[0].shape, vec![5, 4]);
+    assert_eq!(ys[1].to_i64_vec(), vec![5, 4, 5, 4, 5, 4]);
+}
+
+/// A TorchScript module (`for` over a run-time count, a data-dependent `if`) exported by torch.onnx:
+/// `cli/tests/data/torchscript_loop_if.onnx` (`scripts/make_torchscript_control_flow.py` regenerates it),
+/// against onnxruntime for trip counts 0, 1 and 5.
+#[test]
+fn a_torchscript_export_matches_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tpu_sdk_test_support::repo().join("cli/tests/data/torchscript_loop_if.onnx");
+    let model = Model::load_with(&path, &LoadOptions::default()).unwrap();
+    let mut exe = model.prepare("cpu").unwrap();
+    for (seed, n) in [(1u64, 0i64), (2, 1), (3, 5)] {
+        let x = tpu_sdk_test_support::rand_f32(&[2, 3], seed);
+        let inputs = vec![x.clone(), tpu_sdk::Tensor::scalar(n)];
+        let ours = exe.run(&inputs).unwrap();
+        let named = vec![("x".to_string(), x), ("n".to_string(), tpu_sdk::Tensor::scalar(n))];
+        let theirs = onnxruntime::run_model(&py, &path, &named, &tmp.path().join(format!("n{n}")));
+        let err = relative_to_mean("torchscript_loop_if", 0, &ours[0], &theirs[0], "onnxruntime", 1e-5).unwrap();
+        println!("torchscript_loop_if n={n}: worst relative error {err:.2e}");
+    }
+}
+
+/// Writes `x` as an f32 npy of shape [2].
+fn x2(dir: &Path) -> String {
+    let p = dir.join("x.npy");
+    tpu_sdk::core::npy::write(&p, &tpu_sdk::Tensor::from_f32(vec![2], vec![0.5, -0.25])).unwrap();
+    p.to_str().unwrap().to_string()
+}
+
+#[test]
+fn bad_control_flow_is_refused_clearly() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = models(&py, tmp.path());
+    let x = x2(tmp.path());
+    let m = |n: &str| dir.join(format!("{n}.onnx")).to_str().unwrap().to_string();
+
+    let (_, err) = expect(tpu_sdk(&["run", &m("bad_loop_body"), "--input", &x]), 3);
+    assert!(err.contains("bad_loop") && err.contains("the body signature does not match") && err.contains("takes 2 inputs"), "{err}");
+
+    let (_, err) = expect(tpu_sdk(&["run", &m("bad_if_outputs"), "--input", &x]), 3);
+    assert!(err.contains("bad_if") && err.contains("then_branch has 1 outputs but else_branch has 2"), "{err}");
+
+    let (_, err) = expect(tpu_sdk(&["run", &m("bad_deep_nesting"), "--input", &x]), 3);
+    assert!(err.contains("nested more than 16 deep"), "{err}");
+
+    // a 4 TB tensor inside a branch: refused by the memory budget on the CPU and on cloud-tpu, before allocating
+    let (_, err) = expect(tpu_sdk(&["run", &m("bad_region_bomb"), "--input", &x]), 3);
+    assert!(err.contains("resource limit") && err.contains("'bomb_if' (If)") && err.contains("region 'then'") && err.contains("ConstantOfShape") && err.contains("TB"), "{err}");
+    let bomb_mlir = tmp.path().join("bomb.mlir");
+    let (_, err) = expect(tpu_sdk(&["compile", &m("bad_region_bomb"), "--target", "cloud-tpu", "-o", bomb_mlir.to_str().unwrap()]), 3);
+    assert!(err.contains("'bomb_if' (If)") && err.contains("region 'then'") && err.contains("ConstantOfShape") && err.contains("TB"), "{err}");
+
+    // 2^62 iterations with a condition that stays true: stops at the iteration limit, quickly
+    let t0 = std::time::Instant::now();
+    let o = cli::command(env!("CARGO_BIN_EXE_tpu-sdk"))
+        .env("TPU_SDK_MAX_LOOP_ITERATIONS", "1000")
+        .args(["--threads", "2", "run", &m("bad_loop_2_62"), "--input", &x])
+        .output()
+        .unwrap();
+    let (_, err) = expect(o, 1);
+    assert!(err.contains("long_loop") && err.contains("stopped after 1000 iterations") && err.contains("TPU_SDK_MAX_LOOP_ITERATIONS"), "{err}");
+    // and with the default limit it still ends (2^20 iterations), with the same message
+    let o = tpu_sdk(&["run", &m("bad_loop_2_62"), "--input", &x]);
+    let (_, err) = expect(o, 1);
+    assert!(err.contains("stopped after 1048576 iterations"), "{err}");
+    assert!(t0.elapsed().as_secs() < 120, "the loop limit took {:?}", t0.elapsed());
+
+    // what the accelerator paths cannot express is refused by name, never a panic: on cloud-tpu a scan output
+    // whose length a data-dependent condition decides; any control flow on the Edge TPU and in TFLite export
+    let out = tmp.path().join("o.mlir");
+    let (_, err) = expect(tpu_sdk(&["compile", &m("loop_scan"), "--target", "cloud-tpu", "-o", out.to_str().unwrap()]), 3);
+    assert!(err.contains("Loop") && err.contains("static shapes"), "{err}");
+    let cal = tmp.path().join("cal.npy");
+    tpu_sdk::core::npy::write(&cal, &tpu_sdk::Tensor::from_f32(vec![2, 4], vec![0.5, -1.0, 2.0, 0.25, 1.0, 1.5, -0.5, 3.0])).unwrap();
+    let loop_plain = m("loop_plain");
+    for target in ["edgetpu", "tflite"] {
+        let q = tmp.path().join(format!("m_{target}.tflite"));
+        let mut args = vec!["compile", loop_plain.as_str(), "--target", target, "-o", q.to_str().unwrap()];
+        if target == "edgetpu" {
+            args.extend(["--calibration", cal.to_str().unwrap()]);
+        }
+        let err = cli::fails(tpu_sdk(&args));
+        assert!(err.contains("plain_loop") && err.contains("Loop") && err.contains("control flow"), "{target}: {err}");
+        assert!(!q.exists(), "{target}: a refused compile leaves no file");
+    }
+}
