@@ -127,6 +127,7 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | ReverseSequence { .. }
         | DequantizeLinear { .. }
         | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
+        Rnn(_) => Err(format!("{} (a recurrent layer) has no int8 quantization here", op.name())),
     }
 }
 

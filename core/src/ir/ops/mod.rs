@@ -23,6 +23,7 @@ pub mod matmul;
 pub mod normalize;
 pub mod pool;
 pub mod quantize;
+pub mod recurrent;
 pub mod reduce;
 pub mod resize;
 pub mod softmax;
@@ -33,6 +34,7 @@ pub use elementwise::{Activation, BinaryOp, UnaryOp};
 pub use layout::PadMode;
 pub use pool::PoolAttrs;
 pub use quantize::QuantRounding;
+pub use recurrent::{RnnActivation, RnnAttrs, RnnCell, RnnDirection};
 pub use reduce::ReduceOp;
 pub use resize::{CoordTransform, NearestMode, ResizeAttrs, ResizeMode};
 
@@ -338,6 +340,9 @@ pub enum Op {
         /// how x / scale is computed and rounded
         rounding: QuantRounding,
     },
+    /// Recurrent layer: LSTM, GRU or RNN (see [`recurrent`]). Inputs: x, w, r, b?, sequence_lens?,
+    /// initial_h?, initial_c?, p?; outputs y, y_h?, y_c?.
+    Rnn(RnnAttrs),
 }
 
 impl Op {
@@ -354,6 +359,7 @@ impl Op {
                 s.split(|c: char| c == ' ' || c == '{').next().unwrap_or("").to_string()
             }
             Op::Variadic(b) => format!("{b:?}N"),
+            Op::Rnn(a) => a.cell.onnx_name().into(),
             other => {
                 let s = format!("{other:?}");
                 s.split(|c: char| c == '(' || c == ' ' || c == '{').next().unwrap_or("").to_string()
@@ -380,6 +386,7 @@ impl Op {
             Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } => None,
             Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::NonZero | Op::ReverseSequence { .. } => None,
             Op::DequantizeLinear { .. } | Op::QuantizeLinear { .. } => None,
+            Op::Rnn(_) => None,
         }
     }
 }
@@ -459,6 +466,7 @@ pub fn arity(op: &Op) -> Arity {
         ScatterElements { .. } | ScatterNd { .. } => gather::SCATTER_ARITY,
         Resize(_) => resize::ARITY,
         DequantizeLinear { .. } | QuantizeLinear { .. } => quantize::ARITY,
+        Rnn(a) => recurrent::arity(a),
     }
 }
 
@@ -529,6 +537,7 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
         Resize(a) => resize::infer(a, inputs),
         DequantizeLinear { axis } => quantize::infer_dequantize(*axis, inputs),
         QuantizeLinear { axis, to, .. } => quantize::infer_quantize(*axis, *to, inputs),
+        Rnn(a) => recurrent::infer_rnn(a, inputs),
     }
 }
 
@@ -562,6 +571,7 @@ pub fn fallback_dtypes(op: &Op, inputs: &[Option<TypeInfo>], n_out: usize) -> Ve
         Split { .. } | Slice | Pad { .. } | Expand | Tile | Identity | DepthToSpace { .. } | SpaceToDepth { .. } => first,
         Range | Trilu { .. } | ReverseSequence { .. } | Resize(_) => first,
         Gather { .. } | GatherElements { .. } | GatherNd { .. } | ScatterElements { .. } | ScatterNd { .. } => first,
+        Rnn(_) => first,
     };
     let mut v = vec![d; n_out];
     if let (Some(s), true) = (second, n_out > 1) {

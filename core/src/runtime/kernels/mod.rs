@@ -25,6 +25,7 @@ mod normalize;
 mod numeric;
 mod pool;
 mod quantize;
+mod recurrent;
 mod reduce;
 mod layout;
 mod resize;
@@ -148,6 +149,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         Resize(a) => resize::eval(a, inputs, outputs, scratch),
         DequantizeLinear { axis } => quantize::eval(None, *axis, inputs, outputs),
         &QuantizeLinear { axis, to, rounding } => quantize::eval(Some((to, rounding)), axis, inputs, outputs),
+        Rnn(a) => recurrent::rnn(a, inputs, outputs),
     }
 }
 

@@ -113,6 +113,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Identity => return Err(unsupported()),
         Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => return Err(unsupported()),
         Op::NonZero | Op::ReverseSequence { .. } | Op::DequantizeLinear { .. } => return Err(unsupported()),
+        Op::Rnn(_) => return Err(unsupported()),
     };
     Ok(Some(k))
 }
