@@ -78,6 +78,7 @@ fn retype(op: &mut Op) {
         Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } => {}
         Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) | Op::DepthToSpace { .. } => {}
         Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => {}
+        Op::Rnn(_) => {}
     }
 }
 

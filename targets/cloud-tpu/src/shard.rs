@@ -210,6 +210,7 @@ fn split_operands(op: &Op) -> Option<bool> {
         Op::Tile | Op::Trilu { .. } | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } => None,
         Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) => None,
         Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => None,
+        Op::Rnn(_) => None,
     }
 }
 

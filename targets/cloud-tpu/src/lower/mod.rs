@@ -26,6 +26,7 @@ mod matmul;
 mod misc;
 mod norm;
 mod pool;
+mod recurrent;
 mod reduce;
 mod resize;
 mod shape;
@@ -338,5 +339,6 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         Op::QuantizeLinear { axis, to: _, rounding } => misc::quantize_linear(cx, node, *axis, *rounding).map(one),
         // Data-dependent output shapes: no static TPU program computes them.
         Op::Range | Op::NonZero => Err(cx.unsupported(node, format!("{} has no StableHLO lowering yet", node.op.name()))),
+        Op::Rnn(a) => recurrent::rnn(cx, node, a),
     }
 }

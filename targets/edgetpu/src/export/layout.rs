@@ -55,6 +55,7 @@ fn input_layout(op: &Op) -> InputLayout {
         | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } | Op::Identity | Op::Trilu { .. }
         | Op::OneHot { .. } | Op::EyeLike { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. }
         | Op::NonZero | Op::ReverseSequence { .. } => InputLayout::Any,
+        Op::Rnn(_) => InputLayout::Any,
     }
 }
 

@@ -52,6 +52,10 @@ impl Ex<'_> {
             | Op::Range | Op::Cast { .. } | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
+            Op::Rnn(_) => Err(self.unsupported(format!(
+                "op {} (a recurrent layer) is not supported on edgetpu: the Edge TPU has no recurrent op; run the model on the cpu or cloud-tpu target",
+                n.op.name()
+            ))),
         }
     }
 }

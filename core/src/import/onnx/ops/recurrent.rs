@@ -54,9 +54,6 @@ fn recurrent(cx: &mut Cx, n: &NodeIn, cell: RnnCell) -> Result<()> {
                 })?;
                 acts.push(f);
             }
-            if acts.len() == per_dir && dirs == 2 {
-                acts.extend_from_within(..);
-            }
             if acts.len() != per_dir * dirs {
                 return Err(a.invalid(
                     "activations",
