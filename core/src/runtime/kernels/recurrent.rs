@@ -8,8 +8,8 @@
 //! two rayon tasks.
 //!
 //! `sequence_lens`: batch entry b runs `len_b` steps (a reverse direction starts at `len_b - 1`); its Y rows
-//! at t >= `len_b` are zero and its Y_h / Y_c hold the state after its last step (the initial state when
-//! `len_b` is 0). `clip` bounds the gate pre-activations (the inputs of f and g), as onnxruntime does.
+//! at t >= `len_b` are zero and its Y_h / Y_c hold the state after its last step (zero when `len_b` is 0,
+//! as in onnxruntime). `clip` bounds the gate pre-activations (the inputs of f and g), as onnxruntime does.
 
 use std::marker::PhantomData;
 
@@ -495,6 +495,13 @@ fn direction<T: RnnReal>(a: &RnnAttrs, d: &RnnDims, args: &Args<T>, lens: &[usiz
                 }
             }
             y[(t * batch + b) * hid..][..hid].copy_from_slice(hb);
+        }
+    }
+    // An entry of length 0 ends with zero states, as in onnxruntime (not its initial state).
+    for (b, _) in lens.iter().enumerate().filter(|(_, &l)| l == 0) {
+        h[b * hid..(b + 1) * hid].fill(T::ZERO);
+        if !c.is_empty() {
+            c[b * hid..(b + 1) * hid].fill(T::ZERO);
         }
     }
     DirOut { y, h, c }

@@ -10,7 +10,7 @@
 //! (compile time), which for the static lengths of exported models is bounded.
 //!
 //! `sequence_lens` (any value, run time): steps past a batch entry's length keep its state and write zero Y
-//! rows (a select per step); a reverse direction reads its entry's steps `len - 1 .. 0`, which a one-hot
+//! rows (a select per step), and an entry of length 0 ends with zero states (as onnxruntime); a reverse direction reads its entry's steps `len - 1 .. 0`, which a one-hot
 //! `dot_general` permutation of the projection (and back, for Y) expresses exactly.
 
 use tpu_sdk_core::ir::ops::recurrent::{input as ix, rnn_dims, RnnActivation, RnnAttrs, RnnCell};
@@ -300,6 +300,13 @@ pub(super) fn rnn(cx: &mut Cx, node: &Node, a: &RnnAttrs) -> Result<Vec<V>> {
         let mut y = if rows.is_empty() { cx.splat(0.0, dt, &[0, batch, hid]) } else { cx.concat(&rows, 0) };
         if let (true, Some(onehot)) = (permuted, &perm) {
             y = permute(cx, onehot, &y);
+        }
+        if let Some(lb) = &lens_bh {
+            // An entry of length 0 ends with zero states, as in onnxruntime (and the CPU runtime).
+            let zero = cx.splat(0.0, DType::I32, &bh);
+            let ran = cx.compare("GT", lb, &zero);
+            h = cx.select(&ran, &h, &zero_bh);
+            c = cx.select(&ran, &c, &zero_bh);
         }
         ys.push(cx.reshape(&y, &[seq, 1, batch, hid]));
         hs.push(cx.reshape(&h, &[1, batch, hid]));
