@@ -11,6 +11,7 @@
 //! at t >= `len_b` are zero and its Y_h / Y_c hold the state after its last step (zero when `len_b` is 0,
 //! as in onnxruntime). `clip` bounds the gate pre-activations (the inputs of f and g), as onnxruntime does.
 
+use std::borrow::Cow;
 use std::marker::PhantomData;
 
 use super::input;
@@ -199,7 +200,14 @@ pub(super) fn rnn(a: &RnnAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Tenso
     let opt = |i: usize| inputs.get(i).copied().flatten();
     match dtype {
         DType::F32 | DType::F16 | DType::BF16 => {
-            let conv = |t: Option<&Tensor>| t.map(to_f32).transpose();
+            // f32 inputs are read in place; f16/bf16 ones are widened.
+            fn conv(t: Option<&Tensor>) -> Result<Option<Cow<'_, [f32]>>, String> {
+                t.map(|t| match t.view::<f32>() {
+                    Some(v) => Ok(Cow::Borrowed(v)),
+                    None => to_f32(t).map(Cow::Owned),
+                })
+                .transpose()
+            }
             let bufs = [conv(Some(x))?, conv(opt(ix::W))?, conv(opt(ix::R))?, conv(opt(ix::B))?, conv(opt(ix::INITIAL_H))?, conv(opt(ix::INITIAL_C))?, conv(opt(ix::P))?];
             let [xv, w, r, b, h0, c0, p] = bufs;
             let args = Args {
