@@ -49,3 +49,27 @@ fn recurrent_models_match_onnxruntime() {
     let failures: Vec<String> = models().iter().filter_map(|m| check(&py, &tmp, m).err()).collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// A Keras 2 LSTM stack (LSTM, Bidirectional LSTM, LSTM returning its last step) converted by TensorFlow's
+/// converter into UNIDIRECTIONAL_SEQUENCE_LSTM ops (`core/tests/data/make_rnn_tflite.py`): the TFLite import
+/// run by the CPU runtime, against LiteRT's builtin kernels on the same file and inputs (1e-4 relative).
+#[test]
+fn keras_lstm_tflite_matches_litert() {
+    use tpu_sdk_core::import::tflite;
+    use tpu_sdk_test_support::litert;
+    let Some(py) = oracle::python() else { return };
+    let path = repo().join("core/tests/data/rnn/keras_lstm.tflite");
+    let mut g = tflite::load(&path, &tflite::ImportOptions::default()).unwrap();
+    let lstms = g.nodes.iter().filter(|n| matches!(n.op, tpu_sdk_core::ir::Op::Rnn(_))).count();
+    assert_eq!(lstms, 4, "the four UNIDIRECTIONAL_SEQUENCE_LSTM ops import as recurrent nodes");
+    tpu_sdk_core::passes::optimize(&mut g).unwrap();
+    let inputs = random_inputs(&g, 5);
+    let theirs = litert::run_file(&py, &path, litert::OPTIMIZED, std::slice::from_ref(&inputs)).unwrap().remove(0);
+    let ours = Session::new(g).and_then(|mut s| s.run(&inputs)).unwrap();
+    assert_eq!(ours.len(), theirs.len());
+    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a.shape, b.shape, "output {k}");
+        let worst = relative_to_mean("keras_lstm.tflite", k, a, b, "LiteRT", 1e-4).unwrap_or_else(|e| panic!("{e}"));
+        println!("keras_lstm.tflite output {k} {:?}: worst relative error vs LiteRT {worst:.2e}", a.shape);
+    }
+}

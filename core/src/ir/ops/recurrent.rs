@@ -230,6 +230,8 @@ pub struct RnnAttrs {
     pub linear_before_reset: bool,
     /// LSTM: couple the input and forget gates (f = 1 - i).
     pub input_forget: bool,
+    /// LSTM: clamp the cell state to ±this after each update (TFLite's `cell_clip`; ONNX has none).
+    pub cell_clip: Option<f32>,
 }
 
 impl RnnAttrs {

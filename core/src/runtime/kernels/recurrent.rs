@@ -366,6 +366,7 @@ fn direction<T: RnnReal>(a: &RnnAttrs, d: &RnnDims, args: &Args<T>, lens: &[usiz
     let reversed = a.direction.reversed(di);
     let acts = a.activations_of(di);
     let clip = a.clip.map(T::from_f32);
+    let cell_clip = a.cell_clip.map(T::from_f32);
     // Initial states in [batch, hidden] for this direction.
     let state0 = |s: Option<&[T]>| -> Vec<T> {
         let mut v = vec![T::ZERO; batch * hid];
@@ -487,6 +488,9 @@ fn direction<T: RnnReal>(a: &RnnAttrs, d: &RnnDims, args: &Args<T>, lens: &[usiz
                     activate(acts[1], clip, gc);
                     for j in 0..hid {
                         cb[j] = gf[j] * cb[j] + gi[j] * gc[j];
+                    }
+                    if let Some(cc) = cell_clip {
+                        cb.iter_mut().for_each(|v| *v = v.max_min(-cc, cc));
                     }
                     if let Some(p) = p {
                         for j in 0..hid {

@@ -267,7 +267,10 @@ pub(super) fn rnn(cx: &mut Cx, node: &Node, a: &RnnAttrs) -> Result<Vec<V>> {
                     let cc = gate(cx, acts[1], a.clip, &gc);
                     let fc = cx.mul(&f, &c);
                     let ic = cx.mul(&i, &cc);
-                    let c_new = cx.add(&fc, &ic);
+                    let mut c_new = cx.add(&fc, &ic);
+                    if let Some(cc) = a.cell_clip {
+                        c_new = cx.clamp(&c_new, -(cc as f64), cc as f64);
+                    }
                     if let Some([_, po, _]) = &peep {
                         let a3 = cx.mul(po, &c_new);
                         go = cx.add(&go, &a3);

@@ -74,7 +74,7 @@ fn recurrent(cx: &mut Cx, n: &NodeIn, cell: RnnCell) -> Result<()> {
     };
     let linear_before_reset = if cell == RnnCell::Gru { a.bool_or("linear_before_reset", false)? } else { false };
     let input_forget = if cell == RnnCell::Lstm { a.bool_or("input_forget", false)? } else { false };
-    let attrs = RnnAttrs { cell, direction, hidden_size, activations, clip, batch_major, linear_before_reset, input_forget };
+    let attrs = RnnAttrs { cell, direction, hidden_size, activations, clip, batch_major, linear_before_reset, input_forget, cell_clip: None };
     let max_in = if cell == RnnCell::Lstm { 8 } else { 6 };
     if n.inputs.len() > max_in {
         return Err(n.invalid(format!("has {} inputs, {} takes at most {max_in}", n.inputs.len(), cell.onnx_name())));
