@@ -19,6 +19,9 @@ use tpu_sdk_core::ir::{DType, Node};
 use super::emit::{Cx, V};
 use crate::error::Result;
 
+/// Sequences up to this long are unrolled, longer ones loop (see the module comment).
+const UNROLL_MAX_STEPS: usize = 0;
+
 /// `f(x)` for a recurrent activation.
 fn activation(cx: &mut Cx, f: RnnActivation, x: &V) -> V {
     match f {
@@ -93,6 +96,97 @@ fn row(cx: &mut Cx, v: &V, i: usize) -> V {
 /// Columns `[from, to)` of a 2-D value.
 fn cols(cx: &mut Cx, v: &V, from: usize, to: usize) -> V {
     cx.slice_axis(v, 1, from, to)
+}
+
+/// The weights one time step reads: R of the direction `[gates·hidden, hidden]`, the peepholes i, o, f and
+/// GRU's Rbh (with `linear_before_reset`), each broadcast to `[batch, hidden]`.
+struct StepWeights {
+    rd: V,
+    peep: Option<[V; 3]>,
+    rbh: Option<V>,
+}
+
+/// One time step of a cell from its input projection `xp` `[batch, gates·hidden]` and the states: the new h and
+/// (LSTM) c.
+fn step(cx: &mut Cx, a: &RnnAttrs, acts: &[RnnActivation], xp: &V, h: &V, c: &V, wts: &StepWeights) -> (V, Option<V>) {
+    let hid = a.hidden_size;
+    let gh = a.cell.gates() * hid;
+    let (rd, peep, rbh) = (&wts.rd, &wts.peep, &wts.rbh);
+    match a.cell {
+        RnnCell::Simple => {
+            let rec = cx.dot_general(h, rd, (&[], &[]), (&[1], &[1]));
+            let g = cx.add(xp, &rec);
+            (gate(cx, acts[0], a.clip, &g), None)
+        }
+        RnnCell::Gru => {
+            let xz = cols(cx, xp, 0, hid);
+            let xr = cols(cx, xp, hid, 2 * hid);
+            let xh = cols(cx, xp, 2 * hid, gh);
+            let rzr = cx.slice_axis(rd, 0, 0, 2 * hid);
+            let rh = cx.slice_axis(rd, 0, 2 * hid, gh);
+            let rec = cx.dot_general(h, &rzr, (&[], &[]), (&[1], &[1]));
+            let recz = cols(cx, &rec, 0, hid);
+            let recr = cols(cx, &rec, hid, 2 * hid);
+            let gz = cx.add(&xz, &recz);
+            let z = gate(cx, acts[0], a.clip, &gz);
+            let gr = cx.add(&xr, &recr);
+            let rg = gate(cx, acts[0], a.clip, &gr);
+            let hh_in = if a.linear_before_reset {
+                let mut rech = cx.dot_general(h, &rh, (&[], &[]), (&[1], &[1]));
+                if let Some(rbh) = rbh {
+                    rech = cx.add(&rech, rbh);
+                }
+                let m = cx.mul(&rg, &rech);
+                cx.add(&xh, &m)
+            } else {
+                let rhh = cx.mul(&rg, h);
+                let rech = cx.dot_general(&rhh, &rh, (&[], &[]), (&[1], &[1]));
+                cx.add(&xh, &rech)
+            };
+            let hh = gate(cx, acts[1], a.clip, &hh_in);
+            // (1 - z) ⊙ h~ + z ⊙ h = h~ + z ⊙ (h - h~)
+            let one = cx.splat_like(1.0, &z);
+            let omz = cx.sub(&one, &z);
+            let l = cx.mul(&omz, &hh);
+            let rgt = cx.mul(&z, h);
+            (cx.add(&l, &rgt), None)
+        }
+        RnnCell::Lstm => {
+            let rec = cx.dot_general(h, rd, (&[], &[]), (&[1], &[1]));
+            let g = cx.add(xp, &rec);
+            let mut gi = cols(cx, &g, 0, hid);
+            let mut go = cols(cx, &g, hid, 2 * hid);
+            let mut gf = cols(cx, &g, 2 * hid, 3 * hid);
+            let gc = cols(cx, &g, 3 * hid, gh);
+            if let Some([pi, _, pf]) = peep {
+                let a1 = cx.mul(pi, c);
+                gi = cx.add(&gi, &a1);
+                let a2 = cx.mul(pf, c);
+                gf = cx.add(&gf, &a2);
+            }
+            let i = gate(cx, acts[0], a.clip, &gi);
+            let f = if a.input_forget {
+                let one = cx.splat_like(1.0, &i);
+                cx.sub(&one, &i)
+            } else {
+                gate(cx, acts[0], a.clip, &gf)
+            };
+            let cc = gate(cx, acts[1], a.clip, &gc);
+            let fc = cx.mul(&f, c);
+            let ic = cx.mul(&i, &cc);
+            let mut c_new = cx.add(&fc, &ic);
+            if let Some(cc) = a.cell_clip {
+                c_new = cx.clamp(&c_new, -(cc as f64), cc as f64);
+            }
+            if let Some([_, po, _]) = peep {
+                let a3 = cx.mul(po, &c_new);
+                go = cx.add(&go, &a3);
+            }
+            let o = gate(cx, acts[0], a.clip, &go);
+            let hc = activation(cx, acts[2], &c_new);
+            (cx.mul(&o, &hc), Some(c_new))
+        }
+    }
 }
 
 /// Lowers an LSTM / GRU / RNN node: Y, Y_h and (LSTM) Y_c, as many as the node has outputs.
@@ -197,110 +291,96 @@ pub(super) fn rnn(cx: &mut Cx, node: &Node, a: &RnnAttrs) -> Result<Vec<V>> {
             }
             None => None,
         };
+        let wts = StepWeights { rd, peep, rbh };
         let mut h = state0(cx, &h0, di);
         let mut c = state0(cx, &c0, di);
         let zero_bh = cx.splat(0.0, dt, &bh);
-        let mut y_steps: Vec<Option<V>> = vec![None; seq];
-        for s in 0..seq {
-            // Without lengths a reverse direction simply walks t downwards; with them the projection was permuted.
-            let t = if reversed && !permuted { seq - 1 - s } else { s };
-            let xp = row(cx, &proj, t);
-            let (h_new, c_new) = match a.cell {
-                RnnCell::Simple => {
-                    let rec = cx.dot_general(&h, &rd, (&[], &[]), (&[1], &[1]));
-                    let g = cx.add(&xp, &rec);
-                    (gate(cx, acts[0], a.clip, &g), None)
-                }
-                RnnCell::Gru => {
-                    let xz = cols(cx, &xp, 0, hid);
-                    let xr = cols(cx, &xp, hid, 2 * hid);
-                    let xh = cols(cx, &xp, 2 * hid, gh);
-                    let rzr = cx.slice_axis(&rd, 0, 0, 2 * hid);
-                    let rh = cx.slice_axis(&rd, 0, 2 * hid, gh);
-                    let rec = cx.dot_general(&h, &rzr, (&[], &[]), (&[1], &[1]));
-                    let recz = cols(cx, &rec, 0, hid);
-                    let recr = cols(cx, &rec, hid, 2 * hid);
-                    let gz = cx.add(&xz, &recz);
-                    let z = gate(cx, acts[0], a.clip, &gz);
-                    let gr = cx.add(&xr, &recr);
-                    let rg = gate(cx, acts[0], a.clip, &gr);
-                    let hh_in = if a.linear_before_reset {
-                        let mut rech = cx.dot_general(&h, &rh, (&[], &[]), (&[1], &[1]));
-                        if let Some(rbh) = &rbh {
-                            rech = cx.add(&rech, rbh);
+        // Without lengths a reverse direction simply walks t downwards; with them the projection was permuted.
+        let walk_down = reversed && !permuted;
+        let mut y = if seq <= UNROLL_MAX_STEPS {
+            let mut y_steps: Vec<Option<V>> = vec![None; seq];
+            for s in 0..seq {
+                let t = if walk_down { seq - 1 - s } else { s };
+                let xp = row(cx, &proj, t);
+                let (h_new, c_new) = step(cx, a, &acts, &xp, &h, &c, &wts);
+                match &lens_bh {
+                    Some(lb) => {
+                        let step = cx.splat(s as f64, DType::I32, &bh);
+                        let running = cx.compare("LT", &step, lb);
+                        h = cx.select(&running, &h_new, &h);
+                        if let Some(cn) = c_new {
+                            c = cx.select(&running, &cn, &c);
                         }
-                        let m = cx.mul(&rg, &rech);
-                        cx.add(&xh, &m)
-                    } else {
-                        let rhh = cx.mul(&rg, &h);
-                        let rech = cx.dot_general(&rhh, &rh, (&[], &[]), (&[1], &[1]));
-                        cx.add(&xh, &rech)
-                    };
-                    let hh = gate(cx, acts[1], a.clip, &hh_in);
-                    // (1 - z) ⊙ h~ + z ⊙ h = h~ + z ⊙ (h - h~)
-                    let one = cx.splat_like(1.0, &z);
-                    let omz = cx.sub(&one, &z);
-                    let l = cx.mul(&omz, &hh);
-                    let rgt = cx.mul(&z, &h);
-                    (cx.add(&l, &rgt), None)
-                }
-                RnnCell::Lstm => {
-                    let rec = cx.dot_general(&h, &rd, (&[], &[]), (&[1], &[1]));
-                    let g = cx.add(&xp, &rec);
-                    let mut gi = cols(cx, &g, 0, hid);
-                    let mut go = cols(cx, &g, hid, 2 * hid);
-                    let mut gf = cols(cx, &g, 2 * hid, 3 * hid);
-                    let gc = cols(cx, &g, 3 * hid, gh);
-                    if let Some([pi, _, pf]) = &peep {
-                        let a1 = cx.mul(pi, &c);
-                        gi = cx.add(&gi, &a1);
-                        let a2 = cx.mul(pf, &c);
-                        gf = cx.add(&gf, &a2);
+                        y_steps[t] = Some(cx.select(&running, &h_new, &zero_bh));
                     }
-                    let i = gate(cx, acts[0], a.clip, &gi);
-                    let f = if a.input_forget {
-                        let one = cx.splat_like(1.0, &i);
-                        cx.sub(&one, &i)
-                    } else {
-                        gate(cx, acts[0], a.clip, &gf)
-                    };
-                    let cc = gate(cx, acts[1], a.clip, &gc);
-                    let fc = cx.mul(&f, &c);
-                    let ic = cx.mul(&i, &cc);
-                    let mut c_new = cx.add(&fc, &ic);
-                    if let Some(cc) = a.cell_clip {
-                        c_new = cx.clamp(&c_new, -(cc as f64), cc as f64);
+                    None => {
+                        h = h_new;
+                        if let Some(cn) = c_new {
+                            c = cn;
+                        }
+                        y_steps[t] = Some(h.clone());
                     }
-                    if let Some([_, po, _]) = &peep {
-                        let a3 = cx.mul(po, &c_new);
-                        go = cx.add(&go, &a3);
-                    }
-                    let o = gate(cx, acts[0], a.clip, &go);
-                    let hc = activation(cx, acts[2], &c_new);
-                    (cx.mul(&o, &hc), Some(c_new))
-                }
-            };
-            match &lens_bh {
-                Some(lb) => {
-                    let step = cx.splat(s as f64, DType::I32, &bh);
-                    let running = cx.compare("LT", &step, lb);
-                    h = cx.select(&running, &h_new, &h);
-                    if let Some(cn) = c_new {
-                        c = cx.select(&running, &cn, &c);
-                    }
-                    y_steps[t] = Some(cx.select(&running, &h_new, &zero_bh));
-                }
-                None => {
-                    h = h_new;
-                    if let Some(cn) = c_new {
-                        c = cn;
-                    }
-                    y_steps[t] = Some(h.clone());
                 }
             }
-        }
-        let rows: Vec<V> = y_steps.into_iter().flatten().map(|v| cx.reshape(&v, &[1, batch, hid])).collect();
-        let mut y = if rows.is_empty() { cx.splat(0.0, dt, &[0, batch, hid]) } else { cx.concat(&rows, 0) };
+            let rows: Vec<V> = y_steps.into_iter().flatten().map(|v| cx.reshape(&v, &[1, batch, hid])).collect();
+            if rows.is_empty() {
+                cx.splat(0.0, dt, &[0, batch, hid])
+            } else {
+                cx.concat(&rows, 0)
+            }
+        } else {
+            // Carried: h, c, Y, the projection, R, then the optional peepholes, Rbh and lengths (no implicit
+            // captures in the loop body).
+            let y0 = cx.splat(0.0, dt, &[seq, batch, hid]);
+            let mut carried = vec![h.clone(), c.clone(), y0, proj.clone(), wts.rd.clone()];
+            carried.extend(wts.peep.iter().flatten().cloned());
+            carried.extend(wts.rbh.iter().cloned());
+            carried.extend(lens_bh.iter().cloned());
+            let (has_peep, has_rbh) = (wts.peep.is_some(), wts.rbh.is_some());
+            let out = cx.counted_loop(seq, &carried, |cx, i, v| {
+                let (h, c, y, proj) = (&v[0], &v[1], &v[2], &v[3]);
+                let mut k = 5;
+                let peep = has_peep.then(|| {
+                    k += 3;
+                    [v[k - 3].clone(), v[k - 2].clone(), v[k - 1].clone()]
+                });
+                let rbh = has_rbh.then(|| {
+                    k += 1;
+                    v[k - 1].clone()
+                });
+                let lb = v.get(k);
+                let w = StepWeights { rd: v[4].clone(), peep, rbh };
+                let t = if walk_down {
+                    let last = cx.scalar((seq - 1) as f64, DType::I32);
+                    cx.sub(&last, i)
+                } else {
+                    i.clone()
+                };
+                let zero = cx.scalar(0.0, DType::I32);
+                let xp = cx.dynamic_slice(proj, &[t.clone(), zero.clone(), zero.clone()], &[1, batch, gh]);
+                let xp = cx.reshape(&xp, &[batch, gh]);
+                let (h_new, c_new) = step(cx, a, &acts, &xp, h, c, &w);
+                let c_new = c_new.unwrap_or_else(|| c.clone());
+                let (h_next, c_next, y_t) = match lb {
+                    Some(lb) => {
+                        let s = cx.broadcast_in_dim(i, &[], &bh);
+                        let running = cx.compare("LT", &s, lb);
+                        let zero_bh = cx.splat(0.0, dt, &bh);
+                        let y_t = cx.select(&running, &h_new, &zero_bh);
+                        (cx.select(&running, &h_new, h), cx.select(&running, &c_new, c), y_t)
+                    }
+                    None => (h_new.clone(), c_new, h_new),
+                };
+                let y_t = cx.reshape(&y_t, &[1, batch, hid]);
+                let y_next = cx.dynamic_update_slice(y, &y_t, &[t, zero.clone(), zero]);
+                let mut next = vec![h_next, c_next, y_next];
+                next.extend_from_slice(&v[3..]);
+                next
+            });
+            h = out[0].clone();
+            c = out[1].clone();
+            out[2].clone()
+        };
         if let (true, Some(onehot)) = (permuted, &perm) {
             y = permute(cx, onehot, &y);
         }
