@@ -127,7 +127,10 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | ReverseSequence { .. }
         | DequantizeLinear { .. }
         | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
-        Rnn(_) => Err(format!("{} (a recurrent layer) has no int8 quantization here", op.name())),
+        Rnn(_) => Err(format!(
+            "{} (a recurrent layer) is not supported on edgetpu (no int8 recurrent kernel): run the model with --target cpu or --target cloud-tpu",
+            op.name()
+        )),
     }
 }
 

@@ -152,6 +152,24 @@ def write_nodes():
         2,
         const=("w", "r", "b", "lens"),
     )
+    # Longer than the cloud-tpu lowering unrolls: its sequence_lens go through the while loop.
+    long_seq = 20
+    node_model(
+        "lstm_bi_lens_long",
+        "LSTM",
+        dict(hidden_size=hid, direction="bidirectional"),
+        [
+            ("x", f(long_seq, batch, inp)),
+            ("w", f(2, 4 * hid, inp)),
+            ("r", f(2, 4 * hid, hid)),
+            ("b", f(2, 8 * hid)),
+            ("lens", np.array([20, 13, 0, 7], dtype=np.int32)),
+            ("h0", f(2, batch, hid)),
+            ("c0", f(2, batch, hid)),
+        ],
+        3,
+        const=("w", "r", "b", "lens"),
+    )
     node_model(
         "gru_reverse_scaled_tanh",
         "GRU",

@@ -1,7 +1,9 @@
 //! Recurrent models (LSTM, GRU, RNN; `core/tests/data/rnn/*.onnx`, written by
 //! `core/tests/data/make_rnn_models.py`) lowered to StableHLO and run by XLA (the CPU PJRT plugin), against
 //! onnxruntime: every output within 1e-4 relative (|xla - ort| <= 1e-4 · (|ort| + mean |ort|)). With
-//! `$TPU_SDK_LIBTPU` set, each lowered model is also compiled ahead of time for a TPU v5e:2x2 slice.
+//! `$TPU_SDK_LIBTPU` set, each lowered model is also compiled ahead of time for a TPU v5e:2x2 slice. The seq-7
+//! single-node models take the unrolled lowering, the longer ones (seq 9, 20, 25) the `stablehlo.while`; both
+//! with sequence_lens (gru_bi_linear_before_reset_lens, lstm_peephole_clip_forget_acts / lstm_bi_lens_long).
 
 mod common;
 

@@ -1,13 +1,17 @@
 //! LSTM, GRU and RNN.
 //!
-//! The input projection of the whole sequence is one `dot_general` per direction (X·Wᵀ + biases); the time
-//! steps are unrolled: each is a `dot_general` with R and the gate math, on static shapes.
+//! The input projection of the whole sequence is one `dot_general` per direction (X·Wᵀ + biases); then the
+//! time steps: each a `dot_general` with R and the gate math, on static shapes.
 //!
-//! Unrolled rather than a `stablehlo.while` over time steps, by measurement on the XLA CPU plugin
-//! (bench/rnn_lowering.md): for the seq-100 bidirectional LSTM the unrolled program compiled and ran
-//! within what a while loop costs, XLA fuses each step's gate math into one kernel either way, and the
-//! unrolled form needs no dynamic slicing of the projection. Its cost grows with the sequence length
-//! (compile time), which for the static lengths of exported models is bounded.
+//! Sequences longer than [`UNROLL_MAX_STEPS`] run as a `stablehlo.while` over the time steps (the step reads its
+//! row of the projection with `dynamic_slice` and writes its Y row with `dynamic_update_slice`); shorter ones are
+//! unrolled. Chosen by measuring compile + run on the XLA CPU plugin for the 2-layer bidirectional LSTM of
+//! bench/rnn_vs_onnxruntime.py (hidden 512, seq 100, batch 1; `tpu-sdk bench --target cloud-tpu`, shared 2-core
+//! machine): unrolled, the 400 step bodies took 27.8 s to load, lower and compile, and ran in 78 ms (median);
+//! as a while loop, 2.1 s in all and 101 ms per run. JAX's own forms of the same model agree
+//! (bench/rnn_while_vs_unroll.py: `lax.scan` 1.6 s compile / 63 ms run, Python-unrolled 46 s / 49 ms). The
+//! unrolled program only pays off after about a thousand runs, and its compile time grows with the length, so
+//! the loop is the default; a few steps unroll (cheap to compile, and XLA fuses across them).
 //!
 //! `sequence_lens` (any value, run time): steps past a batch entry's length keep its state and write zero Y
 //! rows (a select per step), and an entry of length 0 ends with zero states (as onnxruntime); a reverse direction reads its entry's steps `len - 1 .. 0`, which a one-hot
@@ -20,7 +24,7 @@ use super::emit::{Cx, V};
 use crate::error::Result;
 
 /// Sequences up to this long are unrolled, longer ones loop (see the module comment).
-const UNROLL_MAX_STEPS: usize = 0;
+const UNROLL_MAX_STEPS: usize = 8;
 
 /// `f(x)` for a recurrent activation.
 fn activation(cx: &mut Cx, f: RnnActivation, x: &V) -> V {
