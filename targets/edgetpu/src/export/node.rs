@@ -53,7 +53,7 @@ impl Ex<'_> {
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
             Op::Rnn(_) => Err(self.unsupported(format!(
-                "op {} (a recurrent layer) is not supported on edgetpu: the Edge TPU has no recurrent op; run the model on the cpu or cloud-tpu target",
+                "op {} (a recurrent layer) has no TFLite export and is not supported on edgetpu (no recurrent op); run the model with --target cpu or --target cloud-tpu",
                 n.op.name()
             ))),
         }
