@@ -4,7 +4,7 @@
 usage: rnn_while_vs_unroll.py [--seq 100] [--batch 1] [--input 256] [--hidden 512] [--layers 2] [--runs 10]
 
 Writes the same 2-layer bidirectional LSTM twice with JAX, once with `lax.scan` (a `stablehlo.while`) and once
-with a Python loop (unrolled steps, as targets/cloud-tpu/src/lower/recurrent.rs emits them; projection of the
+with a Python loop (unrolled steps; targets/cloud-tpu/src/lower/recurrent.rs unrolls up to 8 steps and loops beyond; projection of the
 whole sequence first in both), and times on XLA's CPU backend: the compile (lower + XLA compile) and the median
 run. Runs with the Python of `.venv` (jax).
 """

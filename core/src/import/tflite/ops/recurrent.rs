@@ -45,10 +45,13 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
         }
     }
     // proj_clip applies to the projection, which is refused above.
-    let cell_clip = match opt.cell_clip() {
-        c if c > 0.0 && c.is_finite() => Some(c),
-        c if c == 0.0 => None,
-        c => return Err(imp.invalid(format!("cell_clip {c}"))),
+    let c = opt.cell_clip();
+    let cell_clip = if c > 0.0 && c.is_finite() {
+        Some(c)
+    } else if c == 0.0 {
+        None
+    } else {
+        return Err(imp.invalid(format!("cell_clip {c}")));
     };
     if opt.diagonal_recurrent_tensors() {
         return Err(imp.unsupported("diagonal recurrent weights"));
