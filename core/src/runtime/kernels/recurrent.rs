@@ -518,3 +518,50 @@ fn direction<T: RnnReal>(a: &RnnAttrs, d: &RnnDims, args: &Args<T>, lens: &[usiz
     }
     DirOut { y, h, c }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{eval, Scratch};
+    use crate::ir::ops::recurrent::{RnnAttrs, RnnCell, RnnDirection};
+    use crate::ir::{Op, Tensor};
+
+    fn lstm() -> Op {
+        Op::Rnn(RnnAttrs {
+            cell: RnnCell::Lstm,
+            direction: RnnDirection::Forward,
+            hidden_size: 2,
+            activations: RnnCell::Lstm.default_activations().to_vec(),
+            clip: None,
+            batch_major: false,
+            linear_before_reset: false,
+            input_forget: false,
+            cell_clip: None,
+        })
+    }
+
+    fn run(inputs: &[Option<&Tensor>]) -> Result<Vec<Tensor>, String> {
+        let mut outs = vec![Tensor::default(); 2];
+        eval(&lstm(), inputs, &mut outs, &mut Scratch::default()).map(|_| outs)
+    }
+
+    #[test]
+    fn bad_inputs_are_errors_not_panics() {
+        let x = Tensor::from_f32(vec![3, 1, 2], vec![0.5; 6]);
+        let w = Tensor::from_f32(vec![1, 8, 2], vec![0.1; 16]);
+        let r = Tensor::from_f32(vec![1, 8, 2], vec![0.1; 16]);
+        let outs = run(&[Some(&x), Some(&w), Some(&r)]).unwrap();
+        assert_eq!((outs[0].shape.clone(), outs[1].shape.clone()), (vec![3, 1, 1, 2], vec![1, 1, 2]));
+        // A length beyond the sequence.
+        let lens = Tensor { shape: vec![1], data: crate::ir::TensorData::I32(vec![4]) };
+        let e = run(&[Some(&x), Some(&w), Some(&r), None, Some(&lens)]).unwrap_err();
+        assert!(e.contains("sequence_lens holds 4, outside [0, 3]"), "{e}");
+        // R of the wrong hidden size.
+        let r3 = Tensor::from_f32(vec![1, 8, 3], vec![0.1; 24]);
+        let e = run(&[Some(&x), Some(&w), Some(&r3)]).unwrap_err();
+        assert!(e.contains("input R has shape [1, 8, 3], expected [1, 8, 2]"), "{e}");
+        // Mixed float types.
+        let w64 = Tensor { shape: vec![1, 8, 2], data: crate::ir::TensorData::F64(vec![0.1; 16]) };
+        let e = run(&[Some(&x), Some(&w64), Some(&r)]).unwrap_err();
+        assert!(e.contains("input 1 is f64"), "{e}");
+    }
+}
