@@ -167,47 +167,6 @@ impl RnnActivation {
             _ => return None,
         })
     }
-
-    /// The function on an f64 (reference form; kernels use their own typed copies).
-    pub fn apply(self, x: f64) -> f64 {
-        use RnnActivation::*;
-        match self {
-            Relu => x.max(0.0),
-            Tanh => x.tanh(),
-            Sigmoid => 1.0 / (1.0 + (-x).exp()),
-            Affine { alpha, beta } => alpha as f64 * x + beta as f64,
-            LeakyRelu { alpha } => {
-                if x >= 0.0 {
-                    x
-                } else {
-                    alpha as f64 * x
-                }
-            }
-            ThresholdedRelu { alpha } => {
-                if x > alpha as f64 {
-                    x
-                } else {
-                    0.0
-                }
-            }
-            ScaledTanh { alpha, beta } => alpha as f64 * (beta as f64 * x).tanh(),
-            HardSigmoid { alpha, beta } => (alpha as f64 * x + beta as f64).clamp(0.0, 1.0),
-            Elu { alpha } => {
-                if x >= 0.0 {
-                    x
-                } else {
-                    alpha as f64 * x.exp_m1()
-                }
-            }
-            Softsign => x / (1.0 + x.abs()),
-            Softplus => softplus(x),
-        }
-    }
-}
-
-/// ln(1 + e^x) without overflow.
-fn softplus(x: f64) -> f64 {
-    x.max(0.0) + (-x.abs()).exp().ln_1p()
 }
 
 /// Attributes of an LSTM / GRU / RNN layer.
