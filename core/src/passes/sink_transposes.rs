@@ -94,6 +94,7 @@ fn sinkable(g: &Graph, producers: &[Option<usize>], i: usize) -> Option<Vec<usiz
         Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero | Op::ReverseSequence { .. } => return None,
         Op::DequantizeLinear { .. } | Op::QuantizeLinear { .. } => return None,
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => return None,
+        Op::Rnn(_) => return None,
     };
     let mut perm: Option<Vec<usize>> = None;
     for v in n.inputs.iter().take(data_inputs) {

@@ -128,6 +128,10 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | DequantizeLinear { .. }
         | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
         If(_) | Loop(_) | Scan(_) => Err(format!("{} (control flow) is not supported by int8 quantization; its regions would need quantizing too", op.name())),
+        Rnn(_) => Err(format!(
+            "{} (a recurrent layer) is not supported on edgetpu (no int8 recurrent kernel): run the model with --target cpu or --target cloud-tpu",
+            op.name()
+        )),
     }
 }
 

@@ -90,6 +90,7 @@ fn retype(op: &mut Op) {
                 retype_graph(r);
             }
         }
+        Op::Rnn(_) => {}
     }
 }
 

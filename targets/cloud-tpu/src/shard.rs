@@ -211,6 +211,7 @@ fn split_operands(op: &Op) -> Option<bool> {
         Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) => None,
         Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => None,
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => None,
+        Op::Rnn(_) => None,
     }
 }
 

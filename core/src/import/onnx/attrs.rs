@@ -199,6 +199,19 @@ impl<'a> Attrs<'a> {
         }
     }
 
+    /// A list-of-strings attribute.
+    pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
+        match self.typed(name, at::STRINGS)? {
+            None => Ok(None),
+            Some(a) => a
+                .strings
+                .iter()
+                .map(|b| String::from_utf8(b.to_vec()).map_err(|_| self.invalid(name, "is not valid UTF-8")))
+                .collect::<Result<Vec<_>>>()
+                .map(Some),
+        }
+    }
+
     /// A string attribute with a default.
     pub fn string_or(&self, name: &str, default: &str) -> Result<String> {
         Ok(self.string(name)?.unwrap_or_else(|| default.to_string()))

@@ -24,6 +24,7 @@ pub mod matmul;
 pub mod normalize;
 pub mod pool;
 pub mod quantize;
+pub mod recurrent;
 pub mod reduce;
 pub mod resize;
 pub mod softmax;
@@ -35,6 +36,7 @@ pub use elementwise::{Activation, BinaryOp, UnaryOp};
 pub use layout::PadMode;
 pub use pool::PoolAttrs;
 pub use quantize::QuantRounding;
+pub use recurrent::{RnnActivation, RnnAttrs, RnnCell, RnnDirection};
 pub use reduce::ReduceOp;
 pub use resize::{CoordTransform, NearestMode, ResizeAttrs, ResizeMode};
 
@@ -347,6 +349,9 @@ pub enum Op {
     Loop(LoopAttrs),
     /// Scan(state..., scan inputs..., captures...).
     Scan(ScanAttrs),
+    /// Recurrent layer: LSTM, GRU or RNN (see [`recurrent`]). Inputs: x, w, r, b?, sequence_lens?,
+    /// initial_h?, initial_c?, p?; outputs y, y_h?, y_c?.
+    Rnn(RnnAttrs),
 }
 
 impl Op {
@@ -366,6 +371,7 @@ impl Op {
             Op::If(_) => "If".into(),
             Op::Loop(_) => "Loop".into(),
             Op::Scan(_) => "Scan".into(),
+            Op::Rnn(a) => a.cell.onnx_name().into(),
             other => {
                 let s = format!("{other:?}");
                 s.split(|c: char| c == '(' || c == ' ' || c == '{').next().unwrap_or("").to_string()
@@ -393,6 +399,7 @@ impl Op {
             Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::NonZero | Op::ReverseSequence { .. } => None,
             Op::DequantizeLinear { .. } | Op::QuantizeLinear { .. } => None,
             Op::If(_) | Op::Loop(_) | Op::Scan(_) => None,
+            Op::Rnn(_) => None,
         }
     }
 }
@@ -475,6 +482,7 @@ pub fn arity(op: &Op) -> Arity {
         If(_) => control_flow::IF_ARITY,
         Loop(_) => control_flow::LOOP_ARITY,
         Scan(_) => control_flow::SCAN_ARITY,
+        Rnn(a) => recurrent::arity(a),
     }
 }
 
@@ -546,6 +554,7 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
         DequantizeLinear { axis } => quantize::infer_dequantize(*axis, inputs),
         QuantizeLinear { axis, to, .. } => quantize::infer_quantize(*axis, *to, inputs),
         If(_) | Loop(_) | Scan(_) => control_flow::infer(op, inputs),
+        Rnn(a) => recurrent::infer_rnn(a, inputs),
     }
 }
 
@@ -580,6 +589,7 @@ pub fn fallback_dtypes(op: &Op, inputs: &[Option<TypeInfo>], n_out: usize) -> Ve
         Split { .. } | Slice | Pad { .. } | Expand | Tile | Identity | DepthToSpace { .. } | SpaceToDepth { .. } => first,
         Range | Trilu { .. } | ReverseSequence { .. } | Resize(_) => first,
         Gather { .. } | GatherElements { .. } | GatherNd { .. } | ScatterElements { .. } | ScatterNd { .. } => first,
+        Rnn(_) => first,
     };
     let mut v = vec![d; n_out];
     if let (Some(s), true) = (second, n_out > 1) {

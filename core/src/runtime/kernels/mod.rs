@@ -25,6 +25,7 @@ mod normalize;
 mod numeric;
 mod pool;
 mod quantize;
+mod recurrent;
 mod reduce;
 mod layout;
 mod resize;
@@ -149,6 +150,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         DequantizeLinear { axis } => quantize::eval(None, *axis, inputs, outputs),
         &QuantizeLinear { axis, to, rounding } => quantize::eval(Some((to, rounding)), axis, inputs, outputs),
         If(_) | Loop(_) | Scan(_) => super::control_flow::eval(op, inputs, outputs),
+        Rnn(a) => recurrent::rnn(a, inputs, outputs),
     }
 }
 

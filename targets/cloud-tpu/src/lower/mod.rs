@@ -27,6 +27,7 @@ mod matmul;
 mod misc;
 mod norm;
 mod pool;
+mod recurrent;
 mod reduce;
 mod resize;
 mod shape;
@@ -348,5 +349,6 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         Op::If(a) => control_flow::if_op(cx, node, a),
         Op::Loop(a) => control_flow::loop_op(cx, node, a),
         Op::Scan(a) => control_flow::scan_op(cx, node, a),
+        Op::Rnn(a) => recurrent::rnn(cx, node, a),
     }
 }

@@ -56,6 +56,7 @@ fn input_layout(op: &Op) -> InputLayout {
         | Op::OneHot { .. } | Op::EyeLike { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. }
         | Op::NonZero | Op::ReverseSequence { .. } => InputLayout::Any,
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => InputLayout::Any,
+        Op::Rnn(_) => InputLayout::Any,
     }
 }
 

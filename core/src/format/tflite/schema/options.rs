@@ -115,4 +115,9 @@ fb_options! {
     SplitVOptions = SPLIT_V { 0 num_splits: scalar<i32>; }
     /// CUMSUM options.
     CumsumOptions = CUMSUM { 0 exclusive: scalar<bool>; 1 reverse: scalar<bool>; }
+    /// UNIDIRECTIONAL_SEQUENCE_LSTM options.
+    UnidirectionalSequenceLSTMOptions = UNIDIRECTIONAL_SEQUENCE_LSTM {
+        0 fused_activation_function: scalar<i8>; 1 cell_clip: scalar<f32>; 2 proj_clip: scalar<f32>; 3 time_major: scalar<bool>;
+        4 asymmetric_quantize_inputs: scalar<bool>; 5 diagonal_recurrent_tensors: scalar<bool>;
+    }
 }

@@ -20,14 +20,15 @@ mod math;
 mod nn;
 mod norm;
 mod quant;
+mod recurrent;
 mod resize;
 
 /// Maps one node of a known op type into the graph.
 pub(super) type MapFn = fn(&mut Cx, &NodeIn) -> Result<()>;
 
 /// The op tables of the families, each a list of (ONNX op type, mapping function).
-pub(super) const FAMILIES: [&[(&str, MapFn)]; 9] =
-    [math::OPS, activation::OPS, nn::OPS, norm::OPS, array::OPS, index::OPS, resize::OPS, quant::OPS, control_flow::OPS];
+pub(super) const FAMILIES: [&[(&str, MapFn)]; 10] =
+    [math::OPS, activation::OPS, nn::OPS, norm::OPS, array::OPS, index::OPS, resize::OPS, quant::OPS, control_flow::OPS, recurrent::OPS];
 
 /// The ONNX ops (default domain) the importer maps, in alphabetical order.
 pub const SUPPORTED_OPS: &[&str] = &[
@@ -85,6 +86,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Greater",
     "GreaterOrEqual",
     "GroupNormalization",
+    "GRU",
     "Hardmax",
     "HardSigmoid",
     "HardSwish",
@@ -103,6 +105,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "LpNormalization",
     "LpPool",
     "LRN",
+    "LSTM",
     "MatMul",
     "Max",
     "MaxPool",
@@ -140,6 +143,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Resize",
     "ReverseSequence",
     "RMSNormalization",
+    "RNN",
     "Round",
     "Scan",
     "Scatter",

@@ -6,6 +6,7 @@
 
 mod graph;
 mod ops;
+mod recurrent;
 mod results;
 
 use prost::Message;

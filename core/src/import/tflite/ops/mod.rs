@@ -22,6 +22,7 @@ mod index;
 mod math;
 mod nn;
 mod quant;
+mod recurrent;
 mod shape;
 mod space_batch;
 
@@ -32,7 +33,8 @@ type ImportFn = fn(&mut Importer, &OpIn) -> Result<ValueId>;
 type ImportManyFn = fn(&mut Importer, &OpIn) -> Result<Vec<ValueId>>;
 
 /// The op tables of the families, each a list of (builtin code, import function).
-const FAMILIES: [&[(i32, ImportFn)]; 7] = [nn::OPS, math::OPS, array::OPS, quant::OPS, shape::OPS, index::OPS, space_batch::OPS];
+const FAMILIES: [&[(i32, ImportFn)]; 8] =
+    [nn::OPS, math::OPS, array::OPS, quant::OPS, shape::OPS, index::OPS, space_batch::OPS, recurrent::OPS];
 
 /// The tables of the ops with several outputs.
 const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 2] = [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS];

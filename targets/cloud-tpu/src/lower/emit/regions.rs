@@ -254,6 +254,73 @@ impl Cx<'_> {
         V { name, dtype: data.dtype, shape: data.shape.clone() }
     }
 
+    /// A `stablehlo.while` counting an i32 `i` from 0 to `n` (exclusive) over `carried` values, every value the
+    /// body reads passed explicitly (no implicit captures): `body(cx, i, values)` emits one iteration and returns
+    /// the next values (same types). Returns the final values. Splat constants are not shared across the region
+    /// boundary (each region makes its own).
+    pub fn counted_loop(&mut self, n: usize, carried: &[V], body: impl FnOnce(&mut Self, &V, &[V]) -> Vec<V>) -> Vec<V> {
+        let i0 = self.scalar(0.0, DType::I32);
+        let k = self.next;
+        self.next += 1;
+        let name = format!("%v{k}");
+        let mut all = vec![i0];
+        all.extend_from_slice(carried);
+        let args: Vec<V> = all.iter().enumerate().map(|(j, v)| V { name: format!("%it{k}_{j}"), dtype: v.dtype, shape: v.shape.clone() }).collect();
+        let inits: Vec<String> = args.iter().zip(&all).map(|(a, v)| format!("{} = {}", a.name, v.name)).collect();
+        let types: Vec<String> = all.iter().map(V::ty).collect();
+        let types = types.join(", ");
+        let loc = self.loc.clone();
+        self.line(format_args!("    {name}:{} = stablehlo.while({}) : {types}", all.len(), inits.join(", ")));
+        self.line("    cond {");
+        let outer = std::mem::take(&mut self.splats);
+        let limit = self.scalar(n as f64, DType::I32);
+        let more = self.compare("LT", &args[0], &limit);
+        self.line(format_args!("      stablehlo.return {} : tensor<i1>", more.name));
+        self.splats.clear();
+        self.line("    } do {");
+        let one = self.scalar(1.0, DType::I32);
+        let next_i = self.add(&args[0], &one);
+        let next = body(self, &args[0], &args[1..]);
+        assert_eq!(next.len(), carried.len(), "counted_loop body returns one value per carried value");
+        let names: Vec<&str> = std::iter::once(next_i.name.as_str()).chain(next.iter().map(|v| v.name.as_str())).collect();
+        self.line(format_args!("      stablehlo.return {} : {types}", names.join(", ")));
+        self.line(format_args!("    }}{loc}"));
+        self.splats = outer;
+        carried.iter().enumerate().map(|(j, v)| V { name: format!("{name}#{}", j + 1), dtype: v.dtype, shape: v.shape.clone() }).collect()
+    }
+
+    /// `dynamic_slice` of `a` at the (i32 scalar) `starts` with `sizes`.
+    pub fn dynamic_slice(&mut self, a: &V, starts: &[V], sizes: &[usize]) -> V {
+        let names: Vec<&str> = starts.iter().map(|s| s.name.as_str()).collect();
+        let tys: Vec<String> = starts.iter().map(V::ty).collect();
+        let out = ty(a.dtype, sizes);
+        self.emit(
+            format!("stablehlo.dynamic_slice {}, {}, sizes = {} : ({}, {}) -> {out}", a.name, names.join(", "), list(sizes), a.ty(), tys.join(", ")),
+            a.dtype,
+            sizes.to_vec(),
+        )
+    }
+
+    /// `dynamic_update_slice`: `a` with `update` written at the (i32 scalar) `starts`.
+    pub fn dynamic_update_slice(&mut self, a: &V, update: &V, starts: &[V]) -> V {
+        let names: Vec<&str> = starts.iter().map(|s| s.name.as_str()).collect();
+        let tys: Vec<String> = starts.iter().map(V::ty).collect();
+        self.emit(
+            format!(
+                "stablehlo.dynamic_update_slice {}, {}, {} : ({}, {}, {}) -> {}",
+                a.name,
+                update.name,
+                names.join(", "),
+                a.ty(),
+                update.ty(),
+                tys.join(", "),
+                a.ty()
+            ),
+            a.dtype,
+            a.shape.clone(),
+        )
+    }
+
     /// `chlo.top_k` along the last dim: (values, i32 indices), largest first.
     pub fn top_k(&mut self, x: &V, k: usize, shape: &[usize]) -> (V, V) {
         let name = format!("%v{}", self.next);

@@ -1,0 +1,133 @@
+//! Recurrent layers: UNIDIRECTIONAL_SEQUENCE_LSTM (what TensorFlow's converter fuses a Keras 2 `LSTM` into; a
+//! `Bidirectional` one becomes two of them around REVERSE_V2) → one forward [`Op::Rnn`] LSTM.
+//!
+//! TFLite's 24 inputs: x; input weights i, f, c, o; recurrent weights i, f, c, o; peepholes i, f, o; biases
+//! i, f, c, o; projection weights and bias; output state; cell state; four layer-norm coefficient vectors. The
+//! gate blocks are reordered to ONNX's i, o, f, c (peepholes i, o, f) into constant W [1, 4H, input],
+//! R [1, 4H, H], B [1, 8H] (recurrent biases zero) and P [1, 3H]. The two state inputs are TFLite variable
+//! tensors: their data (zeros in converted models) is the initial state, as on a fresh LiteRT interpreter (LiteRT
+//! then keeps the final state in them for the next invoke; the IR is stateless). Not expressible here, and
+//! refused by name: CIFG (no input gate: TFLite couples i = 1 - f, ONNX only f = 1 - i), projection, layer
+//! normalization, diagonal recurrent weights, quantized weights. TFLite's `cell_clip` (10 in converted Keras
+//! models) clamps the cell state after each update: [`RnnAttrs::cell_clip`].
+
+use super::{ImportFn, OpIn};
+use crate::format::tflite::schema::{self, activation, builtin_operator as bo};
+use crate::import::tflite::importer::Importer;
+use crate::ir::ops::recurrent::{RnnActivation, RnnAttrs, RnnCell, RnnDirection};
+use crate::ir::{DType, Op, Tensor, ValueId};
+use crate::Result;
+
+/// The ops of this family.
+pub(super) const OPS: &[(i32, ImportFn)] = &[(bo::UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm)];
+
+/// The f32 data of constant input `k` of `o` with `len` elements.
+fn weights(imp: &mut Importer, o: &OpIn, k: usize, what: &str, len: usize) -> Result<Vec<f32>> {
+    let t = imp.req(o, k)?;
+    let v = imp.value(t)?;
+    let c = imp.g.constant(v).filter(|c| c.dtype() == DType::F32 && imp.g.value(v).quant.is_none());
+    match c.and_then(|c| c.as_f32()) {
+        Some(d) if d.len() == len => Ok(d.to_vec()),
+        Some(d) => Err(imp.invalid(format!("{what} (input {k}) has {} elements, {len} expected", d.len()))),
+        None => Err(imp.unsupported(format!("{what} (input {k}) must be a constant f32 tensor (quantized or computed LSTM weights are not supported)"))),
+    }
+}
+
+fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let opt = opts!(imp, o, schema::UnidirectionalSequenceLSTMOptions);
+    if o.input(1).is_none() || o.input(5).is_none() {
+        return Err(imp.unsupported("CIFG (no input gate: TFLite couples i = 1 - f, which ONNX's input_forget does not express)"));
+    }
+    for (k, what) in [(16, "projection weights"), (17, "projection bias"), (20, "layer normalization"), (21, "layer normalization"), (22, "layer normalization"), (23, "layer normalization")] {
+        if o.input(k).is_some() {
+            return Err(imp.unsupported(format!("an LSTM with {what} (input {k})")));
+        }
+    }
+    // proj_clip applies to the projection, which is refused above.
+    let c = opt.cell_clip();
+    let cell_clip = if c > 0.0 && c.is_finite() {
+        Some(c)
+    } else if c == 0.0 {
+        None
+    } else {
+        return Err(imp.invalid(format!("cell_clip {c}")));
+    };
+    if opt.diagonal_recurrent_tensors() {
+        return Err(imp.unsupported("diagonal recurrent weights"));
+    }
+    let act = match opt.fused_activation_function() {
+        activation::TANH => RnnActivation::Tanh,
+        activation::RELU => RnnActivation::Relu,
+        activation::NONE => RnnActivation::Affine { alpha: 1.0, beta: 0.0 },
+        other => return Err(imp.unsupported(format!("LSTM cell activation {}", activation::name(other)))),
+    };
+    let x = imp.value(imp.req(o, 0)?)?;
+    let xs = imp.shape(x);
+    if xs.len() != 3 {
+        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
+    }
+    let time_major = opt.time_major();
+    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let rw = imp.declared(imp.req(o, 6)?)?.1;
+    if rw.len() != 2 {
+        return Err(imp.invalid(format!("recurrent weights must be 2-D [cells, outputs], got {rw:?}")));
+    }
+    let hid = rw[0];
+    if rw[1] != hid {
+        return Err(imp.unsupported(format!("{} outputs for {hid} cells (a projection)", rw[1])));
+    }
+    // TFLite order i, f, c, o → ONNX i, o, f, c.
+    let order = [0, 3, 1, 2];
+    let mut w = Vec::with_capacity(4 * hid * input);
+    let mut r = Vec::with_capacity(4 * hid * hid);
+    let mut b = vec![0f32; 8 * hid];
+    for (slot, &g) in order.iter().enumerate() {
+        w.extend(weights(imp, o, 1 + g, "input weights", hid * input)?);
+        r.extend(weights(imp, o, 5 + g, "recurrent weights", hid * hid)?);
+        b[slot * hid..(slot + 1) * hid].copy_from_slice(&weights(imp, o, 12 + g, "gate bias", hid)?);
+    }
+    let peepholes = [9, 10, 11].iter().filter(|&&k| o.input(k).is_some()).count();
+    let p = match peepholes {
+        0 => None,
+        3 => {
+            let mut p = Vec::with_capacity(3 * hid);
+            for k in [9, 11, 10] {
+                p.extend(weights(imp, o, k, "peephole weights", hid)?);
+            }
+            Some(p)
+        }
+        n => return Err(imp.invalid(format!("has {n} of the 3 peephole weight vectors"))),
+    };
+    let constant = |imp: &mut Importer, name: &str, shape: Vec<usize>, data: Vec<f32>| imp.g.add_constant(format!("{base}/{name}"), Tensor::from_f32(shape, data));
+    let wv = constant(imp, "W", vec![1, 4 * hid, input], w);
+    let rv = constant(imp, "R", vec![1, 4 * hid, hid], r);
+    let bv = constant(imp, "B", vec![1, 8 * hid], b);
+    let pv = p.map(|p| constant(imp, "P", vec![1, 3 * hid], p));
+    // The states: [batch, hidden] data as [1, batch, hidden] (time-major) or [batch, 1, hidden].
+    let state_shape = if time_major { vec![1, batch, hid] } else { vec![batch, 1, hid] };
+    let mut states = Vec::new();
+    for (k, what) in [(18, "output state"), (19, "cell state")] {
+        // A variable tensor without data starts at zero (LiteRT zero-fills it on allocation).
+        let t = imp.req(o, k)?;
+        let tensor = imp.tensor(t)?;
+        let empty = schema::buffer_data(&imp.model, imp.file, tensor.buffer()).map(|d| d.is_empty()).unwrap_or(false);
+        let s = if empty && tensor.is_variable() { vec![0f32; batch * hid] } else { weights(imp, o, k, what, batch * hid)? };
+        states.push(constant(imp, what, state_shape.clone(), s));
+    }
+    let attrs = RnnAttrs {
+        cell: RnnCell::Lstm,
+        direction: RnnDirection::Forward,
+        hidden_size: hid,
+        activations: vec![RnnActivation::Sigmoid, act, act],
+        clip: None,
+        batch_major: !time_major,
+        linear_before_reset: false,
+        input_forget: false,
+        cell_clip,
+    };
+    let ins = vec![Some(x), Some(wv), Some(rv), Some(bv), None, Some(states[0]), Some(states[1]), pv];
+    let y = imp.node(Op::Rnn(attrs), ins, format!("{base}/lstm"))?;
+    let out: Vec<i64> = if time_major { vec![seq as i64, batch as i64, hid as i64] } else { vec![batch as i64, seq as i64, hid as i64] };
+    imp.op_with_i64(Op::Reshape { allowzero: false }, y, format!("{base}/shape"), out, base.clone())
+}

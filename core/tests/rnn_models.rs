@@ -1,0 +1,75 @@
+//! Recurrent models (LSTM, GRU, RNN) on the CPU runtime against onnxruntime: every output within 1e-4
+//! relative (per element: |ours - ort| <= 1e-4 · (|ort| + mean |ort|)).
+//!
+//! The models are `core/tests/data/rnn/*.onnx`, written by `core/tests/data/make_rnn_models.py`: torch exports
+//! (2-layer bidirectional batch-first LSTM and GRU, a 2-layer tanh RNN, a CRNN text recognizer with a
+//! bidirectional LSTM) and single nodes with the attributes exporters rarely write (peepholes, clip,
+//! input_forget, alpha/beta activations, sequence_lens with a zero length, linear_before_reset). onnxruntime runs through `scripts/ort_run.py` with the Python in
+//! `TPU_SDK_PYTHON`; without it the comparison says so and passes, unless `TPU_SDK_REQUIRE_ORACLES=1`.
+
+use std::path::{Path, PathBuf};
+
+use tpu_sdk_core::import::onnx::{load, ImportOptions};
+use tpu_sdk_core::runtime::Session;
+use tpu_sdk_test_support::{fresh_dir, onnxruntime, oracle, random_inputs, relative_to_mean, repo};
+
+/// The committed recurrent models.
+fn models() -> Vec<PathBuf> {
+    let dir = repo().join("core/tests/data/rnn");
+    let mut v: Vec<PathBuf> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).filter(|p| p.extension().is_some_and(|e| e == "onnx")).collect();
+    v.sort();
+    assert!(v.len() >= 8, "expected the models of make_rnn_models.py in {}", dir.display());
+    v
+}
+
+fn check(py: &Path, tmp: &Path, path: &Path) -> Result<f64, String> {
+    let stem = path.file_stem().unwrap().to_string_lossy().to_string();
+    let mut g = load(path, &ImportOptions::default()).map_err(|e| format!("{stem}: load: {e}"))?;
+    tpu_sdk_core::passes::optimize(&mut g).map_err(|e| format!("{stem}: optimize: {e}"))?;
+    let inputs = random_inputs(&g, 11);
+    let ours = Session::new(g.clone()).and_then(|mut s| s.run(&inputs)).map_err(|e| format!("{stem}: run: {e}"))?;
+    let named: Vec<(String, _)> = g.inputs.iter().zip(inputs).map(|(&i, t)| (g.value(i).name.clone(), t)).collect();
+    let theirs = onnxruntime::run_model(py, path, &named, &tmp.join(&stem));
+    if theirs.len() != ours.len() {
+        return Err(format!("{stem}: {} outputs, onnxruntime gives {}", ours.len(), theirs.len()));
+    }
+    let mut worst = 0.0f64;
+    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        worst = worst.max(relative_to_mean(&stem, k, a, b, "onnxruntime", 1e-4)?);
+    }
+    let rnn_nodes = g.nodes.iter().filter(|n| matches!(n.op, tpu_sdk_core::ir::Op::Rnn(_))).count();
+    println!("{stem:<36} {rnn_nodes} recurrent nodes, {} outputs, worst relative error {worst:.2e}", ours.len());
+    Ok(worst)
+}
+
+#[test]
+fn recurrent_models_match_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = fresh_dir("rnn-models");
+    let failures: Vec<String> = models().iter().filter_map(|m| check(&py, &tmp, m).err()).collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// A Keras 2 LSTM stack (LSTM, Bidirectional LSTM, LSTM returning its last step) converted by TensorFlow's
+/// converter into UNIDIRECTIONAL_SEQUENCE_LSTM ops (`core/tests/data/make_rnn_tflite.py`): the TFLite import
+/// run by the CPU runtime, against LiteRT's builtin kernels on the same file and inputs (1e-4 relative).
+#[test]
+fn keras_lstm_tflite_matches_litert() {
+    use tpu_sdk_core::import::tflite;
+    use tpu_sdk_test_support::litert;
+    let Some(py) = oracle::python() else { return };
+    let path = repo().join("core/tests/data/rnn/keras_lstm.tflite");
+    let mut g = tflite::load(&path, &tflite::ImportOptions::default()).unwrap();
+    let lstms = g.nodes.iter().filter(|n| matches!(n.op, tpu_sdk_core::ir::Op::Rnn(_))).count();
+    assert_eq!(lstms, 4, "the four UNIDIRECTIONAL_SEQUENCE_LSTM ops import as recurrent nodes");
+    tpu_sdk_core::passes::optimize(&mut g).unwrap();
+    let inputs = random_inputs(&g, 5);
+    let theirs = litert::run_file(&py, &path, litert::OPTIMIZED, std::slice::from_ref(&inputs)).unwrap().remove(0);
+    let ours = Session::new(g).and_then(|mut s| s.run(&inputs)).unwrap();
+    assert_eq!(ours.len(), theirs.len());
+    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        assert_eq!(a.shape, b.shape, "output {k}");
+        let worst = relative_to_mean("keras_lstm.tflite", k, a, b, "LiteRT", 1e-4).unwrap_or_else(|e| panic!("{e}"));
+        println!("keras_lstm.tflite output {k} {:?}: worst relative error vs LiteRT {worst:.2e}", a.shape);
+    }
+}
