@@ -28,15 +28,7 @@ fn check(py: &Path, tmp: &Path, path: &Path) -> Result<f64, String> {
     tpu_sdk_core::passes::optimize(&mut g).map_err(|e| format!("{stem}: optimize: {e}"))?;
     let inputs = random_inputs(&g, 11);
     let ours = Session::new(g.clone()).and_then(|mut s| s.run(&inputs)).map_err(|e| format!("{stem}: run: {e}"))?;
-    let named: Vec<(String, _)> = g.inputs.iter().zip(inputs).map(|(&i, t)| (g.value(i).name.clone(), t)).collect();
-    let theirs = onnxruntime::run_model(py, path, &named, &tmp.join(&stem));
-    if theirs.len() != ours.len() {
-        return Err(format!("{stem}: {} outputs, onnxruntime gives {}", ours.len(), theirs.len()));
-    }
-    let mut worst = 0.0f64;
-    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-        worst = worst.max(relative_to_mean(&stem, k, a, b, "onnxruntime", 1e-4)?);
-    }
+    let worst = onnxruntime::worst_vs_onnxruntime(py, path, &g, inputs, &ours, tmp, 1e-4)?;
     let rnn_nodes = g.nodes.iter().filter(|n| matches!(n.op, tpu_sdk_core::ir::Op::Rnn(_))).count();
     println!("{stem:<36} {rnn_nodes} recurrent nodes, {} outputs, worst relative error {worst:.2e}", ours.len());
     Ok(worst)

@@ -2,7 +2,7 @@
 //! ([`random`]), tolerances and comparisons ([`compare`]), the external oracles with their
 //! skip-unless-available rule ([`oracle`], [`litert`], [`onnxruntime`]), the ONNX backend node-suite case loader
 //! and the one conformance runner every target uses ([`conformance`]), and the command-line tests' helpers
-//! ([`cli`]), and the fault-injecting PJRT plugin ([`pjrt_fault`]).
+//! ([`cli`]), the fault-injecting PJRT plugin ([`pjrt_fault`]) and leak checks under valgrind ([`valgrind`]).
 //!
 //! A dev-dependency of the integration tests only (`tests/*.rs`): it depends on `tpu-sdk-core`, so the unit
 //! tests inside core cannot use it.
@@ -16,6 +16,7 @@ pub mod onnxruntime;
 pub mod oracle;
 pub mod pjrt_fault;
 pub mod random;
+pub mod valgrind;
 
 use std::path::PathBuf;
 

@@ -34,6 +34,31 @@ pub fn run_model(py: &Path, model: &Path, inputs: &[(String, Tensor)], dir: &Pat
     outs
 }
 
+/// Runs `model` on onnxruntime with `g`'s inputs named and compares `ours` (the outputs another runtime gave
+/// for `inputs`) output by output with [`crate::relative_to_mean`] at tolerance `tol`; the worst relative error, or
+/// a message naming the model (`stem`) and output. Scratch files go to `dir/stem`.
+pub fn worst_vs_onnxruntime(
+    py: &Path,
+    model: &Path,
+    g: &tpu_sdk_core::ir::Graph,
+    inputs: Vec<Tensor>,
+    ours: &[Tensor],
+    dir: &Path,
+    tol: f64,
+) -> Result<f64, String> {
+    let stem = model.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let named: Vec<(String, Tensor)> = g.inputs.iter().zip(inputs).map(|(&i, t)| (g.value(i).name.clone(), t)).collect();
+    let theirs = run_model(py, model, &named, &dir.join(&stem));
+    if theirs.len() != ours.len() {
+        return Err(format!("{stem}: {} outputs, onnxruntime gives {}", ours.len(), theirs.len()));
+    }
+    let mut worst = 0.0f64;
+    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+        worst = worst.max(crate::relative_to_mean(&stem, k, a, b, "onnxruntime", tol)?);
+    }
+    Ok(worst)
+}
+
 /// One ONNX node to evaluate: a `helper.make_node(...)` expression whose inputs are named `i0, i1, ...` (an empty
 /// name for an absent optional input) and outputs `o0, o1, ...`, its inputs, and how many outputs it has. With
 /// `ort`, onnxruntime evaluates it instead of `onnx.reference` (for the few cases the reference gets wrong).

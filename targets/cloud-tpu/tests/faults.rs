@@ -10,13 +10,13 @@
 mod common;
 
 use std::path::PathBuf;
-use std::process::Command;
 
 use tpu_sdk_cloud_tpu::pjrt::{CompileOptions, Plugin};
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::ir::*;
 use tpu_sdk_core::target::Target;
 use tpu_sdk_test_support::pjrt_fault::{self, assert_injected};
+use tpu_sdk_test_support::valgrind;
 
 const MUL_ADD: &str = "func.func @main(%a: tensor<4x8xf32>, %b: tensor<4x8xf32>) -> (tensor<4x8xf32>) {
   %0 = stablehlo.multiply %a, %b : tensor<4x8xf32>
@@ -146,29 +146,10 @@ fn failures_leak_nothing() {
     let faults = "Client_Create@1,Client_Compile@1,Client_BufferFromHostBuffer@2,LoadedExecutable_Execute@1,\
                   LoadedExecutable_Execute@3+,Buffer_ToHostBuffer@1,Executable_DeserializeAndLoad@1";
     let Some((_, shim)) = setup(faults) else { return };
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("TPU_SDK_REQUIRE_VALGRIND").as_deref() != Ok("1"),
-            "TPU_SDK_REQUIRE_VALGRIND=1 but valgrind is not installed (apt install valgrind)"
-        );
-        eprintln!("note: valgrind is not installed; skipping the leak check of the failure paths");
+    if !valgrind::available() {
         return;
     }
-    let out = Command::new("valgrind")
-        .args(["--leak-check=full", "--errors-for-leak-kinds=definite", "--num-callers=40"])
-        .arg(std::env::current_exe().unwrap())
-        .args(["--exact", "fault_workload", "--nocapture", "--test-threads=1"])
-        .env(FAULT_ROUNDS_VAR, &shim)
-        .output()
-        .expect("valgrind runs");
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the failing workload failed under valgrind:\n{}{log}", String::from_utf8_lossy(&out.stdout));
-    let lost = |kind: &str| -> u64 {
-        log.lines()
-            .find_map(|l| l.split_once(&format!("{kind} lost: ")).map(|(_, r)| r.to_string()))
-            .map(|r| r.split_whitespace().next().unwrap_or("0").replace(',', "").parse().expect("a byte count"))
-            .unwrap_or(0)
-    };
-    let (d, i) = (lost("definitely"), lost("indirectly"));
+    let (v, log) = valgrind::memcheck("fault_workload", &[(FAULT_ROUNDS_VAR, shim.as_os_str())]);
+    let (d, i) = (v.definitely, v.indirectly);
     assert_eq!(d + i, 0, "the failure paths leaked {d} bytes definitely and {i} indirectly:\n{log}");
 }

@@ -12,10 +12,9 @@
 
 mod common;
 
-use std::process::Command;
-
 use tpu_sdk_cloud_tpu::pjrt::{CompileOptions, Plugin};
 use tpu_sdk_core::ir::Tensor;
+use tpu_sdk_test_support::valgrind;
 
 const ROUNDS_VAR: &str = "TPU_SDK_LEAK_ROUNDS";
 
@@ -78,33 +77,10 @@ fn leak_workload() {
     }
 }
 
-struct Verdict {
-    definitely: u64,
-    indirectly: u64,
-    possibly: u64,
-}
-
-/// Runs `leak_workload` under memcheck for `rounds` rounds and reads its leak summary.
-fn memcheck(plugin: &std::path::Path, rounds: usize) -> Verdict {
-    let exe = std::env::current_exe().unwrap();
-    let out = Command::new("valgrind")
-        .args(["--leak-check=full", "--errors-for-leak-kinds=definite", "--num-callers=40"])
-        .arg(&exe)
-        .args(["--exact", "leak_workload", "--nocapture", "--test-threads=1"])
-        .env(ROUNDS_VAR, rounds.to_string())
-        .env("TPU_SDK_PJRT_CPU_PLUGIN", plugin)
-        .output()
-        .expect("valgrind runs");
-    let log = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "the workload failed under valgrind:\n{}{log}", String::from_utf8_lossy(&out.stdout));
-    let bytes = |kind: &str| -> u64 {
-        // "==123==    definitely lost: 1,234 bytes in 5 blocks"; absent when nothing leaked at all.
-        log.lines()
-            .find_map(|l| l.split_once(&format!("{kind} lost: ")).map(|(_, r)| r.to_string()))
-            .map(|r| r.split_whitespace().next().unwrap_or("0").replace(',', "").parse().expect("a byte count"))
-            .unwrap_or(0)
-    };
-    let v = Verdict { definitely: bytes("definitely"), indirectly: bytes("indirectly"), possibly: bytes("possibly") };
+/// Runs `leak_workload` under memcheck for `rounds` rounds; fails on any byte definitely or indirectly lost.
+fn memcheck(plugin: &std::path::Path, rounds: usize) -> valgrind::Leaks {
+    let rounds_text = rounds.to_string();
+    let (v, log) = valgrind::memcheck("leak_workload", &[(ROUNDS_VAR, rounds_text.as_ref()), ("TPU_SDK_PJRT_CPU_PLUGIN", plugin.as_os_str())]);
     if v.definitely + v.indirectly > 0 {
         panic!("memory leaked ({} bytes definitely, {} indirectly lost) in {rounds} round(s):\n{log}", v.definitely, v.indirectly);
     }
@@ -117,12 +93,7 @@ fn binding_frees_what_it_creates() {
         return; // we are the child
     }
     let Some(plugin) = common::cpu_plugin() else { return };
-    if Command::new("valgrind").arg("--version").output().is_err() {
-        assert!(
-            std::env::var("TPU_SDK_REQUIRE_VALGRIND").as_deref() != Ok("1"),
-            "TPU_SDK_REQUIRE_VALGRIND=1 but valgrind is not installed (apt install valgrind)"
-        );
-        eprintln!("note: valgrind is not installed; skipping the leak check (apt install valgrind)");
+    if !valgrind::available() {
         return;
     }
     // One process (most of the time under valgrind goes to loading the plugin), several rounds.

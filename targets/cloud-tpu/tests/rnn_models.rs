@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use tpu_sdk_cloud_tpu::pjrt::NamedValue;
 use tpu_sdk_cloud_tpu::CloudTpuTarget;
 use tpu_sdk_core::import::onnx::{load, ImportOptions};
-use tpu_sdk_test_support::{fresh_dir, onnxruntime, oracle, random_inputs, relative_to_mean, repo};
+use tpu_sdk_test_support::{fresh_dir, onnxruntime, oracle, random_inputs, repo};
 
 fn models() -> Vec<PathBuf> {
     let dir = repo().join("core/tests/data/rnn");
@@ -31,15 +31,7 @@ fn check(py: &Path, plugin: &Path, libtpu: Option<&tpu_sdk_cloud_tpu::pjrt::Plug
     let exe = CloudTpuTarget::with_plugin(plugin).compile_graph(g.clone()).map_err(|e| format!("{stem}: compile: {e}"))?;
     let compile_s = t0.elapsed().as_secs_f64();
     let ours = exe.execute(&inputs).map_err(|e| format!("{stem}: run: {e}"))?;
-    let named: Vec<(String, _)> = g.inputs.iter().zip(inputs).map(|(&i, t)| (g.value(i).name.clone(), t)).collect();
-    let theirs = onnxruntime::run_model(py, path, &named, &tmp.join(&stem));
-    if theirs.len() != ours.len() {
-        return Err(format!("{stem}: {} outputs, onnxruntime gives {}", ours.len(), theirs.len()));
-    }
-    let mut worst = 0.0f64;
-    for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
-        worst = worst.max(relative_to_mean(&stem, k, a, b, "onnxruntime", 1e-4)?);
-    }
+    let worst = onnxruntime::worst_vs_onnxruntime(py, path, &g, inputs, &ours, tmp, 1e-4)?;
     let mut aot = String::new();
     if let Some(tpu) = libtpu {
         let mlir = tpu_sdk_cloud_tpu::lower::lower(&g).map_err(|e| format!("{stem}: lower: {e}"))?;

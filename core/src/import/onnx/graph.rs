@@ -126,6 +126,27 @@ pub struct Cx<'m> {
 }
 
 impl<'m> Cx<'m> {
+    /// Records `graph`'s initializers (dense and sparse) by name, and the rank its value_info and outputs (and,
+    /// for a region, its formal inputs) declare for each value, before its nodes are imported.
+    fn register_names(&mut self, graph: &'m GraphProto, with_inputs: bool) {
+        for t in &graph.initializer {
+            if let Some(name) = t.name.as_deref().filter(|n| !n.is_empty()) {
+                self.inits.insert(name, t);
+            }
+        }
+        for s in &graph.sparse_initializer {
+            if let Some(name) = s.values.as_ref().and_then(|v| v.name.as_deref()).filter(|n| !n.is_empty()) {
+                self.sparse_inits.insert(name);
+            }
+        }
+        let inputs: &[_] = if with_inputs { &graph.input } else { &[] };
+        for vi in graph.value_info.iter().chain(&graph.output).chain(inputs) {
+            if let (Some(name), Ok((_, Some(dims)))) = (vi.name.as_deref(), tensor_type(vi.r#type.as_ref(), "")) {
+                self.rank_hints.insert(name.to_string(), dims.len());
+            }
+        }
+    }
+
     /// A name not used by any value yet, based on `base`.
     pub fn fresh_name(&mut self, base: &str) -> String {
         let base = if base.is_empty() { "v" } else { base };
@@ -531,21 +552,7 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         functions,
         depth: 0,
     };
-    for t in &graph.initializer {
-        if let Some(name) = t.name.as_deref().filter(|n| !n.is_empty()) {
-            cx.inits.insert(name, t);
-        }
-    }
-    for s in &graph.sparse_initializer {
-        if let Some(name) = s.values.as_ref().and_then(|v| v.name.as_deref()).filter(|n| !n.is_empty()) {
-            cx.sparse_inits.insert(name);
-        }
-    }
-    for vi in graph.value_info.iter().chain(&graph.output) {
-        if let (Some(name), Ok((_, Some(dims)))) = (vi.name.as_deref(), tensor_type(vi.r#type.as_ref(), "")) {
-            cx.rank_hints.insert(name.to_string(), dims.len());
-        }
-    }
+    cx.register_names(graph, false);
 
     // Graph inputs (those that are also initializers are constants).
     let mut used_dims = HashSet::new();
@@ -711,21 +718,7 @@ impl<'m> Cx<'m> {
             functions: self.functions.clone(),
             depth: self.depth + 1,
         };
-        for t in &graph.initializer {
-            if let Some(name) = t.name.as_deref().filter(|n| !n.is_empty()) {
-                cx.inits.insert(name, t);
-            }
-        }
-        for s in &graph.sparse_initializer {
-            if let Some(name) = s.values.as_ref().and_then(|v| v.name.as_deref()).filter(|n| !n.is_empty()) {
-                cx.sparse_inits.insert(name);
-            }
-        }
-        for vi in graph.value_info.iter().chain(&graph.output).chain(&graph.input) {
-            if let (Some(name), Ok((_, Some(dims)))) = (vi.name.as_deref(), tensor_type(vi.r#type.as_ref(), "")) {
-                cx.rank_hints.insert(name.to_string(), dims.len());
-            }
-        }
+        cx.register_names(graph, true);
         let mut available: HashSet<&str> = cx.inits.keys().copied().chain(cx.sparse_inits.iter().copied()).collect();
         for (vi, f) in graph.input.iter().zip(formals) {
             let name = vi.name.as_deref().unwrap_or("");
