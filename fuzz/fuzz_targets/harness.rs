@@ -257,7 +257,7 @@ mod recipe {
                     (if u.arbitrary()? { Op::MaxPool(attrs) } else { Op::AveragePool(attrs) }, vec![Some(x)], 1)
                 }
                 5 if rank >= 3 => (if u.arbitrary()? { Op::GlobalAveragePool } else { Op::GlobalMaxPool }, vec![Some(x)], 1),
-                6 => {
+                6 if rank >= 1 => {
                     let k = u.int_in_range(1..=4)?;
                     let w = constant(&mut b, u, vec![xs[rank - 1], k])?;
                     (Op::MatMul, vec![Some(x), Some(w)], 1)
@@ -291,7 +291,7 @@ mod recipe {
                     let rop = *u.choose(&[ReduceOp::Sum, ReduceOp::Mean, ReduceOp::Max, ReduceOp::Min, ReduceOp::L2])?;
                     (Op::Reduce { op: rop, axes: Some(vec![axis]), keepdims: u.arbitrary()?, noop_with_empty_axes: false }, vec![Some(x)], 1)
                 }
-                13 => {
+                13 if rank >= 1 => {
                     let start = u.int_in_range(0..=xs[axis] as i64)?;
                     let end = u.int_in_range(start..=xs[axis] as i64 + 1)?;
                     let step = u.int_in_range(1..=2)?;
