@@ -47,7 +47,7 @@ export TPU_SDK_REQUIRE_CONFORMANCE=1
 export TPU_SDK_REQUIRE_ORACLES=1
 export TPU_SDK_REQUIRE_SSHD=1
 export TPU_SDK_REQUIRE_VALGRIND=1
-bash zoo/run.sh --fast  # the model zoo's CI subset: 6 real models on every target, zoo/expected_fast.txt must pass
+bash zoo/run.sh --fast  # the model zoo's CI subset: 7 real models on every target, zoo/expected_fast.txt must pass
 cargo test --workspace -- --nocapture 2>&1 | grep -v '^$' | grep -vE '^test .* \.\.\. ok$'
 rc=${PIPESTATUS[0]}
 [ "$rc" -eq 0 ] || exit "$rc"
