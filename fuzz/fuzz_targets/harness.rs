@@ -223,7 +223,7 @@ mod recipe {
                     let c = constant(&mut b, u, shape)?;
                     (Op::Binary(*u.choose(&BINARY)?, *u.choose(&ACTIVATIONS)?), vec![Some(x), Some(c)], 1)
                 }
-                3 if rank == 4 => {
+                3 if rank == 4 && xs[1] > 0 => {
                     let c = xs[1];
                     let group = if u.arbitrary()? { c } else { 1 };
                     let out = if group == c && u.arbitrary()? { c } else { u.int_in_range(1..=4)? * group };
