@@ -106,6 +106,15 @@ fn conv_real<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Opti
     if y.is_empty() {
         return Ok(());
     }
+    if x.is_empty() {
+        // An empty input (a zero-size spatial or channel axis) under padding: every window reads only padding,
+        // so each output is its channel's bias through the activation. The kernels below assume a non-empty plane.
+        y.fill(T::ZERO);
+        for (k, plane) in y.chunks_mut(g.out_size().max(1)).enumerate() {
+            super::matmul::bias_act(plane, b.map(|b| b[k % p.m]), act);
+        }
+        return Ok(());
+    }
     if p.cg() == 1 && g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.pe[0] == 0 {
         depthwise::run(p, x, w, b, act, y, scratch);
         return Ok(());
@@ -225,6 +234,22 @@ mod tests {
 
     fn attrs(group: usize, strides: &[usize], dil: &[usize], pads: &[usize]) -> ConvAttrs {
         ConvAttrs { kernel_shape: vec![], strides: strides.to_vec(), dilations: dil.to_vec(), pads: pads.to_vec(), auto_pad: AutoPad::NotSet, group, activation: None }
+    }
+
+    /// An empty input plane under padding (a slice emptied the width): every window reads only padding, so each
+    /// output is its channel's bias (through the activation) — depthwise and grouped alike. Found by the
+    /// `graph_build` fuzzer (the depthwise kernel split an empty plane into rows of width 0 and panicked).
+    #[test]
+    fn an_empty_input_under_padding_gives_the_bias() {
+        let x = Tensor::from_f32(vec![1, 2, 3, 0], vec![]);
+        let b = Tensor::from_f32(vec![2], vec![0.5, -2.0]);
+        for (w, group) in [(Tensor::from_f32(vec![2, 1, 1, 1], vec![1.0, 1.0]), 2), (Tensor::from_f32(vec![2, 2, 1, 1], vec![1.0; 4]), 1)] {
+            let mut a = attrs(group, &[], &[], &[0, 1, 0, 1]);
+            a.activation = Some(Activation::Relu);
+            let y = run_op(&Op::Conv(a), &[Some(&x), Some(&w), Some(&b)]).unwrap();
+            assert_eq!(y.shape, vec![1, 2, 3, 2]);
+            assert_eq!(y.as_f32().unwrap(), &[0.5, 0.5, 0.5, 0.5, 0.5, 0.5, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0], "group {group}");
+        }
     }
 
     /// The ONNX Conv spec example: 5×5 input 0..24, 3×3 ones kernel, with and without padding.
