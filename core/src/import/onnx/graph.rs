@@ -126,6 +126,34 @@ pub struct Cx<'m> {
 }
 
 impl<'m> Cx<'m> {
+    /// An empty import state for the graph `name`, `depth` regions deep.
+    fn new(
+        name: String,
+        base_dir: Option<&'m Path>,
+        infer: bool,
+        domain_opsets: HashMap<String, i64>,
+        functions: HashMap<(String, String, String), &'m FunctionProto>,
+        depth: usize,
+    ) -> Cx<'m> {
+        Cx {
+            g: Graph::new(name),
+            names: HashMap::new(),
+            inits: HashMap::new(),
+            sparse_inits: HashSet::new(),
+            base_dir,
+            infer,
+            unknown: HashSet::new(),
+            rank_hints: HashMap::new(),
+            dyn_ranks: HashMap::new(),
+            fresh: 0,
+            reserved: HashSet::new(),
+            unnamed: None,
+            domain_opsets,
+            functions,
+            depth,
+        }
+    }
+
     /// Records `graph`'s initializers (dense and sparse) by name, and the rank its value_info and outputs (and,
     /// for a region, its formal inputs) declare for each value, before its nodes are imported.
     fn register_names(&mut self, graph: &'m GraphProto, with_inputs: bool) {
@@ -535,23 +563,8 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         functions.insert(fn_key(&f.domain, &f.name, &f.overload), f);
     }
 
-    let mut cx = Cx {
-        g: Graph::new(graph.name.clone().unwrap_or_default()),
-        names: HashMap::new(),
-        inits: HashMap::new(),
-        sparse_inits: HashSet::new(),
-        base_dir,
-        infer,
-        unknown: HashSet::new(),
-        rank_hints: HashMap::new(),
-        dyn_ranks: HashMap::new(),
-        fresh: 0,
-        reserved: HashSet::new(),
-        unnamed: None,
-        domain_opsets: model.opset_import.iter().map(|o| (o.domain.clone().unwrap_or_default(), o.version.unwrap_or(0))).collect(),
-        functions,
-        depth: 0,
-    };
+    let opsets = model.opset_import.iter().map(|o| (o.domain.clone().unwrap_or_default(), o.version.unwrap_or(0))).collect();
+    let mut cx = Cx::new(graph.name.clone().unwrap_or_default(), base_dir, infer, opsets, functions, 0);
     cx.register_names(graph, false);
 
     // Graph inputs (those that are also initializers are constants).
@@ -701,23 +714,7 @@ impl<'m> Cx<'m> {
         if formals.len() != graph.input.len() {
             return Err(Error::InvalidModel(format!("region '{gname}' declares {} inputs, the op passes {}", graph.input.len(), formals.len())));
         }
-        let mut cx: Cx<'r> = Cx {
-            g: Graph::new(gname.clone()),
-            names: HashMap::new(),
-            inits: HashMap::new(),
-            sparse_inits: HashSet::new(),
-            base_dir: self.base_dir,
-            infer: self.infer,
-            unknown: HashSet::new(),
-            rank_hints: HashMap::new(),
-            dyn_ranks: HashMap::new(),
-            fresh: 0,
-            reserved: HashSet::new(),
-            unnamed: None,
-            domain_opsets: self.domain_opsets.clone(),
-            functions: self.functions.clone(),
-            depth: self.depth + 1,
-        };
+        let mut cx: Cx<'r> = Cx::new(gname.clone(), self.base_dir, self.infer, self.domain_opsets.clone(), self.functions.clone(), self.depth + 1);
         cx.register_names(graph, true);
         let mut available: HashSet<&str> = cx.inits.keys().copied().chain(cx.sparse_inits.iter().copied()).collect();
         for (vi, f) in graph.input.iter().zip(formals) {
