@@ -29,8 +29,8 @@ pub(super) fn run_max_pool(a: &PoolAttrs, inputs: &[Option<&Tensor>], outputs: &
     let shape = out_shape(&x.shape, &g);
     let (y, rest) = outputs.split_first_mut().ok_or("missing output")?;
     let idx = rest.first_mut();
-    // f32/f64 1-D/2-D without indices: the vectorised padded-plane path
-    let flat2d = g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && idx.is_none();
+    // f32/f64 1-D/2-D without indices: the vectorised padded-plane path (which needs a non-empty plane)
+    let flat2d = g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && idx.is_none() && g.in_size() > 0;
     match x.dtype() {
         DType::F32 if flat2d => return pool_fast::<f32>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f32),
         DType::F64 if flat2d => return pool_fast::<f64>(x.view().ok_or("data")?, &g, &shape, Fast::Max, y.reset(&shape), &mut scratch.f64),
@@ -67,7 +67,7 @@ pub(super) fn window_pool(name: &str, a: &PoolAttrs, lp: Option<u32>, inputs: &[
         None => Kind::Avg(a.count_include_pad),
     };
     let y = outputs.first_mut().ok_or("missing output")?;
-    if g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 {
+    if g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.in_size() > 0 {
         let fast = match kind {
             Kind::Avg(include_pad) => Fast::Avg(include_pad),
             Kind::Lp(p) => Fast::Lp(p),
