@@ -47,20 +47,7 @@ impl RnnReal for f32 {
 fn dot_rows_generic<T: Real>(h: &[T], r: &[T], y: &mut [T]) {
     let k = h.len();
     for (j, o) in y.iter_mut().enumerate() {
-        let row = &r[j * k..(j + 1) * k];
-        let mut acc = [T::ZERO; 8];
-        let (hc, rc) = (h.chunks_exact(8), row.chunks_exact(8));
-        let (hr, rr) = (hc.remainder(), rc.remainder());
-        for (a, b) in hc.zip(rc) {
-            for l in 0..8 {
-                acc[l] = acc[l] + a[l] * b[l];
-            }
-        }
-        let mut s = T::ZERO;
-        for (a, b) in hr.iter().zip(rr) {
-            s = s + *a * *b;
-        }
-        *o = acc.iter().fold(s, |s, &v| s + v);
+        *o = super::matmul::dot8(h, &r[j * k..(j + 1) * k]);
     }
 }
 
