@@ -15,6 +15,8 @@ pub mod npy;
 pub mod passes;
 pub mod quant;
 pub mod runtime;
+pub mod stream;
+pub mod wav;
 pub mod target;
 
 pub use error::{Error, Result};

@@ -191,6 +191,26 @@ impl Session {
         Ok(Session { graph, steps, srcs, bufs, outs_tmp: Vec::new(), scratch: Scratch::default(), profile: None })
     }
 
+    /// This session as a [`Stream`](crate::stream::Stream): each `(output, input)` name pair feeds that output back
+    /// into that input on the next step (zeros on the first), so a caller gives only the new data per step.
+    ///
+    /// ```no_run
+    /// # fn main() -> tpu_sdk_core::Result<()> {
+    /// use tpu_sdk_core::{import::onnx, runtime::Session};
+    /// let g = onnx::load("silero_vad.onnx".as_ref(), &Default::default())?;
+    /// let mut vad = Session::new(g)?.into_stream(&[("stateN", "state")])?;
+    /// # let (chunk, sr) = (tpu_sdk_core::ir::Tensor::zeros(tpu_sdk_core::ir::DType::F32, vec![1, 512]), tpu_sdk_core::ir::Tensor::from_i64(vec![], vec![16000]));
+    /// let speech_probability = &vad.step(&[chunk, sr])?[0];
+    /// # Ok(()) }
+    /// ```
+    pub fn into_stream(self, pairs: &[(&str, &str)]) -> Result<crate::stream::Stream<Session>> {
+        let pairs: Vec<(String, String)> = pairs.iter().map(|(o, i)| (o.to_string(), i.to_string())).collect();
+        let links = crate::stream::state_links(&self.graph, &pairs)?;
+        let first = crate::stream::initial_state(&self.graph, &links, vec![None; links.len()])?;
+        let n_inputs = self.graph.inputs.len();
+        Ok(crate::stream::Stream::from_parts(self, n_inputs, links, first))
+    }
+
     /// The graph this session runs.
     pub fn graph(&self) -> &Graph {
         &self.graph

@@ -23,6 +23,12 @@ pub trait Executable: Send {
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
 }
 
+impl Executable for Box<dyn Executable> {
+    fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        (**self).run(inputs)
+    }
+}
+
 /// A device a target found on this machine.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct DeviceInfo {
