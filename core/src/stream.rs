@@ -5,7 +5,7 @@
 //! state between calls, on any target ([`Executable`]), so a caller feeds only the new data: one chunk of audio
 //! per [`Stream::step`]. [`chunks`] cuts a long signal into the pieces a model takes.
 
-use crate::ir::{Graph, Tensor};
+use crate::ir::{Graph, Tensor, TensorData};
 use crate::target::Executable;
 use crate::{Error, Result};
 
@@ -180,9 +180,11 @@ impl<E: Executable> Stream<E> {
     }
 }
 
-/// Pieces of `n` values along the last axis of `t`, in order; the last piece is padded with zeros to `n`.
-/// Returns the pieces and how many padding values the last one got.
-pub fn chunks(t: &Tensor, n: usize) -> Result<(Chunks<'_>, usize)> {
+/// Pieces of `n` values along the last axis of `t`, in order, each preceded by the `context` values before it
+/// (zeros before the start: streaming models such as silero-vad look back a few samples); the last piece is padded
+/// with zeros to `n`. Every piece has `context + n` values. Returns the pieces and how many padding values the last
+/// one got.
+pub fn chunks(t: &Tensor, n: usize, context: usize) -> Result<(Chunks<'_>, usize)> {
     let len = *t.shape.last().ok_or_else(|| Error::InputMismatch("cannot cut a scalar into chunks".into()))?;
     if n == 0 {
         return Err(Error::InputMismatch("the chunk size must be at least 1".into()));
@@ -191,13 +193,14 @@ pub fn chunks(t: &Tensor, n: usize) -> Result<(Chunks<'_>, usize)> {
         return Err(Error::InputMismatch("the input to cut into chunks is empty".into()));
     }
     let count = len.div_ceil(n);
-    Ok((Chunks { t, n, len, next: 0, count }, count * n - len))
+    Ok((Chunks { t, n, context, len, next: 0, count }, count * n - len))
 }
 
 /// Iterator returned by [`chunks`]: one tensor per piece, made when asked for.
 pub struct Chunks<'a> {
     t: &'a Tensor,
     n: usize,
+    context: usize,
     len: usize,
     next: usize,
     count: usize,
@@ -210,18 +213,22 @@ impl Iterator for Chunks<'_> {
         if self.next == self.count {
             return None;
         }
-        let (start, n, len) = (self.next * self.n, self.n, self.len);
+        let (c, len) = (self.context, self.len);
+        let width = c + self.n;
+        // the piece covers [start - c, start + n) of each row; what lies outside the row is zero
+        let start = self.next * self.n;
         self.next += 1;
         let rows = self.t.len() / len;
         let mut shape = self.t.shape.clone();
-        *shape.last_mut().expect("checked in chunks()") = n;
+        *shape.last_mut().expect("checked in chunks()") = width;
+        let (lead, from, to) = (c.saturating_sub(start), start.saturating_sub(c), (start + self.n).min(len));
         let data = crate::map_data!(&self.t.data, v => {
-            let mut out = Vec::with_capacity(rows * n);
+            let mut out = Vec::with_capacity(rows * width);
             for r in 0..rows {
                 let row = &v[r * len..(r + 1) * len];
-                let end = (start + n).min(len);
-                out.extend_from_slice(&row[start..end]);
-                out.resize((r + 1) * n, Default::default());
+                out.resize(r * width + lead, Default::default());
+                out.extend_from_slice(&row[from..to]);
+                out.resize((r + 1) * width, Default::default());
             }
             out
         });
@@ -235,6 +242,37 @@ impl Iterator for Chunks<'_> {
 }
 
 impl ExactSizeIterator for Chunks<'_> {}
+
+/// The outputs of successive steps as one tensor with a new leading axis (`[steps, ...]`). Every step must have
+/// the same dtype and shape; the result is checked against the memory budget before it is made.
+pub fn stack(steps: &[Tensor]) -> Result<Tensor> {
+    let first = steps.first().ok_or_else(|| Error::InputMismatch("nothing to stack: no steps ran".into()))?;
+    if let Some((k, t)) = steps.iter().enumerate().find(|(_, t)| t.dtype() != first.dtype() || t.shape != first.shape) {
+        return Err(Error::InputMismatch(format!(
+            "step {k} gave {}{:?} where step 0 gave {}{:?}: outputs that change shape between steps cannot be stacked",
+            t.dtype(),
+            t.shape,
+            first.dtype(),
+            first.shape
+        )));
+    }
+    let mut shape = vec![steps.len()];
+    shape.extend_from_slice(&first.shape);
+    crate::limits::check_tensor("stacked stream outputs", first.dtype(), &shape)?;
+    let mut data = first.data.clone();
+    macro_rules! append {
+        ($($v:ident),*) => {
+            for t in &steps[1..] {
+                match (&mut data, &t.data) {
+                    $((TensorData::$v(out), TensorData::$v(more)) => out.extend_from_slice(more),)*
+                    _ => unreachable!("dtypes checked above"),
+                }
+            }
+        };
+    }
+    append!(F32, F64, F16, BF16, I8, U8, I16, I32, I64, Bool);
+    Ok(Tensor { shape, data })
+}
 
 #[cfg(test)]
 mod tests {
@@ -300,17 +338,34 @@ mod tests {
     }
 
     #[test]
+    fn stack_adds_a_leading_step_axis_and_refuses_shape_changes() {
+        let a = Tensor::from_f32(vec![1, 2], vec![1.0, 2.0]);
+        let b = Tensor::from_f32(vec![1, 2], vec![3.0, 4.0]);
+        let s = stack(&[a.clone(), b]).unwrap();
+        assert_eq!(s.shape, vec![2, 1, 2]);
+        assert_eq!(s.as_f32().unwrap(), &[1.0, 2.0, 3.0, 4.0]);
+        let e = stack(&[a, Tensor::from_f32(vec![2], vec![0.0; 2])]).unwrap_err().to_string();
+        assert!(e.contains("step 1") && e.contains("cannot be stacked"), "{e}");
+        assert!(stack(&[]).is_err());
+    }
+
+    #[test]
     fn chunks_cut_the_last_axis_and_pad_the_tail_with_zeros() {
         let t = Tensor::from_f32(vec![2, 5], (0..10).map(|v| v as f32).collect());
-        let (it, pad) = chunks(&t, 2).unwrap();
+        let (it, pad) = chunks(&t, 2, 0).unwrap();
         assert_eq!(pad, 1);
         let got: Vec<Vec<f32>> = it.map(|c| {
             assert_eq!(c.shape, vec![2, 2]);
             c.as_f32().unwrap().to_vec()
         }).collect();
         assert_eq!(got, vec![vec![0.0, 1.0, 5.0, 6.0], vec![2.0, 3.0, 7.0, 8.0], vec![4.0, 0.0, 9.0, 0.0]]);
-        assert!(chunks(&Tensor::scalar(1.0f32), 2).is_err());
-        assert!(chunks(&t, 0).is_err());
-        assert!(chunks(&Tensor::zeros(DType::F32, vec![1, 0]), 4).is_err());
+        assert!(chunks(&Tensor::scalar(1.0f32), 2, 0).is_err());
+        assert!(chunks(&t, 0, 0).is_err());
+        assert!(chunks(&Tensor::zeros(DType::F32, vec![1, 0]), 4, 0).is_err());
+        // with 3 values of context before each piece of 2 (zeros before the start)
+        let got: Vec<Vec<f32>> = chunks(&t, 2, 3).unwrap().0.map(|c| c.as_f32().unwrap().to_vec()).collect();
+        assert_eq!(got[0], vec![0.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 5.0, 6.0]);
+        assert_eq!(got[1], vec![0.0, 0.0, 1.0, 2.0, 3.0, 0.0, 5.0, 6.0, 7.0, 8.0]);
+        assert_eq!(got[2], vec![1.0, 2.0, 3.0, 4.0, 0.0, 6.0, 7.0, 8.0, 9.0, 0.0]);
     }
 }

@@ -18,11 +18,14 @@ pub struct Audio {
 /// Reads `path`. A file that is not a WAV, is truncated, or would need more memory than the budget is an
 /// [`Error::InputMismatch`] naming the file and the problem.
 pub fn read(path: &Path) -> Result<Audio> {
+    // opening is the only step whose failure is about the file system; once open, whatever hound cannot read is
+    // the file's content (a short read is a truncated file)
+    let file = std::fs::File::open(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
     let bad = |e: hound::Error| match e {
-        hound::Error::IoError(source) => Error::Io { path: path.display().to_string(), source },
+        hound::Error::IoError(e) => Error::InputMismatch(format!("{}: not a readable WAV file: it ends early or cannot be read ({e})", path.display())),
         e => Error::InputMismatch(format!("{}: not a readable WAV file: {e}", path.display())),
     };
-    let mut r = hound::WavReader::open(path).map_err(bad)?;
+    let mut r = hound::WavReader::new(std::io::BufReader::new(file)).map_err(bad)?;
     let spec = r.spec();
     let channels = spec.channels as usize;
     if channels == 0 {

@@ -236,12 +236,16 @@ impl std::str::FromStr for InputSpec {
     }
 }
 
-/// Reads the input files.
+/// Reads the input files: `.npy` arrays, or `.wav` audio as f32 `[channels, frames]` in [-1, 1].
 pub fn read_inputs(specs: &[InputSpec]) -> Result<Vec<(Option<String>, Tensor)>> {
     specs
         .iter()
         .map(|s| {
-            let t = tpu_sdk::core::npy::read(&s.path).with_context(|| format!("cannot read input {}", s.path.display()))?;
+            let t = if s.path.extension().is_some_and(|e| e.eq_ignore_ascii_case("wav")) {
+                tpu_sdk::core::wav::read(&s.path)?.samples
+            } else {
+                tpu_sdk::core::npy::read(&s.path).with_context(|| format!("cannot read input {}", s.path.display()))?
+            };
             Ok((s.name.clone(), t))
         })
         .collect()
@@ -249,13 +253,26 @@ pub fn read_inputs(specs: &[InputSpec]) -> Result<Vec<(Option<String>, Tensor)>>
 
 /// Puts named and positional inputs into the model's input order; errors are input mismatches (exit 2).
 pub fn order_inputs(model: &Model, given: Vec<(Option<String>, Tensor)>) -> Result<Vec<Tensor>> {
-    let g = model.graph();
-    let names: Vec<&str> = g.inputs.iter().map(|&i| g.value(i).name.as_str()).collect();
     if given.iter().all(|(n, _)| n.is_none()) {
         return Ok(given.into_iter().map(|(_, t)| t).collect());
     }
+    let g = model.graph();
+    place_inputs(model, given)?
+        .0
+        .into_iter()
+        .enumerate()
+        .map(|(k, t)| t.ok_or_else(|| tpu_sdk::Error::InputMismatch(format!("input '{}' is missing", g.value(g.inputs[k]).name)).into()))
+        .collect()
+}
+
+/// Puts named and positional inputs into the slots of the model's inputs (positional ones fill the free slots in
+/// order); slots nobody gave stay `None`. Also returns the slot each given input went to.
+pub fn place_inputs(model: &Model, given: Vec<(Option<String>, Tensor)>) -> Result<(Vec<Option<Tensor>>, Vec<usize>)> {
+    let g = model.graph();
+    let names: Vec<&str> = g.inputs.iter().map(|&i| g.value(i).name.as_str()).collect();
     let mut slots: Vec<Option<Tensor>> = vec![None; names.len()];
     let mut next = 0;
+    let mut placed = Vec::with_capacity(given.len());
     for (n, t) in given {
         let k = match n {
             Some(n) => names.iter().position(|x| *x == n).ok_or_else(|| {
@@ -275,12 +292,9 @@ pub fn order_inputs(model: &Model, given: Vec<(Option<String>, Tensor)>) -> Resu
             return Err(tpu_sdk::Error::InputMismatch(format!("input '{}' given twice", names[k])).into());
         }
         slots[k] = Some(t);
+        placed.push(k);
     }
-    slots
-        .into_iter()
-        .enumerate()
-        .map(|(k, t)| t.ok_or_else(|| tpu_sdk::Error::InputMismatch(format!("input '{}' is missing", names[k])).into()))
-        .collect()
+    Ok((slots, placed))
 }
 
 /// The names of an ONNX model's graph inputs (initializers excluded), read from the file without importing it;
