@@ -1,10 +1,11 @@
-//! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_batchnorm`],
+//! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_bias_add`], [`fold_batchnorm`],
 //! [`fuse_activation`], [`simplify_shapes`], [`sink_transposes`], [`upsample`]. [`optimize`] runs them in a
 //! sensible order.
 
 pub mod const_fold;
 pub mod dce;
 pub mod fold_batchnorm;
+pub mod fold_bias_add;
 pub mod fuse_activation;
 pub mod inline_if;
 pub mod simplify_shapes;
@@ -31,6 +32,7 @@ pub fn optimize(g: &mut Graph) -> Result<()> {
     if sink_transposes::run(g) > 0 {
         simplify_shapes::run(g);
     }
+    fold_bias_add::run(g);
     fold_batchnorm::run(g);
     fuse_activation::run(g);
     dce::run(g);
