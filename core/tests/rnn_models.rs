@@ -65,3 +65,51 @@ fn keras_lstm_tflite_matches_litert() {
         println!("keras_lstm.tflite output {k} {:?}: worst relative error vs LiteRT {worst:.2e}", a.shape);
     }
 }
+
+/// TFLite control flow (`core/tests/data/make_control_flow_tflite.py`, TensorFlow's converter): Keras 3 GRU, LSTM
+/// and SimpleRNN layers as WHILE loops over TensorArray reads and writes, and a tf.function with tf.cond (IF) and
+/// a tf.while_loop whose trip count depends on the data (WHILE), imported as the IR's Loop and If and run by the
+/// CPU runtime against LiteRT's builtin kernels on the same inputs (1e-4 relative; several seeds, so the IF takes
+/// both branches and the WHILE different trip counts).
+#[test]
+fn tflite_while_and_if_match_litert() {
+    use tpu_sdk_core::import::tflite;
+    use tpu_sdk_core::ir::{Op, Tensor};
+    use tpu_sdk_test_support::litert;
+    let Some(py) = oracle::python() else { return };
+    for (file, loops, ifs) in [("keras3_recurrent.tflite", 3, 0), ("tf_cond_while.tflite", 1, 1)] {
+        let path = repo().join("core/tests/data/rnn").join(file);
+        let mut g = tflite::load(&path, &tflite::ImportOptions::default()).unwrap_or_else(|e| panic!("{file}: {e}"));
+        let count = |g: &tpu_sdk_core::ir::Graph, f: fn(&Op) -> bool| g.nodes.iter().filter(|n| f(&n.op)).count();
+        assert_eq!(count(&g, |o| matches!(o, Op::Loop(_))), loops, "{file}: WHILE → Loop");
+        assert_eq!(count(&g, |o| matches!(o, Op::If(_))), ifs, "{file}: IF → If");
+        tpu_sdk_core::passes::optimize(&mut g).unwrap();
+        let mut steps = std::collections::BTreeSet::new();
+        for seed in 1..=6u64 {
+            // inputs of both signs and several magnitudes: the IF's branch and the WHILE's trip count vary
+            let inputs: Vec<Tensor> = random_inputs(&g, seed)
+                .into_iter()
+                .map(|t| {
+                    let s = if seed % 2 == 0 { -1.0 } else { 1.0 } * (1.0 + seed as f32);
+                    Tensor::from_f32(t.shape.clone(), t.as_f32().unwrap().iter().map(|v| v.abs() * s).collect())
+                })
+                .collect();
+            let theirs = litert::run_file(&py, &path, litert::OPTIMIZED, std::slice::from_ref(&inputs)).unwrap().remove(0);
+            let ours = Session::new(g.clone()).and_then(|mut s| s.run(&inputs)).unwrap_or_else(|e| panic!("{file}: {e}"));
+            assert_eq!(ours.len(), theirs.len(), "{file}");
+            for (k, (a, b)) in ours.iter().zip(&theirs).enumerate() {
+                assert_eq!(a.shape, b.shape, "{file} output {k}");
+                if a.dtype().is_int() {
+                    assert_eq!(a.to_i64_vec(), b.to_i64_vec(), "{file} output {k} (seed {seed})");
+                    steps.insert(a.to_i64_vec()[0]);
+                } else {
+                    relative_to_mean(file, k, a, b, "LiteRT", 1e-4).unwrap_or_else(|e| panic!("seed {seed}: {e}"));
+                }
+            }
+        }
+        if ifs > 0 {
+            assert!(steps.len() >= 2, "{file}: the WHILE ran {steps:?} times for every input; the seeds should vary it");
+        }
+        println!("{file}: {loops} WHILE, {ifs} IF, equal to LiteRT on 6 inputs (trip counts {steps:?})");
+    }
+}

@@ -27,6 +27,9 @@ pub(super) struct Importer<'a> {
     pub(super) check_shapes: bool,
     pub(super) op_index: usize,
     pub(super) op_name: String,
+    /// The subgraphs being imported, outermost first (the main graph is 0): WHILE/IF bodies nest this deep, and
+    /// a body that reaches one of them again is recursion, which TFLite does not allow.
+    pub(super) stack: Vec<usize>,
 }
 
 /// Ops whose quantized output has the input's parameters: data movement, max pooling, nearest resize, and
@@ -328,6 +331,11 @@ impl<'a> Importer<'a> {
             self.fill_quant_backwards(v, q);
         }
         let val = self.g.value_mut(v);
+        if val.dynamic {
+            // known only at run time; the file's shape is the better placeholder (it has the right rank, which
+            // the ops reading it check)
+            val.shape = shape;
+        }
         val.name = name.clone();
         val.quant = quant;
         if let Some(n) = self.g.nodes.iter_mut().rev().find(|n| n.outputs.contains(&v)) {

@@ -69,6 +69,7 @@ pub fn load_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Graph> {
         check_shapes: true,
         op_index: 0,
         op_name: String::new(),
+        stack: vec![0],
     };
     imp.import_inputs(opts)?;
     let ops = sg.operators();

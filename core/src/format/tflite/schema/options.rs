@@ -109,6 +109,10 @@ fb_options! {
     }
     /// SHAPE options (the output's tensor type).
     ShapeOptions = SHAPE { 0 out_type: scalar<i8>; }
+    /// IF options: the subgraphs of the two branches.
+    IfOptions = IF { 0 then_subgraph_index: scalar<i32>; 1 else_subgraph_index: scalar<i32>; }
+    /// WHILE options: the condition and body subgraphs.
+    WhileOptions = WHILE { 0 cond_subgraph_index: scalar<i32>; 1 body_subgraph_index: scalar<i32>; }
     /// ONE_HOT options.
     OneHotOptions = ONE_HOT { 0 axis: scalar<i32>; }
     /// SPLIT_V options.

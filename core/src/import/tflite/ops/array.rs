@@ -4,7 +4,7 @@
 use super::{OpIn, ImportFn};
 use crate::format::tflite::schema::{self, builtin_operator as bo};
 use crate::import::tflite::importer::{Fused, Importer};
-use crate::ir::{CoordTransform, NearestMode, Op, PadMode, ResizeAttrs, ResizeMode, Tensor, TensorData, ValueId};
+use crate::ir::{BinaryOp, CoordTransform, DType, NearestMode, Op, PadMode, ResizeAttrs, ResizeMode, Tensor, TensorData, ValueId};
 use crate::{map_data, Result};
 
 /// The ops of this family.
@@ -284,14 +284,41 @@ fn slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     let base = &o.base;
     let x = imp.value(imp.req(o, 0)?)?;
     let xs = imp.shape(x);
-    let begin = imp.const_ints(imp.req(o, 1)?, "the begin")?;
-    let size = imp.const_ints(imp.req(o, 2)?, "the size")?;
+    let (bt, st) = (imp.req(o, 1)?, imp.req(o, 2)?);
+    let (bv, sv) = (imp.value(bt)?, imp.value(st)?);
+    if imp.g.constant(bv).is_none() || imp.g.constant(sv).is_none() {
+        return dynamic_slice(imp, x, bv, sv, base);
+    }
+    let begin = imp.const_ints(bt, "the begin")?;
+    let size = imp.const_ints(st, "the size")?;
     if begin.len() != xs.len() || size.len() != xs.len() {
         return Err(imp.invalid(format!("begin {begin:?} and size {size:?} do not match the input rank {}", xs.len())));
     }
     let ends: Vec<i64> = begin.iter().zip(&size).zip(&xs).map(|((&b, &s), &d)| if s < 0 { d as i64 } else { b + s }).collect();
     let axes: Vec<i64> = (0..xs.len() as i64).collect();
     slice_node(imp, x, base, [begin, ends, axes], None, base.clone())
+}
+
+/// SLICE whose begin or size is computed at run time (a loop counter in a WHILE body, as TensorFlow's converter
+/// writes a TensorArray write): ends = begin + size, or the whole dimension where size is -1.
+fn dynamic_slice(imp: &mut Importer, x: ValueId, begin: ValueId, size: ValueId, base: &str) -> Result<ValueId> {
+    let rank = imp.shape(x).len();
+    for (v, what) in [(begin, "begin"), (size, "size")] {
+        if !imp.dtype(v).is_int() || imp.shape(v) != [rank] {
+            return Err(imp.invalid(format!("the {what} must be {rank} integers, it is {}{:?}", imp.dtype(v), imp.shape(v))));
+        }
+    }
+    let to_i64 = |imp: &mut Importer, v: ValueId, what: &str| -> Result<ValueId> {
+        if imp.dtype(v) == DType::I64 { Ok(v) } else { imp.op1(Op::Cast { to: DType::I64 }, &[v], format!("{base}/{what}_i64")) }
+    };
+    let (b, s) = (to_i64(imp, begin, "begin")?, to_i64(imp, size, "size")?);
+    let minus_one = imp.const_i64(format!("{base}/minus_one"), vec![-1]);
+    let whole = imp.const_i64(format!("{base}/to_end"), vec![i64::MAX]);
+    let to_end = imp.op1(Op::Binary(BinaryOp::Equal, None), &[s, minus_one], format!("{base}/to_end_mask"))?;
+    let sum = imp.op1(Op::Binary(BinaryOp::Add, None), &[b, s], format!("{base}/begin_plus_size"))?;
+    let ends = imp.op1(Op::Where, &[to_end, whole, sum], format!("{base}/ends"))?;
+    let axes = imp.const_i64(format!("{base}/axes"), (0..rank as i64).collect());
+    imp.op1(Op::Slice, &[x, b, ends, axes], base.to_string())
 }
 
 /// A Slice node `name` on `x` with constant starts, ends, axes (and steps), named after `base`.

@@ -17,6 +17,7 @@ macro_rules! opts {
 }
 
 mod array;
+mod control_flow;
 mod custom;
 mod index;
 mod math;
@@ -37,7 +38,7 @@ const FAMILIES: [&[(i32, ImportFn)]; 8] =
     [nn::OPS, math::OPS, array::OPS, quant::OPS, shape::OPS, index::OPS, space_batch::OPS, recurrent::OPS];
 
 /// The tables of the ops with several outputs.
-const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 2] = [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS];
+const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 3] = [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS, control_flow::MULTI_OUTPUT_OPS];
 
 /// One operator as the import functions see it.
 struct OpIn<'a> {
