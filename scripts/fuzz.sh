@@ -30,7 +30,7 @@ if [ -d conformance/cases ]; then
         [ -f "$d/input_0.npy" ] && [ "$(stat -c %s "$d/input_0.npy")" -le 2048 ] && cp "$d/input_0.npy" "$seeds/npy/$(basename "$d").npy"
     done
 fi
-for m in core/tests/data/converter/*.tflite core/tests/data/int8/*.tflite; do
+for m in core/tests/data/converter/*.tflite core/tests/data/int8/*.tflite core/tests/data/rnn/*.tflite; do
     [ "$(stat -c %s "$m")" -le 65536 ] && cp "$m" "$seeds/tflite/"
 done
 cat > "$seeds/log/compiled.log" <<'LOG'
