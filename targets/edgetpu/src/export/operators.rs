@@ -56,7 +56,7 @@ pub(super) fn int8_version(code: i32, version: i32) -> i32 {
         bo::STRIDED_SLICE | bo::GATHER | bo::RELU | bo::RELU6 | bo::MAXIMUM | bo::MINIMUM | bo::LOG_SOFTMAX => 2,
         bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR | bo::DEQUANTIZE | bo::SPACE_TO_DEPTH | bo::SPLIT | bo::SPLIT_V => 2,
         bo::DEPTH_TO_SPACE => 2,
-        bo::TILE => 3,
+        bo::TILE | bo::REVERSE_V2 => 3,
         _ => version,
     };
     v.max(version)
@@ -95,6 +95,9 @@ pub(super) fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
         (bo::DEPTH_TO_SPACE, 1) => "2.1.0",
         (bo::DEPTH_TO_SPACE, 2) => "2.5.0",
         (bo::TILE, 3) => "2.8.0",
+        (bo::UNIDIRECTIONAL_SEQUENCE_LSTM, 1) => "1.13.1",
+        (bo::REVERSE_V2, 1) => "1.14.0",
+        (bo::REVERSE_V2, 3) => "2.5.0",
         _ => return None,
     })
 }
