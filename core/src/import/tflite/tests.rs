@@ -206,7 +206,7 @@ fn out_of_range_zero_points_and_bad_scales_are_malformed_models() {
                 tensors: vec![x, y],
                 inputs: vec![0],
                 outputs: vec![1],
-                operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: None }],
+                operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: None, intermediates: Vec::new() }],
                 name: Some("main".into()),
             }],
             buffers: vec![BufferT::default()],

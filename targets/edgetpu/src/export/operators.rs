@@ -21,7 +21,7 @@ impl Ex<'_> {
         } else {
             self.m.operator_codes[idx as usize].version = e.1;
         }
-        self.sg().operators.push(OperatorT { opcode_index: idx, inputs: ins, outputs: outs, builtin_options: opts, custom_options: None });
+        self.sg().operators.push(OperatorT { opcode_index: idx, inputs: ins, outputs: outs, builtin_options: opts, custom_options: None, intermediates: Vec::new() });
     }
 
     /// Adds the `min_runtime_version` metadata entry TFLite's converter writes: the highest runtime version

@@ -135,7 +135,7 @@ impl Ex<'_> {
         let xt = self.get(x, &ident(3))?;
         let mut ys = Vec::new();
         let mut hs = Vec::new();
-        for d in 0..dirs {
+        for (d, &fused_act) in fused.iter().enumerate() {
             let name = if dirs == 1 { n.name.clone() } else { format!("{}/{}", n.name, if d == 0 { "forward" } else { "backward" }) };
             let reversed = a.direction.reversed(d);
             let xin = if reversed { self.reverse(xt, time_axis, &format!("{name}/reversed_input"))? } else { xt };
@@ -216,14 +216,14 @@ impl Ex<'_> {
             let out = self.tensor(&format!("{name}/output"), &seq_shape, g.value(y).dtype)?;
             self.sg().tensors[out as usize].quantization = block_quant(g.value(y).quant.as_ref(), 0);
             let opts = OptionsT::new(builtin_options::UNIDIRECTIONAL_SEQUENCE_LSTM)
-                .with(0, FieldT::I8(fused[d]))
+                .with(0, FieldT::I8(fused_act))
                 .with(1, FieldT::F32(a.cell_clip.unwrap_or(0.0)))
                 .with(2, FieldT::F32(0.0))
                 .with(3, FieldT::Bool(!a.batch_major))
                 .with(4, FieldT::Bool(false));
             self.op(bo::UNIDIRECTIONAL_SEQUENCE_LSTM, 1, ins, vec![out], Some(opts));
             if quantized {
-                self.lstm_intermediates(&name, n, cst)?;
+                self.lstm_intermediates(&name, y)?;
             }
             // The final hidden state: the last step the op computed.
             if y_h.is_some() {
@@ -290,8 +290,20 @@ impl Ex<'_> {
         Ok(())
     }
 
-    /// The intermediates of an integer LSTM: not written yet.
-    fn lstm_intermediates(&mut self, _name: &str, _n: &Node, _cell: i32) -> Result<()> {
-        Err(self.unsupported("int8 LSTM export"))
+    /// The five intermediate tensors of the integer LSTM just written (LiteRT's `Prepare` requires them): the
+    /// four gate inputs, whose Q3.12 parameters LiteRT fixes without layer normalization, and the hidden state,
+    /// whose parameters are Y's (the output is the hidden state).
+    fn lstm_intermediates(&mut self, name: &str, y: ValueId) -> Result<()> {
+        let mut ts = Vec::new();
+        for (i, gate) in ["input", "forget", "cell", "output"].iter().enumerate() {
+            let t = self.tensor(&format!("{name}/intermediate_{i}_{gate}_gate"), &[], DType::I16)?;
+            self.sg().tensors[t as usize].quantization = Some(QuantizationT { scale: vec![2f32.powi(-12)], zero_point: vec![0], ..Default::default() });
+            ts.push(t);
+        }
+        let t = self.tensor(&format!("{name}/intermediate_4_hidden"), &[], DType::I8)?;
+        self.sg().tensors[t as usize].quantization = block_quant(self.g.value(y).quant.as_ref(), 0);
+        ts.push(t);
+        self.sg().operators.last_mut().expect("the LSTM").intermediates = ts;
+        Ok(())
     }
 }

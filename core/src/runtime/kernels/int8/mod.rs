@@ -49,6 +49,7 @@ mod binary;
 mod conv;
 mod gemm;
 mod pool;
+mod recurrent;
 mod reduce;
 mod softmax;
 mod transpose_conv;
@@ -114,7 +115,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => return Err(unsupported()),
         Op::NonZero | Op::ReverseSequence { .. } | Op::DequantizeLinear { .. } => return Err(unsupported()),
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => return Err(unsupported()),
-        Op::Rnn(_) => return Err(unsupported()),
+        Op::Rnn(a) => recurrent::prepare(&cx, a)?,
     };
     Ok(Some(k))
 }
