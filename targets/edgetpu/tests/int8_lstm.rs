@@ -111,3 +111,37 @@ fn the_crnn_text_recognizer_in_int8_is_bit_equal_with_litert() {
     let ops = check("crnn", &g, 15.0, false);
     assert_eq!(count(&ops, "UNIDIRECTIONAL_SEQUENCE_LSTM"), 4, "{ops:?}");
 }
+
+/// The Edge TPU mapping (rules analyzer) of exported LSTMs: an int8 unidirectional LSTM maps (its int16
+/// variable cell state is allowed, its weights are constant parameters); a bidirectional one maps up to the
+/// first REVERSE_V2, which is not in the Edge TPU's op list and ends the partition, each op reported; a float
+/// LSTM stays on the CPU. Every one of these files runs on LiteRT (the tests above).
+#[test]
+fn the_edge_tpu_mapping_reports_each_lstm_op() {
+    use tpu_sdk_edgetpu::report::status;
+    use tpu_sdk_edgetpu::rules::{analyze_bytes, RulesOptions};
+    use tpu_sdk_edgetpu::Placement;
+    let recent = RulesOptions { assume_recent_runtime: true };
+    // A forward LSTM after the TRANSPOSE of torch's batch_first (TRANSPOSE needs a recent runtime). ONNX's Y
+    // [seq, 1, batch, hidden] that follows it has a non-unit dimension outside the innermost 3, so the
+    // RESHAPE into it ends the partition.
+    let q = quantized(&graph(&data("lstm_forward_batch_first")), -1.0, 1.0, false);
+    let r = analyze_bytes(&export(&q, &ExportOptions::default()).unwrap().bytes, &recent).unwrap();
+    let ops: Vec<(&str, Placement)> = r.ops.iter().map(|o| (o.op.as_str(), o.placement)).collect();
+    assert_eq!(ops[..2], [("TRANSPOSE", Placement::Tpu), ("UNIDIRECTIONAL_SEQUENCE_LSTM", Placement::Tpu)], "{}", r.to_text());
+    assert_eq!(r.ops[1].status, status::MAPPED, "{}", r.to_text());
+    eprintln!("{}", r.to_text());
+    // A bidirectional LSTM: the forward op maps, the REVERSE_V2 of the backward one does not.
+    let q = quantized(&graph(&data("lstm_bi_layout1_yh")), -1.0, 1.0, false);
+    let r = analyze_bytes(&export(&q, &ExportOptions::default()).unwrap().bytes, &RulesOptions::default()).unwrap();
+    let ops: Vec<(&str, Placement, &str)> = r.ops.iter().map(|o| (o.op.as_str(), o.placement, o.status.as_str())).collect();
+    assert_eq!(ops[0], ("UNIDIRECTIONAL_SEQUENCE_LSTM", Placement::Tpu, status::MAPPED), "{}", r.to_text());
+    let rev = r.ops.iter().position(|o| o.op == "REVERSE_V2").unwrap();
+    assert_eq!((r.ops[rev].placement, r.ops[rev].status.as_str()), (Placement::Cpu, status::NOT_SUPPORTED), "{}", r.to_text());
+    assert!(r.ops[rev + 1..].iter().all(|o| o.status == status::AFTER_UNSUPPORTED), "{}", r.to_text());
+    eprintln!("{}", r.to_text());
+    // The float export: the LSTM's float tensors keep it on the CPU.
+    let f = export(&graph(&data("lstm_bi_layout1_yh")), &ExportOptions::default()).unwrap();
+    let r = analyze_bytes(&f.bytes, &RulesOptions::default()).unwrap();
+    assert_eq!((r.ops[0].placement, r.ops[0].status.as_str()), (Placement::Cpu, status::DATA_TYPE), "{}", r.to_text());
+}
