@@ -7,7 +7,7 @@
 //! gate block); B `[dirs, 8H]` int32 at scale `s_x · s_w` (the input and recurrent halves are added, as the
 //! TFLite export writes one bias per gate); initial_h int8 (its parameters are the output state's; absent: the
 //! output's, starting at its zero point); initial_c int16 with a power-of-two scale `2^k` (the cell state's,
-//! which LiteRT requires); Y and Y_h int8 with the hidden state's parameters (LiteRT's intermediate 4), Y_c
+//! which LiteRT requires; see `run` for scales outside 2^-15 ..= 2^-9); Y and Y_h int8 with the hidden state's parameters (LiteRT's intermediate 4), Y_c
 //! int16 with the cell state's.
 //!
 //! Per step and gate: `gate = sat16(M_in·(b + Σ w·(x - z_x))) + M_rec·(Σ r·(h - z_h))`, the gate inputs in
@@ -100,8 +100,8 @@ pub(crate) fn prepare(cx: &Ctx, a: &RnnAttrs) -> Result<Box<dyn Int8Kernel>, Str
     let cv = cx.input(input::INITIAL_C).map_err(|_| "the integer LSTM needs an int16 initial_c carrying the cell state's scale".to_string())?;
     let cq = cv.quant.as_ref().filter(|_| cv.dtype == DType::I16).ok_or("initial_c must be int16 with quantization parameters")?;
     let cell_exp = checked_log2(cq.scale[0]).ok_or_else(|| format!("the cell state's scale {} is not a power of two", cq.scale[0]))?;
-    if !(-15..=-9).contains(&cell_exp) {
-        return Err(format!("the cell state's scale 2^{cell_exp} is outside LiteRT's range 2^-15 ..= 2^-9"));
+    if !(-30..=1).contains(&cell_exp) {
+        return Err(format!("the cell state's scale 2^{cell_exp} is outside 2^-30 ..= 2^1"));
     }
     let weight = |k: usize, what: &str| -> Result<(&[i8], &QuantParams), String> {
         let v = cx.input(k)?;
@@ -235,9 +235,17 @@ impl Int8Kernel for Lstm {
                     c[j] = v;
                 }
                 self.gate(dir, O, &xt, &h, &mut gates[O]);
-                // CalculateLstmOutputInteger8x8_16
-                for (tc, &cv) in tanh_c.iter_mut().zip(&c) {
-                    *tc = i16x::tanh(cv, 15 + self.cell_exp);
+                // CalculateLstmOutputInteger8x8_16. LiteRT's ApplyTanh handles 0..=6 integer bits and otherwise
+                // returns without writing its output, the input gate's scratch buffer: with a cell scale outside
+                // 2^-15 ..= 2^-9 (TF's converter writes 2^-17 for a cell state that stays below 1/4) the hidden
+                // state is computed from the input gate instead of tanh(c), and so it is here.
+                let bits = 15 + self.cell_exp;
+                if (0..=6).contains(&bits) {
+                    for (tc, &cv) in tanh_c.iter_mut().zip(&c) {
+                        *tc = i16x::tanh(cv, bits);
+                    }
+                } else {
+                    tanh_c.copy_from_slice(&gates[I]);
                 }
                 for j in 0..hb {
                     let v = mul_double_round(gates[O][j] as i32 * tanh_c[j] as i32, self.hidden) + self.hidden_zp;
