@@ -124,6 +124,7 @@ fn split_v_model(sizes: &[i32]) -> ModelT {
                 outputs: outs,
                 builtin_options: Some(OptionsT::new(crate::format::tflite::schema::builtin_options::SPLIT_V).with(0, FieldT::I32(sizes.len() as i32))),
                 custom_options: None,
+                intermediates: Vec::new(),
             }],
             name: Some("main".into()),
         }],
