@@ -153,7 +153,7 @@ fn ours_and_tensorflows_l2(float_file: &str, int8_file: &str) -> (f64, f64) {
     use tpu_sdk_core::import::tflite;
     let py = oracle::python().unwrap();
     let rnn = repo().join("core/tests/data/rnn");
-    let mut g = tflite::load(&rnn.join(float_file), &tflite::ImportOptions::default()).unwrap();
+    let mut g = tflite::load(rnn.join(float_file), &tflite::ImportOptions::default()).unwrap();
     tpu_sdk_core::passes::optimize(&mut g).unwrap();
     let eval = f32_samples(&input_shapes(&g), 8, 93, -1.0, 1.0);
     let float = litert::run_file(&py, &rnn.join(float_file), litert::OPTIMIZED, &eval).unwrap();
