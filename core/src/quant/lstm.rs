@@ -169,3 +169,19 @@ fn set_input(q: &mut Graph, k: usize, i: usize, v: crate::ir::ValueId) {
     }
     ins[i] = Some(v);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::cell_scale;
+
+    #[test]
+    fn the_cell_scale_is_the_smallest_power_of_two_range_covering_the_cell_state() {
+        assert_eq!(cell_scale(0.0), 2f32.powi(-15));
+        assert_eq!(cell_scale(0.2), 2f32.powi(-15));
+        assert_eq!(cell_scale(1.0), 2f32.powi(-15));
+        assert_eq!(cell_scale(1.5), 2f32.powi(-14));
+        assert_eq!(cell_scale(10.0), 2f32.powi(-11));
+        // LiteRT's integer tanh takes at most 6 integer bits: larger cell states saturate.
+        assert_eq!(cell_scale(1000.0), 2f32.powi(-9));
+    }
+}

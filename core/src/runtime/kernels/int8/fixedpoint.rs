@@ -350,4 +350,23 @@ mod tests {
         assert_eq!(i16x::srdhm(i16::MIN, i16::MIN), i16::MAX);
         assert_eq!(i16x::saturating_left_shift(20000, 1), i16::MAX);
     }
+
+    #[test]
+    fn gemmlowp_16_bit_logistic_and_tanh_follow_the_functions() {
+        // Q3.12 in (the integer LSTM's gates), and 0..=6 integer bits for tanh (its cell state): within a few
+        // Q0.15 steps of the real functions, odd/symmetric as gemmlowp's, exact at 0.
+        for bits in [0, 3, 4, 6] {
+            for raw in (i16::MIN..=i16::MAX).step_by(97) {
+                let x = raw as f64 / (1 << (15 - bits)) as f64;
+                let t = i16x::tanh(raw, bits) as f64 / 32768.0;
+                assert!((t - x.tanh()).abs() < 4e-4, "tanh({x}) with {bits} integer bits: {t}");
+                if bits == 3 {
+                    let l = i16x::logistic(raw, 3) as f64 / 32768.0;
+                    assert!((l - 1.0 / (1.0 + (-x).exp())).abs() < 4e-4, "logistic({x}): {l}");
+                }
+            }
+        }
+        assert_eq!((i16x::tanh(0, 3), i16x::logistic(0, 3)), (0, 1 << 14));
+        assert_eq!(i16x::tanh(1234, 3), -i16x::tanh(-1234, 3));
+    }
 }
