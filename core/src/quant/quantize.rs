@@ -10,6 +10,7 @@
 //! parameters the spec ties together (pooling, reshapes, transposes, concatenation, splitting, padding, slicing,
 //! max/min: inputs and outputs share scale and zero point) get one range, the union of what calibration saw;
 //! softmax/logistic outputs are fixed at (1/256, −128), tanh at (1/128, 0), log-softmax at (16/256, 127).
+//! LSTMs become LiteRT's integer LSTM (`quant::lstm`: int8 weights, int32 biases, an int16 cell state).
 //!
 //! With `float_io` the graph keeps float inputs and outputs: a `QuantizeLinear` follows each input and a
 //! `DequantizeLinear` precedes each output. Otherwise inputs and outputs are int8 with the parameters given in
