@@ -31,7 +31,7 @@
 //!   value; its scale/zero-point inputs are the *output* parameters (the input's come from its `quant`).
 //!   It runs TFLite's `Requantize`: `MultiplyByQuantizedMultiplier(x - zp_in, in_scale / out_scale) + zp_out`.
 //! * An LSTM (`Op::Rnn`) on int8 X is LiteRT's integer "8x8_16" LSTM: int8 weights, int32 biases, an int16
-//!   cell state whose power-of-two scale `initial_c` carries ([`recurrent`]); Y_c is int16.
+//!   cell state whose power-of-two scale `initial_c` carries (`recurrent.rs`); Y_c is int16.
 //! * Everything else on quantized values (Transpose, Reshape, Slice, Pad with the zero point as the fill
 //!   value, Gather, Tile, ...) moves data only and keeps the input's parameters; such ops run the ordinary
 //!   kernels, which work on any dtype.
