@@ -290,17 +290,16 @@ impl Ex<'_> {
         Ok(())
     }
 
-    /// The five intermediate tensors of the integer LSTM just written (LiteRT's `Prepare` requires them): the
-    /// four gate inputs, whose Q3.12 parameters LiteRT fixes without layer normalization, and the hidden state,
-    /// whose parameters are Y's (the output is the hidden state).
+    /// The five intermediate tensors of the integer LSTM just written (LiteRT's `Prepare` requires them), as
+    /// TF's converter writes them for an LSTM without layer normalization: the four gate inputs as empty float
+    /// tensors without parameters (LiteRT then fixes them at Q3.12, so there is nothing to calibrate), and the
+    /// hidden state with Y's parameters (the output is the hidden state).
     fn lstm_intermediates(&mut self, name: &str, y: ValueId) -> Result<()> {
         let mut ts = Vec::new();
-        for (i, gate) in ["input", "forget", "cell", "output"].iter().enumerate() {
-            let t = self.tensor(&format!("{name}/intermediate_{i}_{gate}_gate"), &[], DType::I16)?;
-            self.sg().tensors[t as usize].quantization = Some(QuantizationT { scale: vec![2f32.powi(-12)], zero_point: vec![0], ..Default::default() });
-            ts.push(t);
+        for gate in ["input", "forget", "cell", "output"] {
+            ts.push(self.tensor(&format!("{name}/input_to_{gate}_intermediate"), &[0], DType::F32)?);
         }
-        let t = self.tensor(&format!("{name}/intermediate_4_hidden"), &[], DType::I8)?;
+        let t = self.tensor(&format!("{name}/effective_hidden_scale_intermediate"), &[0], DType::I8)?;
         self.sg().tensors[t as usize].quantization = block_quant(self.g.value(y).quant.as_ref(), 0);
         ts.push(t);
         self.sg().operators.last_mut().expect("the LSTM").intermediates = ts;
