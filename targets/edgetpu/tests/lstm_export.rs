@@ -1,4 +1,4 @@
-//! LSTM export as TFLite `UNIDIRECTIONAL_SEQUENCE_LSTM` (float): ONNX LSTMs (torch exports and single nodes,
+//! LSTM export as TFLite `UNIDIRECTIONAL_SEQUENCE_LSTM` (and simple RNNs as `UNIDIRECTIONAL_SEQUENCE_RNN`), float: ONNX LSTMs (torch exports and single nodes,
 //! `tests/data/make_lstm_models.py`; the CRNN text recognizer of core's recurrent tests) are imported, exported,
 //! and run by LiteRT's builtin kernels; every output must equal onnxruntime's (ONNX's reference implementation
 //! for batch-major `layout` 1, which onnxruntime does not run) within 1e-4 relative (per element:
@@ -37,12 +37,16 @@ fn check(py: &Path, tmp: &Path, path: &Path) -> Vec<String> {
     let named: Vec<(String, Tensor)> = g.inputs.iter().zip(&inputs).map(|(&i, t)| (g.value(i).name.clone(), t.clone())).collect();
     // onnxruntime has no batch-major (layout 1) recurrent kernel: ONNX's reference implementation runs those.
     let batch_major = stem.contains("layout1");
-    let ort = if batch_major { reference_model(py, path, &named, &tmp.join(&stem)) } else { onnxruntime::run_model(py, path, &named, &tmp.join(&stem)) };
+    let (peer, ort) = if batch_major {
+        ("ONNX reference", reference_model(py, path, &named, &tmp.join(&stem)))
+    } else {
+        ("onnxruntime", onnxruntime::run_model(py, path, &named, &tmp.join(&stem)))
+    };
     assert_eq!(theirs.len(), ort.len(), "{stem}: outputs");
     for (k, (a, b)) in theirs.iter().zip(&ort).enumerate() {
         assert_eq!(a.shape, b.shape, "{stem}: output {k}");
-        let worst = relative_to_mean(&stem, k, a, b, "onnxruntime", 1e-4).unwrap_or_else(|e| panic!("{e}"));
-        println!("{stem:<28} output {k} {:?}: LiteRT vs onnxruntime worst relative error {worst:.2e}; ops {ops:?}", a.shape);
+        let worst = relative_to_mean(&stem, k, a, b, peer, 1e-4).unwrap_or_else(|e| panic!("{e}"));
+        println!("{stem:<28} output {k} {:?}: LiteRT vs {peer} worst relative error {worst:.2e}; ops {ops:?}", a.shape);
     }
     ops
 }
@@ -108,6 +112,19 @@ fn bidirectional_lstms_become_two_unidirectional_ones_and_a_concatenation() {
     assert_eq!(count(&ops, "UNIDIRECTIONAL_SEQUENCE_LSTM"), 4, "crnn: {ops:?}");
 }
 
+/// Simple (Elman) RNNs export as UNIDIRECTIONAL_SEQUENCE_RNN the same way: a bidirectional tanh RNN with Y_h, a
+/// reverse Relu RNN, a reverse batch-major tanh RNN, and torch's 2-layer tanh RNN returning its final states.
+#[test]
+fn simple_rnns_export_as_unidirectional_sequence_rnn() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = fresh_dir("lstm-export-rnn");
+    let models = [(data("rnn_bi_tanh_yh"), 2), (data("rnn_reverse_relu"), 1), (data("rnn_reverse_tanh_layout1"), 1), (repo().join("core/tests/data/rnn/rnn_tanh2.onnx"), 2)];
+    for (path, ops_per_dir) in models {
+        let ops = check(&py, &tmp, &path);
+        assert_eq!(count(&ops, "UNIDIRECTIONAL_SEQUENCE_RNN"), ops_per_dir, "{}: {ops:?}", path.display());
+    }
+}
+
 /// What TFLite's op cannot express is refused, naming the node and the reason.
 #[test]
 fn lstms_tflite_cannot_express_are_refused_naming_the_node_and_reason() {
@@ -116,10 +133,11 @@ fn lstms_tflite_cannot_express_are_refused_naming_the_node_and_reason() {
         ("lstm_bi2_batch_first", "/rnn/LSTM", "Y_c"),
         ("lstm_peephole_clip_forget_acts", "", "gate clip"),
         ("lstm_bi_lens_long", "", "sequence_lens"),
+        ("rnn_bi_relu_leaky", "", "RNN export"),
     ] {
         let mut g = load(&root.join(format!("{model}.onnx")), &ImportOptions::default()).unwrap();
         tpu_sdk_core::passes::optimize(&mut g).unwrap();
         let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
-        assert!(e.contains(&format!("'{node}")) && e.contains("LSTM") && e.contains(why), "{model}: {e}");
+        assert!(e.contains(&format!("'{node}")) && e.contains("UNIDIRECTIONAL_SEQUENCE") && e.contains(why), "{model}: {e}");
     }
 }

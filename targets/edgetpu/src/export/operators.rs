@@ -96,6 +96,7 @@ pub(super) fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
         (bo::DEPTH_TO_SPACE, 2) => "2.5.0",
         (bo::TILE, 3) => "2.8.0",
         (bo::UNIDIRECTIONAL_SEQUENCE_LSTM, 1) => "1.13.1",
+        (bo::UNIDIRECTIONAL_SEQUENCE_RNN, 1) => "1.14.0",
         (bo::REVERSE_V2, 1) => "1.14.0",
         (bo::REVERSE_V2, 3) => "2.5.0",
         _ => return None,

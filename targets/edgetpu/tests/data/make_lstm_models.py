@@ -5,7 +5,8 @@
   a 2-layer bidirectional time-major LSTM;
 * single ONNX LSTM nodes written with onnx.helper: a reverse LSTM with peepholes and its final hidden state
   Y_h, a bidirectional batch-major (layout 1) LSTM with Y_h, zero initial states and full sequence_lens, and a
-  forward LSTM with Relu cell activations.
+  forward LSTM with Relu cell activations;
+* single ONNX RNN nodes: a bidirectional tanh RNN with Y_h, a reverse Relu RNN, a reverse batch-major tanh RNN.
 """
 import os
 
@@ -84,9 +85,33 @@ def node_model(name, attrs, seq, batch, inp, hid, dirs, layout=0, peepholes=Fals
     print("wrote", path)
 
 
+def rnn_model(name, attrs, seq, batch, inp, hid, dirs, layout=0, seed=0):
+    rng = np.random.default_rng(seed)
+    x_shape = [batch, seq, inp] if layout else [seq, batch, inp]
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((dirs, hid, inp)) * 0.5).astype(np.float32), "w"),
+        numpy_helper.from_array((rng.standard_normal((dirs, hid, hid)) * 0.4).astype(np.float32), "r"),
+        numpy_helper.from_array((rng.standard_normal((dirs, 2 * hid)) * 0.3).astype(np.float32), "b"),
+    ]
+    node = helper.make_node("RNN", ["x", "w", "r", "b"], ["Y", "Y_h"], hidden_size=hid, layout=layout, **attrs)
+    y_shape = [batch, seq, dirs, hid] if layout else [seq, dirs, batch, hid]
+    state = [batch, dirs, hid] if layout else [dirs, batch, hid]
+    graph = helper.make_graph(
+        [node], name, [helper.make_tensor_value_info("x", TensorProto.FLOAT, x_shape)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, y_shape), helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, state)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(m)
+    path = os.path.join(OUT, f"{name}.onnx")
+    onnx.save(m, path)
+    print("wrote", path)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     export_torch()
     node_model("lstm_reverse_peepholes_yh", {"direction": "reverse"}, 6, 3, 5, 4, 1, peepholes=True, seed=1)
     node_model("lstm_bi_layout1_yh", {"direction": "bidirectional"}, 5, 2, 4, 6, 2, layout=1, lens=True, zero_states=True, seed=2)
     node_model("lstm_relu", {"activations": ["Sigmoid", "Relu", "Relu"]}, 6, 2, 3, 5, 1, outputs=("Y",), seed=3)
+    rnn_model("rnn_bi_tanh_yh", {"direction": "bidirectional"}, 6, 3, 4, 5, 2, seed=4)
+    rnn_model("rnn_reverse_relu", {"direction": "reverse", "activations": ["Relu"]}, 5, 2, 3, 4, 1, seed=5)
+    rnn_model("rnn_reverse_tanh_layout1", {"direction": "reverse"}, 5, 2, 3, 4, 1, layout=1, seed=6)
