@@ -264,7 +264,7 @@ impl Ex<'_> {
                 self.op(bo::STRIDED_SLICE, 1, vec![out, bt, et, st], vec![ht], Some(OptionsT::strided_slice(0, 0, 0)));
                 hs.push(ht);
             }
-            let out = if reversed { self.reverse(out, time_axis, &format!("{name}/output_reversed"))? } else { out };
+            let out = if reversed && uses[y.0] > 0 { self.reverse(out, time_axis, &format!("{name}/output_reversed"))? } else { out };
             ys.push(out);
         }
         // Y: each direction's output with a direction axis of 1, concatenated.
