@@ -195,3 +195,44 @@ fn int8_keras_lstm_accuracy_is_comparable_with_tensorflows_converter() {
     let (ours, _) = ours_and_tensorflows_l2("keras_lstm.tflite", "keras_lstm_int8.tflite");
     assert!(ours < 0.05, "LSTM stack: ours {ours}");
 }
+
+/// A larger LSTM built in the IR (hidden 64, input 24, 40 steps, batch 2, a cell clip as Keras models carry),
+/// then a bidirectional one over its output: long enough for the cell state to use its range and for the
+/// recurrence to accumulate any rounding difference.
+#[test]
+fn a_larger_stacked_int8_lstm_is_bit_equal_with_litert() {
+    use tpu_sdk_core::ir::builder::GraphBuilder;
+    use tpu_sdk_core::ir::ops::recurrent::{RnnActivation, RnnAttrs, RnnCell, RnnDirection};
+    use tpu_sdk_core::ir::{DType, Op};
+    let (seq, batch, input, hidden) = (40, 2, 24, 64);
+    let attrs = |direction: RnnDirection, cell_clip: Option<f32>| {
+        let acts = [RnnActivation::Sigmoid, RnnActivation::Tanh, RnnActivation::Tanh];
+        Op::Rnn(RnnAttrs {
+            cell: RnnCell::Lstm,
+            direction,
+            hidden_size: hidden,
+            activations: acts.iter().copied().cycle().take(3 * direction.count()).collect(),
+            clip: None,
+            batch_major: false,
+            linear_before_reset: false,
+            input_forget: false,
+            cell_clip,
+        })
+    };
+    let mut b = GraphBuilder::new("lstm_large");
+    let x = b.input("x", DType::F32, &[seq, batch, input]);
+    let w = b.constant("w", int8_support::weights(&[1, 4 * hidden, input], 61, 0.3));
+    let r = b.constant("r", int8_support::weights(&[1, 4 * hidden, hidden], 62, 0.2));
+    let bias = b.constant("b", int8_support::weights(&[1, 8 * hidden], 63, 0.5));
+    let y = b.op(attrs(RnnDirection::Forward, Some(3.0)), &[x, w, r, bias]).unwrap();
+    let shape = b.constant("shape", Tensor::from_i64(vec![3], vec![seq as i64, batch as i64, hidden as i64]));
+    let y = b.op(Op::Reshape { allowzero: false }, &[y, shape]).unwrap();
+    let w2 = b.constant("w2", int8_support::weights(&[2, 4 * hidden, hidden], 64, 0.2));
+    let r2 = b.constant("r2", int8_support::weights(&[2, 4 * hidden, hidden], 65, 0.2));
+    let b2 = b.constant("b2", int8_support::weights(&[2, 8 * hidden], 66, 0.5));
+    let y2 = b.op(attrs(RnnDirection::Bidirectional, None), &[y, w2, r2, b2]).unwrap();
+    b.output(y2);
+    let g = b.finish().unwrap();
+    let ops = check("lstm_large", &g, 25.0, true);
+    assert_eq!(count(&ops, "UNIDIRECTIONAL_SEQUENCE_LSTM"), 3, "{ops:?}");
+}

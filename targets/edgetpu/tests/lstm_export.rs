@@ -141,3 +141,21 @@ fn lstms_tflite_cannot_express_are_refused_naming_the_node_and_reason() {
         assert!(e.contains(&format!("'{node}")) && e.contains("UNIDIRECTIONAL_SEQUENCE") && e.contains(why), "{model}: {e}");
     }
 }
+
+/// A Keras LSTM stack converted by TensorFlow (core/tests/data/rnn/keras_lstm.tflite: cell_clip 10, a
+/// Bidirectional LSTM between REVERSE_V2s) imported and exported again: LiteRT computes the same on both files.
+#[test]
+fn a_converted_keras_lstm_reexports() {
+    use tpu_sdk_core::import::tflite;
+    let Some(py) = oracle::python() else { return };
+    let path = repo().join("core/tests/data/rnn/keras_lstm.tflite");
+    let mut g = tflite::load(&path, &tflite::ImportOptions::default()).unwrap();
+    tpu_sdk_core::passes::optimize(&mut g).unwrap();
+    let inputs = random_inputs(&g, 3);
+    let ex = export(&g, &ExportOptions::default()).unwrap();
+    assert_eq!(count(&ops_of(&ex.bytes), "UNIDIRECTIONAL_SEQUENCE_LSTM"), 4);
+    let theirs = litert::run_file(&py, &path, litert::REFERENCE, std::slice::from_ref(&inputs)).unwrap().remove(0);
+    let ours = litert::run_bytes(&py, &ex.bytes, litert::REFERENCE, &[inputs]).unwrap().remove(0);
+    let worst = relative_to_mean("keras_lstm re-exported", 0, &ours[0], &theirs[0], "the converted file", 1e-5).unwrap_or_else(|e| panic!("{e}"));
+    println!("keras_lstm.tflite re-exported: worst relative error {worst:.2e} against the converted file, both on LiteRT");
+}
