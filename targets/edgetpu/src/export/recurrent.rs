@@ -108,17 +108,16 @@ impl Ex<'_> {
         }
         let x = required(n, input::X)?;
         let xs = g.value(x).shape.clone();
-        let (seq, batch, ninput) = if a.batch_major { (xs[1], xs[0], xs[2]) } else { (xs[0], xs[1], xs[2]) };
+        let (seq, batch) = if a.batch_major { (xs[1], xs[0]) } else { (xs[0], xs[1]) };
         let hid = a.hidden_size;
         let dirs = a.direction.count();
-        let consts = |i: usize| n.input(i).and_then(|v| g.value(v).constant.as_ref().map(|c| (v, c)));
-        let (Some((wv, w)), Some((rv, r))) = (consts(input::W), consts(input::R)) else {
+        let konst = |i: usize| n.input(i).is_some_and(|v| g.value(v).constant.is_some());
+        if !(konst(input::W) && konst(input::R)) {
             return Err(refuse("the weights W and R must be constants".into()));
-        };
+        }
         if n.input(input::B).is_some_and(|v| g.value(v).constant.is_none()) || n.input(input::P).is_some_and(|v| g.value(v).constant.is_none()) {
             return Err(refuse("the bias B and the peepholes P must be constants".into()));
         }
-        let b = consts(input::B);
         if let Some(l) = n.input(input::SEQ_LENS) {
             let full = g.value(l).constant.as_ref().is_some_and(|c| c.to_i64_vec().iter().all(|&s| s == seq as i64));
             if !full {
@@ -150,7 +149,6 @@ impl Ex<'_> {
         }
         let y = n.outputs[0];
         let y_h = n.outputs.get(1).copied().filter(|v| uses[v.0] > 0);
-        let quantized = g.value(x).dtype == DType::I8;
         let time_axis = if a.batch_major { 1 } else { 0 };
         let seq_shape = if a.batch_major { vec![batch, seq, hid] } else { vec![seq, batch, hid] };
         let xt = self.get(x, &ident(3))?;
@@ -161,93 +159,7 @@ impl Ex<'_> {
             let reversed = a.direction.reversed(d);
             let xin = if reversed { self.reverse(xt, time_axis, &format!("{name}/reversed_input"))? } else { xt };
             let out = if lstm {
-                let mut ins = vec![xin];
-                // Input weights (1-4), recurrent weights (5-8).
-                for (m, (mv, mt), cols) in [(0, (wv, w), ninput), (1, (rv, r), hid)] {
-                    for (j, &k) in ONNX_GATE.iter().enumerate() {
-                        let start = (d * 4 + k) * hid * cols;
-                        let t = block(mt, start, hid * cols);
-                        let t = Tensor { shape: vec![hid, cols], data: t.data };
-                        let gate = ["input", "forget", "cell", "output"][j];
-                        let what = if m == 0 { "input_to" } else { "recurrent_to" };
-                        let id = self.constant(&format!("{name}/{what}_{gate}_weights"), &t)?;
-                        self.sg().tensors[id as usize].quantization = block_quant(g.value(mv).quant.as_ref(), (d * 4 + k) * hid);
-                        ins.push(id);
-                    }
-                }
-                // Peepholes (9-11).
-                match n.input(input::P).and_then(|v| g.value(v).constant.as_ref().map(|c| (v, c))) {
-                    Some((pv, pt)) => {
-                        for (j, &k) in ONNX_PEEPHOLE.iter().enumerate() {
-                            let t = block(pt, (d * 3 + k) * hid, hid);
-                            let gate = ["input", "forget", "output"][j];
-                            let id = self.constant(&format!("{name}/cell_to_{gate}_weights"), &t)?;
-                            self.sg().tensors[id as usize].quantization = block_quant(g.value(pv).quant.as_ref(), (d * 3 + k) * hid);
-                            ins.push(id);
-                        }
-                    }
-                    None => ins.extend([-1, -1, -1]),
-                }
-                // Gate biases (12-15): ONNX's input and recurrent biases summed.
-                for (j, &k) in ONNX_GATE.iter().enumerate() {
-                    let gate = ["input", "forget", "cell", "output"][j];
-                    let t = match b {
-                        Some((bv, bt)) => {
-                            let wb = block(bt, (d * 8 + k) * hid, hid);
-                            let rb = block(bt, (d * 8 + 4 + k) * hid, hid);
-                            let sum = match (&wb.data, &rb.data) {
-                                (TensorData::F32(p), TensorData::F32(q)) => TensorData::F32(p.iter().zip(q).map(|(a, b)| a + b).collect()),
-                                (TensorData::I32(p), TensorData::I32(q)) => TensorData::I32(p.iter().zip(q).map(|(a, b)| a.saturating_add(*b)).collect()),
-                                _ => return Err(refuse(format!("bias '{}' of type {}", g.value(bv).name, bt.dtype()))),
-                            };
-                            Tensor { shape: vec![hid], data: sum }
-                        }
-                        None if quantized => Tensor::from_vec(vec![hid], vec![0i32; hid]).expect("1-D"),
-                        None => Tensor::from_f32(vec![hid], vec![0.0; hid]),
-                    };
-                    let id = self.constant(&format!("{name}/{gate}_gate_bias"), &t)?;
-                    if let Some((bv, _)) = b {
-                        self.sg().tensors[id as usize].quantization = block_quant(g.value(bv).quant.as_ref(), (d * 8 + k) * hid);
-                    }
-                    ins.push(id);
-                }
-                // No projection (16, 17).
-                ins.extend([-1, -1]);
-                // The states (18, 19): variable tensors.
-                let (h_dtype, h_quant) = match n.input(input::INITIAL_H) {
-                    Some(v) => (g.value(v).dtype, g.value(v).quant.clone()),
-                    None => (g.value(y).dtype, g.value(y).quant.clone()),
-                };
-                let hst = self.tensor(&format!("{name}/output_state"), &[batch, hid], h_dtype)?;
-                self.sg().tensors[hst as usize].quantization = block_quant(h_quant.as_ref(), 0);
-                let (c_dtype, c_quant) = match n.input(input::INITIAL_C) {
-                    Some(v) => (g.value(v).dtype, g.value(v).quant.clone()),
-                    None => (if quantized { DType::I16 } else { DType::F32 }, None),
-                };
-                if quantized && (c_dtype != DType::I16 || c_quant.is_none()) {
-                    return Err(refuse("a quantized LSTM needs an int16 initial_c with quantization parameters (the cell state's scale)".into()));
-                }
-                let cst = self.tensor(&format!("{name}/cell_state"), &[batch, hid], c_dtype)?;
-                self.sg().tensors[cst as usize].quantization = block_quant(c_quant.as_ref(), 0);
-                for t in [hst, cst] {
-                    self.sg().tensors[t as usize].is_variable = true;
-                }
-                ins.extend([hst, cst]);
-                // No layer normalization (20-23).
-                ins.extend([-1, -1, -1, -1]);
-                let out = self.tensor(&format!("{name}/output"), &seq_shape, g.value(y).dtype)?;
-                self.sg().tensors[out as usize].quantization = block_quant(g.value(y).quant.as_ref(), 0);
-                let opts = OptionsT::new(builtin_options::UNIDIRECTIONAL_SEQUENCE_LSTM)
-                    .with(0, FieldT::I8(fused_act))
-                    .with(1, FieldT::F32(a.cell_clip.unwrap_or(0.0)))
-                    .with(2, FieldT::F32(0.0))
-                    .with(3, FieldT::Bool(!a.batch_major))
-                    .with(4, FieldT::Bool(false));
-                self.op(bo::UNIDIRECTIONAL_SEQUENCE_LSTM, 1, ins, vec![out], Some(opts));
-                if quantized {
-                    self.lstm_intermediates(&name, y)?;
-                }
-                out
+                self.lstm_op(n, a, d, &name, xin, fused_act, &seq_shape)?
             } else {
                 self.simple_rnn_op(n, d, &name, xin, fused_act, &seq_shape, !a.batch_major)?
             };
@@ -297,6 +209,111 @@ impl Ex<'_> {
             }
         }
         Ok(())
+    }
+
+    /// One direction `d` of an LSTM as UNIDIRECTIONAL_SEQUENCE_LSTM on tensor `xin` (float, or LiteRT's integer
+    /// LSTM when X is int8): its output sequence tensor.
+    #[allow(clippy::too_many_arguments)]
+    fn lstm_op(&mut self, n: &Node, a: &RnnAttrs, d: usize, name: &str, xin: i32, fused_act: i8, seq_shape: &[usize]) -> Result<i32> {
+        let g = self.g;
+        let refuse = |why: String| Error::Unsupported(format!("LSTM export as TFLite UNIDIRECTIONAL_SEQUENCE_LSTM: {why}"));
+        let konst = |i: usize| n.input(i).and_then(|v| g.value(v).constant.as_ref().map(|c| (v, c)));
+        let (Some((wv, w)), Some((rv, r))) = (konst(input::W), konst(input::R)) else {
+            return Err(refuse("the weights W and R must be constants".into()));
+        };
+        let b = konst(input::B);
+        let (hid, ninput) = (a.hidden_size, w.shape[2]);
+        let batch = if a.batch_major { seq_shape[0] } else { seq_shape[1] };
+        let x = required(n, input::X)?;
+        let y = n.outputs[0];
+        let quantized = g.value(x).dtype == DType::I8;
+        let mut ins = vec![xin];
+        // Input weights (1-4), recurrent weights (5-8).
+        for (m, (mv, mt), cols) in [(0, (wv, w), ninput), (1, (rv, r), hid)] {
+            for (j, &k) in ONNX_GATE.iter().enumerate() {
+                let start = (d * 4 + k) * hid * cols;
+                let t = block(mt, start, hid * cols);
+                let t = Tensor { shape: vec![hid, cols], data: t.data };
+                let gate = ["input", "forget", "cell", "output"][j];
+                let what = if m == 0 { "input_to" } else { "recurrent_to" };
+                let id = self.constant(&format!("{name}/{what}_{gate}_weights"), &t)?;
+                self.sg().tensors[id as usize].quantization = block_quant(g.value(mv).quant.as_ref(), (d * 4 + k) * hid);
+                ins.push(id);
+            }
+        }
+        // Peepholes (9-11).
+        match n.input(input::P).and_then(|v| g.value(v).constant.as_ref().map(|c| (v, c))) {
+            Some((pv, pt)) => {
+                for (j, &k) in ONNX_PEEPHOLE.iter().enumerate() {
+                    let t = block(pt, (d * 3 + k) * hid, hid);
+                    let gate = ["input", "forget", "output"][j];
+                    let id = self.constant(&format!("{name}/cell_to_{gate}_weights"), &t)?;
+                    self.sg().tensors[id as usize].quantization = block_quant(g.value(pv).quant.as_ref(), (d * 3 + k) * hid);
+                    ins.push(id);
+                }
+            }
+            None => ins.extend([-1, -1, -1]),
+        }
+        // Gate biases (12-15): ONNX's input and recurrent biases summed.
+        for (j, &k) in ONNX_GATE.iter().enumerate() {
+            let gate = ["input", "forget", "cell", "output"][j];
+            let t = match b {
+                Some((bv, bt)) => {
+                    let wb = block(bt, (d * 8 + k) * hid, hid);
+                    let rb = block(bt, (d * 8 + 4 + k) * hid, hid);
+                    let sum = match (&wb.data, &rb.data) {
+                        (TensorData::F32(p), TensorData::F32(q)) => TensorData::F32(p.iter().zip(q).map(|(a, b)| a + b).collect()),
+                        (TensorData::I32(p), TensorData::I32(q)) => TensorData::I32(p.iter().zip(q).map(|(a, b)| a.saturating_add(*b)).collect()),
+                        _ => return Err(refuse(format!("bias '{}' of type {}", g.value(bv).name, bt.dtype()))),
+                    };
+                    Tensor { shape: vec![hid], data: sum }
+                }
+                None if quantized => Tensor::from_vec(vec![hid], vec![0i32; hid]).expect("1-D"),
+                None => Tensor::from_f32(vec![hid], vec![0.0; hid]),
+            };
+            let id = self.constant(&format!("{name}/{gate}_gate_bias"), &t)?;
+            if let Some((bv, _)) = b {
+                self.sg().tensors[id as usize].quantization = block_quant(g.value(bv).quant.as_ref(), (d * 8 + k) * hid);
+            }
+            ins.push(id);
+        }
+        // No projection (16, 17).
+        ins.extend([-1, -1]);
+        // The states (18, 19): variable tensors.
+        let (h_dtype, h_quant) = match n.input(input::INITIAL_H) {
+            Some(v) => (g.value(v).dtype, g.value(v).quant.clone()),
+            None => (g.value(y).dtype, g.value(y).quant.clone()),
+        };
+        let hst = self.tensor(&format!("{name}/output_state"), &[batch, hid], h_dtype)?;
+        self.sg().tensors[hst as usize].quantization = block_quant(h_quant.as_ref(), 0);
+        let (c_dtype, c_quant) = match n.input(input::INITIAL_C) {
+            Some(v) => (g.value(v).dtype, g.value(v).quant.clone()),
+            None => (if quantized { DType::I16 } else { DType::F32 }, None),
+        };
+        if quantized && (c_dtype != DType::I16 || c_quant.is_none()) {
+            return Err(refuse("a quantized LSTM needs an int16 initial_c with quantization parameters (the cell state's scale)".into()));
+        }
+        let cst = self.tensor(&format!("{name}/cell_state"), &[batch, hid], c_dtype)?;
+        self.sg().tensors[cst as usize].quantization = block_quant(c_quant.as_ref(), 0);
+        for t in [hst, cst] {
+            self.sg().tensors[t as usize].is_variable = true;
+        }
+        ins.extend([hst, cst]);
+        // No layer normalization (20-23).
+        ins.extend([-1, -1, -1, -1]);
+        let out = self.tensor(&format!("{name}/output"), seq_shape, g.value(y).dtype)?;
+        self.sg().tensors[out as usize].quantization = block_quant(g.value(y).quant.as_ref(), 0);
+        let opts = OptionsT::new(builtin_options::UNIDIRECTIONAL_SEQUENCE_LSTM)
+            .with(0, FieldT::I8(fused_act))
+            .with(1, FieldT::F32(a.cell_clip.unwrap_or(0.0)))
+            .with(2, FieldT::F32(0.0))
+            .with(3, FieldT::Bool(!a.batch_major))
+            .with(4, FieldT::Bool(false));
+        self.op(bo::UNIDIRECTIONAL_SEQUENCE_LSTM, 1, ins, vec![out], Some(opts));
+        if quantized {
+            self.lstm_intermediates(name, y)?;
+        }
+        Ok(out)
     }
 
     /// One direction `d` of a simple RNN as UNIDIRECTIONAL_SEQUENCE_RNN on tensor `xin`: weights [H, input] and

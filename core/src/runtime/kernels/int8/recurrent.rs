@@ -4,7 +4,7 @@
 //!
 //! The quantized [`Op::Rnn`](crate::ir::Op) node: X int8 (per tensor); W `[dirs, 4H, input]` and R
 //! `[dirs, 4H, H]` int8 constants, symmetric, per tensor or (one direction) per gate (per axis 1, one scale per
-//! gate block); B `[dirs, 8H]` int32 at scale `s_x · s_w` (the input and recurrent halves are added, as the
+//! gate block); B `[dirs, 8H]` int32 at scale `s_x · s_w` (the input and recurrent halves are added, saturating, as the
 //! TFLite export writes one bias per gate); initial_h int8 (its parameters are the output state's; absent: the
 //! output's, starting at its zero point); initial_c int16 with a power-of-two scale `2^k` (the cell state's,
 //! which LiteRT requires; see `run` for scales outside 2^-15 ..= 2^-9); Y and Y_h int8 with the hidden state's parameters (LiteRT's intermediate 4), Y_c
@@ -129,7 +129,7 @@ pub(crate) fn prepare(cx: &Ctx, a: &RnnAttrs) -> Result<Box<dyn Int8Kernel>, Str
         let in_bias: [Vec<i32>; 4] = std::array::from_fn(|gi| {
             (0..h)
                 .map(|row| {
-                    let bias = b.map_or(0i32, |b| b[k * 8 * h + gi * h + row].wrapping_add(b[k * 8 * h + (4 + gi) * h + row]));
+                    let bias = b.map_or(0i32, |b| b[k * 8 * h + gi * h + row].saturating_add(b[k * 8 * h + (4 + gi) * h + row]));
                     let sum: i32 = wg[gi][row * n_in..][..n_in].iter().map(|&v| v as i32).sum();
                     bias.wrapping_add(sum.wrapping_mul(-x.zp))
                 })
