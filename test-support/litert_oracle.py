@@ -4,6 +4,8 @@ Runs MODEL on DIR/case{i}.input_{k}.npy for i in 0..N with LiteRT's CPU interpre
 DIR/case{i}.{RESOLVER}.output_{k}.npy (subgraph input/output order). RESOLVER is an OpResolverType name:
 BUILTIN_WITHOUT_DEFAULT_DELEGATES (the builtin optimized kernels, no XNNPACK) or BUILTIN_REF (the reference
 kernels). Exits with status 3 when this resolver cannot run the model. Needs the ai-edge-litert package.
+Variable tensors (a recurrent op's states) are reset before each input set, so every set starts from the
+initial state as on a fresh interpreter.
 """
 import os
 import sys
@@ -21,6 +23,7 @@ except (ValueError, RuntimeError) as e:
     sys.exit(3)
 ins, outs = it.get_input_details(), it.get_output_details()
 for i in range(n):
+    it.reset_all_variables()
     for k, det in enumerate(ins):
         it.set_tensor(det["index"], np.load(os.path.join(d, f"case{i}.input_{k}.npy")))
     it.invoke()

@@ -150,13 +150,13 @@ fn transpose_conv_bias_model(custom: bool, [h, w, cin, cout]: [i32; 4], [kh, kw]
     let (code, op) = if custom {
         let options: Vec<u8> = [if same { 1i32 } else { 2 }, sw, sh].iter().flat_map(|v| v.to_le_bytes()).collect();
         let code = OperatorCodeT { builtin_code: bo::CUSTOM, custom_code: Some("Convolution2DTransposeBias".into()), version: 1 };
-        (code, OperatorT { opcode_index: 0, inputs: vec![0, 1, 2], outputs: vec![3], builtin_options: None, custom_options: Some(options) })
+        (code, OperatorT { opcode_index: 0, inputs: vec![0, 1, 2], outputs: vec![3], builtin_options: None, custom_options: Some(options), intermediates: Vec::new() })
     } else {
         tensors.push(t("output_shape", &[4], tt::INT32, 3));
         buffers.push(BufferT { data: out.iter().flat_map(|v| v.to_le_bytes()).collect() });
         let pad = if same { padding::SAME } else { padding::VALID };
         let opts = OptionsT::new(builtin_options::TRANSPOSE_CONV).with(0, FieldT::I8(pad)).with(1, FieldT::I32(sw)).with(2, FieldT::I32(sh));
-        (OperatorCodeT::builtin(bo::TRANSPOSE_CONV, 3), OperatorT { opcode_index: 0, inputs: vec![4, 1, 0, 2], outputs: vec![3], builtin_options: Some(opts), custom_options: None })
+        (OperatorCodeT::builtin(bo::TRANSPOSE_CONV, 3), OperatorT { opcode_index: 0, inputs: vec![4, 1, 0, 2], outputs: vec![3], builtin_options: Some(opts), custom_options: None, intermediates: Vec::new() })
     };
     let sg = SubGraphT { tensors, inputs: vec![0], outputs: vec![3], operators: vec![op], name: Some("main".into()) };
     (ModelT { version: 3, operator_codes: vec![code], subgraphs: vec![sg], buffers, ..Default::default() }, out)

@@ -113,3 +113,39 @@ fn tflite_while_and_if_match_litert() {
         println!("{file}: {loops} WHILE, {ifs} IF, equal to LiteRT on 6 inputs (trip counts {steps:?})");
     }
 }
+
+/// Keras LSTMs fully quantized by TensorFlow's converter (`core/tests/data/make_rnn_int8_tflite.py`): the stack
+/// above (four integer "8x8_16" UNIDIRECTIONAL_SEQUENCE_LSTMs with int8 weights per gate and an int16 cell state,
+/// REVERSE_V2, CONCATENATION, STRIDED_SLICE; its last LSTM has a cell scale of 2^-17, outside what LiteRT's
+/// integer tanh handles) and one LSTM. Imported and run by the CPU runtime, every value equals what LiteRT's
+/// optimized and reference kernels compute.
+#[test]
+fn keras_int8_lstm_tflite_is_bit_equal_with_litert() {
+    for (file, lstms) in [("keras_lstm_int8.tflite", 4), ("keras_lstm1_int8.tflite", 1)] {
+        int8_file_is_bit_equal_with_litert(file, lstms);
+    }
+}
+
+fn int8_file_is_bit_equal_with_litert(file: &str, want_lstms: usize) {
+    use tpu_sdk_core::import::tflite;
+    use tpu_sdk_test_support::{differing, litert};
+    let Some(py) = oracle::python() else { return };
+    let path = repo().join("core/tests/data/rnn").join(file);
+    let g = tflite::load(&path, &tflite::ImportOptions::default()).unwrap();
+    let lstms = g.nodes.iter().filter(|n| matches!(n.op, tpu_sdk_core::ir::Op::Rnn(_))).count();
+    assert_eq!(lstms, want_lstms, "{file}: the integer LSTMs import as recurrent nodes");
+    let sets: Vec<Vec<tpu_sdk_core::ir::Tensor>> = (0..3).map(|s| random_inputs(&g, 20 + s)).collect();
+    let mut session = Session::new(g).unwrap();
+    for resolver in [litert::OPTIMIZED, litert::REFERENCE] {
+        let theirs = litert::run_file(&py, &path, resolver, &sets).unwrap();
+        for (i, (set, want)) in sets.iter().zip(&theirs).enumerate() {
+            let ours = session.run(set).unwrap();
+            assert_eq!(ours.len(), want.len());
+            for (k, (a, b)) in ours.iter().zip(want).enumerate() {
+                assert_eq!(a.shape, b.shape);
+                assert_eq!(differing(a, b), 0, "{file} {resolver}: sample {i} output {k}: ours {:?} LiteRT {:?}", a.to_f64_vec(), b.to_f64_vec());
+            }
+        }
+        println!("{file}: 0 values differ from LiteRT ({resolver}) on {} samples", sets.len());
+    }
+}

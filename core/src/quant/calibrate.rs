@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 
 use super::range::{Observed, RangeMethod};
-use crate::ir::{DType, Graph, Tensor, ValueId};
+use crate::ir::{DType, Graph, Op, Tensor, ValueId};
 use crate::runtime::Session;
 use crate::target::Progress;
 use crate::{Error, Result};
@@ -19,6 +19,9 @@ pub struct Calibration {
     pub observed: HashMap<ValueId, Observed>,
     /// Number of samples run.
     pub samples: usize,
+    /// Per LSTM (keyed by its output Y): the largest |cell state| its float recurrence reached, for the
+    /// int16 cell state's scale (not a graph value, so not in `observed`).
+    pub cell_absmax: HashMap<ValueId, f32>,
 }
 
 /// Runs `g` on every sample (each a full set of graph inputs, in graph input order) and records the
@@ -57,12 +60,25 @@ pub fn calibrate(g: &Graph, samples: &[Vec<Tensor>], method: RangeMethod, progre
     let passes = if method.needs_histogram() { 2 } else { 1 };
     let total = (samples.len() * passes) as u64;
     let mut observed: HashMap<ValueId, Observed> = HashMap::new();
+    let mut cell_absmax: HashMap<ValueId, f32> = HashMap::new();
+    let lstms: Vec<&crate::ir::Node> = g.nodes.iter().filter(|n| matches!(&n.op, crate::ir::Op::Rnn(a) if a.cell == crate::ir::ops::recurrent::RnnCell::Lstm)).collect();
     for pass in 0..passes {
         for (k, s) in samples.iter().enumerate() {
             let outs = session.run(s).map_err(|e| match e {
                 Error::Unsupported(m) => Error::Unsupported(format!("calibration sample {k}: {m}")),
                 other => other,
             })?;
+            if pass == 0 {
+                for n in &lstms {
+                    let (Op::Rnn(a), Some(x)) = (&n.op, n.input(0)) else { continue };
+                    let xt = g.inputs.iter().position(|&i| i == x).map(|i| &s[i]).or_else(|| tapped.iter().position(|&t| t == x).map(|i| &outs[i]));
+                    if let Some(xt) = xt {
+                        let m = super::lstm::cell_absmax(g, n, a, xt)?;
+                        let e = cell_absmax.entry(n.outputs[0]).or_insert(0.0);
+                        *e = e.max(m);
+                    }
+                }
+            }
             let inputs = g.inputs.iter().zip(s.iter());
             let computed = tapped.iter().zip(outs.iter());
             for (&v, t) in inputs.chain(computed) {
@@ -80,5 +96,5 @@ pub fn calibrate(g: &Graph, samples: &[Vec<Tensor>], method: RangeMethod, progre
             progress.report("calibrating", (pass * samples.len() + k + 1) as u64, total);
         }
     }
-    Ok(Calibration { observed, samples: samples.len() })
+    Ok(Calibration { observed, samples: samples.len(), cell_absmax })
 }

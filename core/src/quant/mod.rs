@@ -8,6 +8,7 @@
 pub mod calibrate;
 pub mod compare;
 mod decompose;
+mod lstm;
 pub mod params;
 pub mod prepare;
 pub mod quantize;

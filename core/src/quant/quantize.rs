@@ -10,6 +10,7 @@
 //! parameters the spec ties together (pooling, reshapes, transposes, concatenation, splitting, padding, slicing,
 //! max/min: inputs and outputs share scale and zero point) get one range, the union of what calibration saw;
 //! softmax/logistic outputs are fixed at (1/256, −128), tanh at (1/128, 0), log-softmax at (16/256, 127).
+//! LSTMs become LiteRT's integer LSTM (`quant::lstm`: int8 weights, int32 biases, an int16 cell state).
 //!
 //! With `float_io` the graph keeps float inputs and outputs: a `QuantizeLinear` follows each input and a
 //! `DequantizeLinear` precedes each output. Otherwise inputs and outputs are int8 with the parameters given in
@@ -128,10 +129,8 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | DequantizeLinear { .. }
         | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
         If(_) | Loop(_) | Scan(_) => Err(format!("{} (control flow) is not supported by int8 quantization; its regions would need quantizing too", op.name())),
-        Rnn(_) => Err(format!(
-            "{} (a recurrent layer) is not supported on edgetpu (no int8 recurrent kernel): run the model with --target cpu or --target cloud-tpu",
-            op.name()
-        )),
+        // Checked by `lstm::refusal` (GRU and RNN have no integer kernel).
+        Rnn(_) => Ok(false),
     }
 }
 
@@ -183,6 +182,7 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
             Op::ConvTranspose(_) => quantize_conv_transpose_weights(g, &mut q, k, &n)?,
             Op::Gemm { alpha, beta, trans_a, trans_b, activation } => quantize_gemm_weights(g, &mut q, k, &n, (*alpha, *beta, *trans_b), (*trans_a, *activation))?,
             Op::MatMul => quantize_matmul_weights(g, &mut q, k, &n),
+            Op::Rnn(a) => super::lstm::quantize_weights(g, &mut q, k, &n, a, cal)?,
             Op::Pad { mode: PadMode::Constant } if n.input(2).is_none_or(|c| g.value(c).constant.is_some()) => {
                 quantize_pad_fill(g, &mut q, k, &n, &groups, &mut acts.uf)
             }
@@ -268,6 +268,11 @@ impl Activations {
         let n = &g.nodes[k];
         let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' ({}): {why}", n.name, n.op.name()));
         let tie = classify(&n.op).map_err(what)?;
+        if let Op::Rnn(a) = &n.op {
+            if let Some(why) = super::lstm::refusal(g, n, a) {
+                return Err(what(why));
+            }
+        }
         if let Op::Gemm { .. } = n.op {
             if n.input(2).is_some_and(|c| g.value(c).constant.is_none()) {
                 return Err(what("a non-constant C input (bias) is not supported".into()));
@@ -307,7 +312,9 @@ impl Activations {
                 }
             }
         }
-        for &o in &n.outputs[1..] {
+        // Further outputs share the first's parameters (an LSTM's Y_h; its int16 Y_c has the cell state's).
+        let shared = if matches!(n.op, Op::Rnn(_)) { &n.outputs[1..n.outputs.len().min(2)] } else { &n.outputs[1..] };
+        for &o in shared {
             if g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
                 self.is_act[o.0] = true;
                 self.uf.union(y.0, o.0);

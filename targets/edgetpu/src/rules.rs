@@ -95,6 +95,8 @@ struct TensorInfo<'a> {
     quantized: bool,
     data: &'a [u8],
     zero_points: Vec<i64>,
+    /// A variable tensor (a recurrent op's state).
+    variable: bool,
 }
 
 impl TensorInfo<'_> {
@@ -151,6 +153,7 @@ pub fn analyze(model: &schema::Model, file: &[u8], opts: &RulesOptions) -> Resul
             quantized: !scales.is_empty(),
             data,
             zero_points: q.map(|q| schema::to_vec(q.zero_point())).unwrap_or_default(),
+            variable: x.is_variable(),
         })
     };
 
@@ -213,6 +216,7 @@ pub fn analyze(model: &schema::Model, file: &[u8], opts: &RulesOptions) -> Resul
 fn remark(code: i32, opts: &RulesOptions) -> String {
     match code {
         bo::RESHAPE => "may stay on the CPU for large tensors".into(),
+        bo::UNIDIRECTIONAL_SEQUENCE_LSTM => "unidirectional LSTM (a reverse or bidirectional one needs REVERSE_V2, which stays on the CPU)".into(),
         bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR => "the compiler may keep it on the CPU to avoid precision loss".into(),
         c if RECENT.contains(&c) && opts.assume_recent_runtime => "needs a recent Edge TPU runtime".into(),
         _ => String::new(),
@@ -255,8 +259,14 @@ fn check_op(code: i32, name: &str, op: &schema::Operator, ins: &[TensorInfo], ou
         return Err((status::DYNAMIC, format!("tensor '{}' has a dynamic shape {:?}", t.name, if t.signature.is_empty() { &t.shape } else { &t.signature })));
     }
     // 3. 8-bit tensors; parameters constant; int32 only for biases and shape-like constants.
+    // An LSTM's weights and biases (every input but the sequence and the two variable states) are parameters;
+    // its cell state is a 16-bit variable tensor, as in every integer LSTM.
+    let lstm = code == bo::UNIDIRECTIONAL_SEQUENCE_LSTM;
     for (k, t) in ins.iter().enumerate() {
-        let param = is_parameter(code, k);
+        if lstm && t.variable && t.type_ == tt::INT16 && t.quantized {
+            continue;
+        }
+        let param = is_parameter(code, k) || lstm && k > 0 && !t.variable;
         if param && !t.is_const() {
             return Err((status::LIMITATION, format!("parameter '{}' is not a constant", t.name)));
         }

@@ -80,6 +80,7 @@ impl M {
             outputs: outs.to_vec(),
             builtin_options: opts,
             custom_options: None,
+            intermediates: Vec::new(),
         });
     }
     fn bytes(&self) -> Vec<u8> {

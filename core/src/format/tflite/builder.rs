@@ -107,6 +107,8 @@ pub struct OperatorT {
     pub builtin_options: Option<OptionsT>,
     /// Custom options bytes.
     pub custom_options: Option<Vec<u8>>,
+    /// Intermediate tensors (written when non-empty: the integer LSTM's gate and hidden parameters).
+    pub intermediates: Vec<i32>,
 }
 
 /// A buffer.
@@ -439,6 +441,7 @@ fn write_subgraph(fbb: &mut FlatBufferBuilder, sg: &SubGraphT) -> TableOff {
             let outs = fbb.create_vector(&op.outputs);
             let opts = op.builtin_options.as_ref().map(|o| (o.union_type, write_options(fbb, o)));
             let custom = op.custom_options.as_ref().map(|c| fbb.create_vector(c));
+            let intermediates = (!op.intermediates.is_empty()).then(|| fbb.create_vector(&op.intermediates));
             let t = fbb.start_table();
             fbb.push_slot::<u32>(voffset(0), op.opcode_index, 0);
             fbb.push_slot_always(voffset(1), ins);
@@ -449,6 +452,9 @@ fn write_subgraph(fbb: &mut FlatBufferBuilder, sg: &SubGraphT) -> TableOff {
             }
             if let Some(c) = custom {
                 fbb.push_slot_always(voffset(5), c);
+            }
+            if let Some(i) = intermediates {
+                fbb.push_slot_always(voffset(8), i);
             }
             fbb.end_table(t)
         })

@@ -34,6 +34,7 @@ pub(crate) fn conv_model(code: i32) -> ModelT {
                 outputs: vec![3],
                 builtin_options: Some(OptionsT::conv2d(schema::padding::SAME, 2, 2, schema::activation::RELU, 1, 1)),
                 custom_options: None,
+                intermediates: Vec::new(),
             }],
             name: Some("main".into()),
         }],

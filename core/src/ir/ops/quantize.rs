@@ -143,9 +143,12 @@ pub fn infer_quantized(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred,
     }
     let f: Vec<Option<TypeInfo>> = inputs
         .iter()
-        .map(|i| {
+        .enumerate()
+        .map(|(k, i)| {
             i.map(|i| {
-                if matches!(i.dtype, DType::I8 | DType::U8 | DType::I32) {
+                // A recurrent layer's sequence_lens stays an integer input.
+                let lens = matches!(op, Op::Rnn(_)) && k == super::recurrent::input::SEQ_LENS;
+                if matches!(i.dtype, DType::I8 | DType::U8 | DType::I16 | DType::I32) && !lens {
                     TypeInfo { dtype: DType::F32, shape: i.shape, value: None }
                 } else {
                     i
@@ -155,7 +158,10 @@ pub fn infer_quantized(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred,
         .collect();
     let mut out = super::infer(op, &f)?;
     for (k, o) in out.iter_mut().enumerate() {
-        if o.0 == DType::F32 && !(matches!(op, Op::MaxPool(_)) && k == 1) {
+        if matches!(op, Op::Rnn(_)) && k == 2 {
+            // An integer LSTM's final cell state is int16, like the cell state it carries.
+            o.0 = DType::I16;
+        } else if o.0 == DType::F32 && !(matches!(op, Op::MaxPool(_)) && k == 1) {
             o.0 = qdt;
         }
     }

@@ -16,7 +16,7 @@
 //! `QUANTIZE`/`DEQUANTIZE`, and the model records its `min_runtime_version` as TFLite's converter does.
 //!
 //! The export is split by concern: [`export`] walks the graph; `node` names every op (exported by an op-family
-//! writer: `nn`, `math`, `array`, `quant`, or refused); `layout` tracks the permutation each tensor holds its
+//! writer: `nn`, `math`, `array`, `quant`, `recurrent`, or refused); `layout` tracks the permutation each tensor holds its
 //! value in; `tensors` writes tensors and buffers; `operators` writes operator codes and versions; `checks`
 //! makes LiteRT's `Prepare` checks on the finished model, so that no int8 file LiteRT refuses is written.
 
@@ -28,6 +28,7 @@ mod nn;
 mod node;
 mod operators;
 mod quant;
+mod recurrent;
 mod tensors;
 
 use std::collections::HashMap;

@@ -57,10 +57,7 @@ impl Ex<'_> {
                 "op {} (control flow) is not supported on edgetpu or in TFLite export; the CPU target runs it",
                 n.op.name()
             ))),
-            Op::Rnn(_) => Err(self.unsupported(format!(
-                "op {} (a recurrent layer) has no TFLite export and is not supported on edgetpu (no recurrent op); run the model with --target cpu or --target cloud-tpu",
-                n.op.name()
-            ))),
+            Op::Rnn(a) => self.rnn(n, a),
         }
     }
 }

@@ -21,7 +21,7 @@ impl Ex<'_> {
         } else {
             self.m.operator_codes[idx as usize].version = e.1;
         }
-        self.sg().operators.push(OperatorT { opcode_index: idx, inputs: ins, outputs: outs, builtin_options: opts, custom_options: None });
+        self.sg().operators.push(OperatorT { opcode_index: idx, inputs: ins, outputs: outs, builtin_options: opts, custom_options: None, intermediates: Vec::new() });
     }
 
     /// Adds the `min_runtime_version` metadata entry TFLite's converter writes: the highest runtime version
@@ -56,7 +56,7 @@ pub(super) fn int8_version(code: i32, version: i32) -> i32 {
         bo::STRIDED_SLICE | bo::GATHER | bo::RELU | bo::RELU6 | bo::MAXIMUM | bo::MINIMUM | bo::LOG_SOFTMAX => 2,
         bo::RESIZE_BILINEAR | bo::RESIZE_NEAREST_NEIGHBOR | bo::DEQUANTIZE | bo::SPACE_TO_DEPTH | bo::SPLIT | bo::SPLIT_V => 2,
         bo::DEPTH_TO_SPACE => 2,
-        bo::TILE => 3,
+        bo::TILE | bo::REVERSE_V2 => 3,
         _ => version,
     };
     v.max(version)
@@ -95,6 +95,10 @@ pub(super) fn runtime_version(code: i32, version: i32) -> Option<&'static str> {
         (bo::DEPTH_TO_SPACE, 1) => "2.1.0",
         (bo::DEPTH_TO_SPACE, 2) => "2.5.0",
         (bo::TILE, 3) => "2.8.0",
+        (bo::UNIDIRECTIONAL_SEQUENCE_LSTM, 1) => "1.13.1",
+        (bo::UNIDIRECTIONAL_SEQUENCE_RNN, 1) => "1.14.0",
+        (bo::REVERSE_V2, 1) => "1.14.0",
+        (bo::REVERSE_V2, 3) => "2.5.0",
         _ => return None,
     })
 }

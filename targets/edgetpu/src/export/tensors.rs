@@ -41,7 +41,7 @@ pub(super) fn quantization(p: Option<&QuantParams>, perm: &[usize]) -> Option<Qu
 
 impl Ex<'_> {
     pub(super) fn tensor(&mut self, name: &str, shape: &[usize], dtype: DType) -> Result<i32> {
-        if !matches!(dtype, DType::F32 | DType::I32 | DType::I64 | DType::Bool | DType::I8 | DType::U8) {
+        if !matches!(dtype, DType::F32 | DType::I32 | DType::I64 | DType::Bool | DType::I8 | DType::U8 | DType::I16) {
             return Err(Error::Unsupported(format!("TFLite export of {dtype} tensor '{name}' (f32 and int8 graphs only)")));
         }
         let t = TensorT { shape: i32s(shape.iter().copied()), type_: tensor_type_of(dtype), name: name.to_string(), ..Default::default() };

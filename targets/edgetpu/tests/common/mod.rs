@@ -95,7 +95,7 @@ pub fn compiled_model() -> Vec<u8> {
             tensors: vec![t("x"), t("y")],
             inputs: vec![0],
             outputs: vec![1],
-            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: Some(vec![1, 2, 3]) }],
+            operators: vec![OperatorT { opcode_index: 0, inputs: vec![0], outputs: vec![1], builtin_options: None, custom_options: Some(vec![1, 2, 3]), intermediates: Vec::new() }],
             name: None,
         }],
         buffers: vec![BufferT::default()],

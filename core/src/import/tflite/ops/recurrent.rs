@@ -15,7 +15,7 @@ use super::{ImportFn, OpIn};
 use crate::format::tflite::schema::{self, activation, builtin_operator as bo};
 use crate::import::tflite::importer::Importer;
 use crate::ir::ops::recurrent::{RnnActivation, RnnAttrs, RnnCell, RnnDirection};
-use crate::ir::{DType, Op, Tensor, ValueId};
+use crate::ir::{DType, Op, QuantParams, Tensor, ValueId};
 use crate::Result;
 
 /// The ops of this family.
@@ -31,6 +31,110 @@ fn weights(imp: &mut Importer, o: &OpIn, k: usize, what: &str, len: usize) -> Re
         Some(d) => Err(imp.invalid(format!("{what} (input {k}) has {} elements, {len} expected", d.len()))),
         None => Err(imp.unsupported(format!("{what} (input {k}) must be a constant f32 tensor (quantized or computed LSTM weights are not supported)"))),
     }
+}
+
+fn time_major_of(opt: &schema::UnidirectionalSequenceLSTMOptions) -> bool {
+    opt.time_major()
+}
+
+/// The int8 data and scale of constant per-tensor quantized input `k` of `o` with `len` elements.
+fn int8_weights(imp: &mut Importer, o: &OpIn, k: usize, what: &str, len: usize) -> Result<(Vec<i8>, f32)> {
+    let t = imp.req(o, k)?;
+    let q = imp.quant(t)?.filter(|q| q.scale.len() == 1 && q.zero_point[0] == 0);
+    let v = imp.value(t)?;
+    let c = imp.g.constant(v).filter(|c| c.dtype() == DType::I8).and_then(|c| c.view::<i8>()).map(|d| d.to_vec());
+    match (c, q) {
+        (Some(d), Some(q)) if d.len() == len => Ok((d, q.scale[0])),
+        (Some(d), Some(_)) => Err(imp.invalid(format!("{what} (input {k}) has {} elements, {len} expected", d.len()))),
+        _ => Err(imp.unsupported(format!("{what} (input {k}) of an int8 LSTM must be a constant int8 tensor quantized symmetrically per tensor"))),
+    }
+}
+
+/// LiteRT's integer "8x8_16" LSTM (int8 input, output and weights, int16 cell state; no layer normalization,
+/// projection, CIFG or peepholes, which are refused above or here): one forward quantized [`Op::Rnn`] with
+/// per-gate weight scales (per axis 1 of W and R), the biases (int32) in B's first half, the output state's
+/// zero point as initial_h and the int16 cell state (its power-of-two scale) as initial_c. The hidden
+/// state's parameters (intermediate 4) must be the output's, which the IR's Y carries.
+fn integer_lstm(imp: &mut Importer, o: &OpIn, x: ValueId, time_major: bool, cell_clip: Option<f32>, act: RnnActivation) -> Result<ValueId> {
+    let base = &o.base;
+    if act != RnnActivation::Tanh {
+        return Err(imp.unsupported("an integer LSTM whose cell activation is not tanh"));
+    }
+    if [9, 10, 11].iter().any(|&k| o.input(k).is_some()) {
+        return Err(imp.unsupported("an integer LSTM with peepholes"));
+    }
+    let xs = imp.shape(x);
+    if xs.len() != 3 {
+        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
+    }
+    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let hid = imp.declared(imp.req(o, 6)?)?.1.first().copied().unwrap_or(0);
+    let out_t = o.outs[0];
+    let out_q = imp.quant(out_t)?.ok_or_else(|| imp.invalid("the int8 LSTM's output has no quantization parameters"))?;
+    let inter: Vec<i32> = o.op.intermediates().map(|v| schema::to_vec(Some(v))).unwrap_or_default();
+    if inter.len() != 5 {
+        return Err(imp.invalid(format!("an integer LSTM has {} intermediate tensors, LiteRT requires 5", inter.len())));
+    }
+    let hidden_q = imp.quant(inter[4])?.ok_or_else(|| imp.invalid("the hidden intermediate has no quantization parameters"))?;
+    if hidden_q.scale != out_q.scale || hidden_q.zero_point != out_q.zero_point {
+        return Err(imp.unsupported("an integer LSTM whose hidden state's parameters differ from its output's"));
+    }
+    // TFLite order i, f, c, o → ONNX i, o, f, c.
+    let order = [0, 3, 1, 2];
+    let (mut w, mut r, mut ws, mut rs) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+    let mut b = vec![0i32; 8 * hid];
+    let mut bs = vec![1f32; 8 * hid];
+    for (slot, &g) in order.iter().enumerate() {
+        let (wd, s) = int8_weights(imp, o, 1 + g, "input weights", hid * input)?;
+        w.extend(wd);
+        ws.extend(std::iter::repeat_n(s, hid));
+        let (rd, s) = int8_weights(imp, o, 5 + g, "recurrent weights", hid * hid)?;
+        r.extend(rd);
+        rs.extend(std::iter::repeat_n(s, hid));
+        let bt = imp.req(o, 12 + g)?;
+        let bv = imp.value(bt)?;
+        let bd = imp.g.constant(bv).and_then(|c| c.view::<i32>()).map(|d| d.to_vec()).filter(|d| d.len() == hid);
+        let bd = bd.ok_or_else(|| imp.unsupported(format!("gate bias (input {}) of an int8 LSTM must be a constant int32 tensor of {hid} elements", 12 + g)))?;
+        b[slot * hid..(slot + 1) * hid].copy_from_slice(&bd);
+        let scale = imp.quant(bt)?.map(|q| q.scale[0]).unwrap_or(1.0);
+        bs[slot * hid..(slot + 1) * hid].fill(scale);
+        bs[(4 + slot) * hid..(5 + slot) * hid].fill(scale);
+    }
+    let per_gate = |s: Vec<f32>| QuantParams { zero_point: vec![0; s.len()], scale: s, axis: Some(1) };
+    let constant = |imp: &mut Importer, name: &str, t: Tensor, q: QuantParams| {
+        let v = imp.g.add_constant(format!("{base}/{name}"), t);
+        imp.g.value_mut(v).quant = Some(q);
+        v
+    };
+    let wv = constant(imp, "W", Tensor::from_vec(vec![1, 4 * hid, input], w).expect("W size"), per_gate(ws));
+    let rv = constant(imp, "R", Tensor::from_vec(vec![1, 4 * hid, hid], r).expect("R size"), per_gate(rs));
+    let bv = constant(imp, "B", Tensor::from_vec(vec![1, 8 * hid], b).expect("B size"), per_gate(bs));
+    let state_shape = if time_major { vec![1, batch, hid] } else { vec![batch, 1, hid] };
+    let hq = imp.quant(imp.req(o, 18)?)?.ok_or_else(|| imp.invalid("the output state has no quantization parameters"))?;
+    let cq = imp.quant(imp.req(o, 19)?)?.ok_or_else(|| imp.invalid("the cell state has no quantization parameters"))?;
+    if imp.declared(imp.req(o, 19)?)?.0 != DType::I16 {
+        return Err(imp.unsupported("an integer LSTM whose cell state is not int16"));
+    }
+    // Variable tensors start at the zero point (int8) or zero (int16), as LiteRT resets them.
+    let h0 = Tensor::from_vec(state_shape.clone(), vec![hq.zero_point[0] as i8; batch * hid]).expect("state size");
+    let h0 = constant(imp, "output state", h0, hq);
+    let c0 = constant(imp, "cell state", Tensor::from_vec(state_shape, vec![0i16; batch * hid]).expect("state size"), cq);
+    let attrs = RnnAttrs {
+        cell: RnnCell::Lstm,
+        direction: RnnDirection::Forward,
+        hidden_size: hid,
+        activations: vec![RnnActivation::Sigmoid, RnnActivation::Tanh, RnnActivation::Tanh],
+        clip: None,
+        batch_major: !time_major,
+        linear_before_reset: false,
+        input_forget: false,
+        cell_clip,
+    };
+    let ins = vec![Some(x), Some(wv), Some(rv), Some(bv), None, Some(h0), Some(c0)];
+    let y = imp.node(Op::Rnn(attrs), ins, format!("{base}/lstm"))?;
+    imp.g.value_mut(y).quant = Some(out_q);
+    let out: Vec<i64> = if time_major { vec![seq as i64, batch as i64, hid as i64] } else { vec![batch as i64, seq as i64, hid as i64] };
+    imp.op_with_i64(Op::Reshape { allowzero: false }, y, format!("{base}/shape"), out, base.clone())
 }
 
 fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
@@ -63,6 +167,9 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
         other => return Err(imp.unsupported(format!("LSTM cell activation {}", activation::name(other)))),
     };
     let x = imp.value(imp.req(o, 0)?)?;
+    if imp.dtype(x) == DType::I8 {
+        return integer_lstm(imp, o, x, time_major_of(&opt), cell_clip, act);
+    }
     let xs = imp.shape(x);
     if xs.len() != 3 {
         return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));

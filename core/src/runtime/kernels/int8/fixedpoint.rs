@@ -174,7 +174,8 @@ pub fn mul_double_round_wide(x: i32, m: Multiplier) -> i32 {
     }
 }
 
-/// i16 versions of the gemmlowp primitives, for HARD_SWISH.
+/// i16 versions of the gemmlowp primitives, for HARD_SWISH, and gemmlowp's 16-bit `logistic` and `tanh`
+/// (the gate activations of LiteRT's integer LSTM).
 pub mod i16x {
     /// gemmlowp `SaturatingRoundingDoublingHighMul` for i16.
     #[inline(always)]
@@ -206,6 +207,108 @@ pub mod i16x {
     #[inline(always)]
     pub fn saturating_left_shift(x: i16, amount: i32) -> i16 {
         (x as i64 * (1i64 << amount)).clamp(i16::MIN as i64, i16::MAX as i64) as i16
+    }
+    /// gemmlowp's `SaturatingRoundingMultiplyByPOT` (`exponent` > 0: a saturating left shift) and
+    /// `Rescale` between integer-bit counts.
+    #[inline(always)]
+    pub fn saturating_rounding_mul_by_pot(x: i16, exponent: i32) -> i16 {
+        match exponent {
+            0 => x,
+            e if e > 0 => saturating_left_shift(x, e),
+            e => rounding_divide_by_pot(x, -e),
+        }
+    }
+    /// A gemmlowp fixed-point constant given as a Q0.31 raw value, rescaled to 16 bits
+    /// (`RescaleConstantInitializer`).
+    #[inline(always)]
+    fn constant(raw32: i32) -> i16 {
+        super::rounding_divide_by_pot(raw32, 16) as i16
+    }
+    /// gemmlowp's `RoundingHalfSum` for i16.
+    #[inline(always)]
+    fn rounding_half_sum(a: i16, b: i16) -> i16 {
+        let sum = a as i32 + b as i32;
+        let sign = if sum >= 0 { 1 } else { -1 };
+        ((sum + sign) / 2) as i16
+    }
+    /// gemmlowp `exp_on_interval_between_negative_one_quarter_and_0_excl` (Q0.15 in, Q0.15 out).
+    fn exp_on_quarter_interval(a: i16) -> i16 {
+        let constant_term = constant(1895147668);
+        let one_third = constant(715827883);
+        let x = a.wrapping_add(1 << 12);
+        let x2 = srdhm(x, x);
+        let x3 = srdhm(x2, x);
+        let x4 = srdhm(x2, x2);
+        let x4_over_4 = saturating_rounding_mul_by_pot(x4, -2);
+        let poly = saturating_rounding_mul_by_pot(srdhm(x4_over_4.wrapping_add(x3), one_third).wrapping_add(x2), -1);
+        let sum = constant_term as i32 + srdhm(constant_term, x.wrapping_add(poly)) as i32;
+        sum.clamp(i16::MIN as i32, i16::MAX as i32) as i16
+    }
+    /// gemmlowp `exp_on_negative_values` of a raw i16 with `integer_bits` integer bits (Q0.15 out).
+    pub fn exp_on_negative_values(a: i16, integer_bits: i32) -> i16 {
+        let frac = 15 - integer_bits;
+        let quarter: i16 = 1 << (frac - 2);
+        let mask = quarter - 1;
+        let a_mod_quarter_minus_quarter = (a & mask).wrapping_sub(quarter);
+        let mut result = exp_on_quarter_interval(saturating_rounding_mul_by_pot(a_mod_quarter_minus_quarter, integer_bits));
+        let remainder = a_mod_quarter_minus_quarter.wrapping_sub(a);
+        for (exponent, multiplier) in [(-2, 1672461947), (-1, 1302514674), (0, 790015084), (1, 290630308), (2, 39332535), (3, 720401), (4, 242)] {
+            if integer_bits > exponent && (remainder as i32) & (1 << (frac + exponent)) != 0 {
+                result = srdhm(result, constant(multiplier));
+            }
+        }
+        if integer_bits > 5 && a < constant(-(1 << (36 - integer_bits))) {
+            result = 0;
+        }
+        if a == 0 {
+            result = i16::MAX;
+        }
+        result
+    }
+    /// The Newton-Raphson reciprocal of gemmlowp's `one_over_one_plus_x_for_x_in_0_1` and
+    /// `one_minus_x_over_one_plus_x_for_x_in_0_1`: `1 / (1 + a)` in Q2.13.
+    fn reciprocal_one_plus(a: i16) -> i16 {
+        let half_denominator = rounding_half_sum(a, i16::MAX);
+        let c48_17 = constant(1515870810);
+        let c_neg32_17 = constant(-1010580540);
+        let one_q2: i16 = 1 << 13;
+        let mut x = c48_17.wrapping_add(srdhm(half_denominator, c_neg32_17));
+        for _ in 0..3 {
+            let half_denominator_times_x = srdhm(half_denominator, x);
+            let one_minus = one_q2.wrapping_sub(half_denominator_times_x);
+            x = x.wrapping_add(saturating_rounding_mul_by_pot(srdhm(x, one_minus), 2));
+        }
+        x
+    }
+    /// gemmlowp `logistic` of a raw i16 with `integer_bits` integer bits, in Q0.15.
+    pub fn logistic(a: i16, integer_bits: i32) -> i16 {
+        if a == 0 {
+            return constant(1 << 30);
+        }
+        let abs = if a > 0 { a } else { a.wrapping_neg() };
+        // one_over_one_plus_x: Rescale<0>(ExactMulByPot<-1>(x)), a Q1.14 reading of the Q2.13 result.
+        let positive = saturating_rounding_mul_by_pot(reciprocal_one_plus(exp_on_negative_values(abs.wrapping_neg(), integer_bits)), 1);
+        if a > 0 {
+            positive
+        } else {
+            i16::MAX.wrapping_sub(positive)
+        }
+    }
+    /// gemmlowp `tanh` of a raw i16 with `integer_bits` integer bits, in Q0.15.
+    pub fn tanh(a: i16, integer_bits: i32) -> i16 {
+        if a == 0 {
+            return 0;
+        }
+        let negative = a < 0;
+        let n = if negative { a } else { a.wrapping_neg() };
+        // exp(2n): the same raw value read with one more integer bit; (1 - e) / (1 + e) = 1/(1+e)·2 - 1.
+        let e = exp_on_negative_values(n, integer_bits + 1);
+        let t = saturating_rounding_mul_by_pot(reciprocal_one_plus(e).wrapping_sub(1 << 13), 2);
+        if negative {
+            t.wrapping_neg()
+        } else {
+            t
+        }
     }
     /// TFLite `DownScaleInt32ToInt16Multiplier`.
     pub fn downscale_multiplier(m: i32) -> i16 {
@@ -246,5 +349,24 @@ mod tests {
         assert_eq!(srdhm(i32::MIN, i32::MIN), i32::MAX);
         assert_eq!(i16x::srdhm(i16::MIN, i16::MIN), i16::MAX);
         assert_eq!(i16x::saturating_left_shift(20000, 1), i16::MAX);
+    }
+
+    #[test]
+    fn gemmlowp_16_bit_logistic_and_tanh_follow_the_functions() {
+        // Q3.12 in (the integer LSTM's gates), and 0..=6 integer bits for tanh (its cell state): within a few
+        // Q0.15 steps of the real functions, odd/symmetric as gemmlowp's, exact at 0.
+        for bits in [0, 3, 4, 6] {
+            for raw in (i16::MIN..=i16::MAX).step_by(97) {
+                let x = raw as f64 / (1 << (15 - bits)) as f64;
+                let t = i16x::tanh(raw, bits) as f64 / 32768.0;
+                assert!((t - x.tanh()).abs() < 4e-4, "tanh({x}) with {bits} integer bits: {t}");
+                if bits == 3 {
+                    let l = i16x::logistic(raw, 3) as f64 / 32768.0;
+                    assert!((l - 1.0 / (1.0 + (-x).exp())).abs() < 4e-4, "logistic({x}): {l}");
+                }
+            }
+        }
+        assert_eq!((i16x::tanh(0, 3), i16x::logistic(0, 3)), (0, 1 << 14));
+        assert_eq!(i16x::tanh(1234, 3), -i16x::tanh(-1234, 3));
     }
 }

@@ -30,6 +30,8 @@
 //! * Requantization (TFLite QUANTIZE int8 → int8): a `QuantizeLinear` whose input is a quantized integer
 //!   value; its scale/zero-point inputs are the *output* parameters (the input's come from its `quant`).
 //!   It runs TFLite's `Requantize`: `MultiplyByQuantizedMultiplier(x - zp_in, in_scale / out_scale) + zp_out`.
+//! * An LSTM (`Op::Rnn`) on int8 X is LiteRT's integer "8x8_16" LSTM: int8 weights, int32 biases, an int16
+//!   cell state whose power-of-two scale `initial_c` carries (`recurrent.rs`); Y_c is int16.
 //! * Everything else on quantized values (Transpose, Reshape, Slice, Pad with the zero point as the fill
 //!   value, Gather, Tile, ...) moves data only and keeps the input's parameters; such ops run the ordinary
 //!   kernels, which work on any dtype.
@@ -49,6 +51,7 @@ mod binary;
 mod conv;
 mod gemm;
 mod pool;
+mod recurrent;
 mod reduce;
 mod softmax;
 mod transpose_conv;
@@ -114,7 +117,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
         Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => return Err(unsupported()),
         Op::NonZero | Op::ReverseSequence { .. } | Op::DequantizeLinear { .. } => return Err(unsupported()),
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => return Err(unsupported()),
-        Op::Rnn(_) => return Err(unsupported()),
+        Op::Rnn(a) => recurrent::prepare(&cx, a)?,
     };
     Ok(Some(k))
 }
