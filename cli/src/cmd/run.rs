@@ -117,32 +117,13 @@ pub fn main(a: Args) -> Result<()> {
     let latency = t0.elapsed();
 
     let g = model.graph();
-    let mut files = Vec::new();
-    if let Some(dir) = &a.output_dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for (i, t) in outputs.iter().enumerate() {
-            let p = dir.join(format!("output_{i}.npy"));
-            tpu_sdk::core::npy::write(&p, t)?;
-            files.push(Some(p));
-        }
-    }
+    let files = write_outputs(a.output_dir.as_deref(), &outputs)?;
     let top = match a.top_k {
         Some(k) => Some(top_k(&outputs, k, a.labels.as_deref())?),
         None => None,
     };
     if a.json {
-        let outs: Vec<serde_json::Value> = outputs
-            .iter()
-            .enumerate()
-            .map(|(i, t)| {
-                json!({
-                    "name": g.value(g.outputs[i]).name,
-                    "dtype": t.dtype().name(),
-                    "shape": t.shape,
-                    "file": files.get(i).cloned().flatten().map(|p| p.display().to_string()),
-                })
-            })
-            .collect();
+        let outs: Vec<serde_json::Value> = outputs.iter().enumerate().map(|(i, t)| output_doc(g, i, t, files.get(i))).collect();
         let top_json = top.as_ref().map(|t| t.iter().map(|(i, s, l)| json!({"index": i, "score": s, "label": l})).collect::<Vec<_>>());
         let doc = json!({"target": a.on.target.target, "latency_ms": latency.as_secs_f64() * 1e3, "outputs": outs, "top_k": top_json});
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -153,7 +134,7 @@ pub fn main(a: Args) -> Result<()> {
         let v = t.to_f64_vec();
         let (lo, hi) = v.iter().fold((f64::INFINITY, f64::NEG_INFINITY), |(l, h), &x| (l.min(x), h.max(x)));
         let mean = if v.is_empty() { 0.0 } else { v.iter().sum::<f64>() / v.len() as f64 };
-        let dest = files.get(i).cloned().flatten().map(|p| format!(" -> {}", p.display())).unwrap_or_default();
+        let dest = files.get(i).map(|p| format!(" -> {}", p.display())).unwrap_or_default();
         println!(
             "output {i} '{}': {}{:?} min {lo:.6} max {hi:.6} mean {mean:.6}{dest}",
             g.value(g.outputs[i]).name,
@@ -248,15 +229,7 @@ fn stream(a: Args, mut given: Vec<(Option<String>, Tensor)>) -> Result<()> {
         .map(|o| if state_outputs.contains(&o) { Ok(last[o].clone()) } else { stack(&per_step[o]) })
         .collect::<tpu_sdk::Result<_>>()?;
 
-    let mut files = Vec::new();
-    if let Some(dir) = &a.output_dir {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
-        for (i, t) in outputs.iter().enumerate() {
-            let p = dir.join(format!("output_{i}.npy"));
-            tpu_sdk::core::npy::write(&p, t)?;
-            files.push(p);
-        }
-    }
+    let files = write_outputs(a.output_dir.as_deref(), &outputs)?;
     let ms = latency.as_secs_f64() * 1e3;
     let size = a.chunk.as_ref().map(|c| c.size);
     if a.json {
@@ -264,13 +237,9 @@ fn stream(a: Args, mut given: Vec<(Option<String>, Tensor)>) -> Result<()> {
             .iter()
             .enumerate()
             .map(|(i, t)| {
-                json!({
-                    "name": g.value(g.outputs[i]).name,
-                    "dtype": t.dtype().name(),
-                    "shape": t.shape,
-                    "state": state_outputs.contains(&i),
-                    "file": files.get(i).map(|p| p.display().to_string()),
-                })
+                let mut doc = output_doc(g, i, t, files.get(i));
+                doc["state"] = json!(state_outputs.contains(&i));
+                doc
             })
             .collect();
         let doc = json!({"target": a.on.target.target, "chunks": total, "chunk_size": size, "padding": padding,
@@ -296,6 +265,29 @@ fn stream(a: Args, mut given: Vec<(Option<String>, Tensor)>) -> Result<()> {
         println!("output {i} '{}'{what}: {}{:?} min {lo:.6} max {hi:.6}{dest}", g.value(g.outputs[i]).name, t.dtype(), t.shape);
     }
     Ok(())
+}
+
+/// Writes `DIR/output_<i>.npy` for every output (nothing without a directory); returns the files in order.
+fn write_outputs(dir: Option<&std::path::Path>, outputs: &[Tensor]) -> Result<Vec<PathBuf>> {
+    let Some(dir) = dir else { return Ok(Vec::new()) };
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let mut files = Vec::with_capacity(outputs.len());
+    for (i, t) in outputs.iter().enumerate() {
+        let p = dir.join(format!("output_{i}.npy"));
+        tpu_sdk::core::npy::write(&p, t)?;
+        files.push(p);
+    }
+    Ok(files)
+}
+
+/// Output `i` (`t`) of `g` as `--json` describes it.
+fn output_doc(g: &tpu_sdk::Graph, i: usize, t: &Tensor, file: Option<&PathBuf>) -> serde_json::Value {
+    json!({
+        "name": g.value(g.outputs[i]).name,
+        "dtype": t.dtype().name(),
+        "shape": t.shape,
+        "file": file.map(|p| p.display().to_string()),
+    })
 }
 
 /// The `k` largest scores of output 0 as (index, score, label).
