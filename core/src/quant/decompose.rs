@@ -366,3 +366,115 @@ mod tests {
         }
     }
 }
+
+/// A short forward LSTM that TFLite's `UNIDIRECTIONAL_SEQUENCE_LSTM` cannot express (its states are variable
+/// tensors that start at zero: an initial state from the model's inputs, as streaming models such as silero-vad
+/// feed, or a final cell state the model reads) unrolled into the cell's arithmetic, step by step: per step
+/// `gates = x_t·Wᵀ + h·Rᵀ + (Wb + Rb)`, split into i, o, f, c (ONNX's order), `C = σ(f)·C + σ(i)·tanh(c)`,
+/// `h = σ(o)·tanh(C)`. Every op has a float and an int8 TFLite kernel, so the layer exports and quantizes like
+/// the rest of the graph. `None` (the node stays) for anything else: other cells or directions, batch-major
+/// layout, non-default activations, clip, coupled gates, peepholes, sequence lengths, non-constant weights, more
+/// than [`MAX_UNROLLED_STEPS`] steps, or a zero initial state (the fused TFLite op handles that).
+pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<Vec<Node>> {
+    use crate::ir::ops::recurrent::{input, RnnActivation as Act, RnnCell, RnnDirection};
+    let Op::Rnn(a) = &n.op else { return None };
+    let default_acts = matches!(a.activations[..], [Act::Sigmoid, Act::Tanh, Act::Tanh]);
+    if a.cell != RnnCell::Lstm || a.direction != RnnDirection::Forward || a.batch_major || !default_acts || a.clip.is_some() || a.input_forget || a.cell_clip.is_some() {
+        return None;
+    }
+    let x = n.input(input::X)?;
+    let xs = g.value(x).shape.clone();
+    if g.value(x).dtype != DType::F32 || g.value(x).dynamic || xs.len() != 3 || xs[0] > MAX_UNROLLED_STEPS || n.input(input::SEQ_LENS).is_some() {
+        return None;
+    }
+    let (seq, batch, hidden) = (xs[0], xs[1], a.hidden_size);
+    let peephole_zero = n.input(input::P).is_none_or(|p| g.value(p).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&v| v == 0.0)));
+    let constant = |i: usize| n.input(i).and_then(|v| g.value(v).constant.clone());
+    let (w, r) = (constant(input::W)?, constant(input::R)?);
+    let b = match n.input(input::B) {
+        Some(_) => Some(constant(input::B)?),
+        None => None,
+    };
+    // only where the fused op cannot go: a state that does not start at zero, or a read final cell state
+    let zero_or_absent = |i: usize| n.input(i).is_none_or(|v| g.value(v).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&e| e == 0.0)));
+    let cell_out_read = n.outputs.get(2).is_some_and(|&o| uses[o.0] > 0 || g.outputs.contains(&o));
+    if !peephole_zero || (zero_or_absent(input::INITIAL_H) && zero_or_absent(input::INITIAL_C) && !cell_out_read) {
+        return None;
+    }
+    let gates = 4 * hidden;
+    let wv = w.as_f32()?.to_vec();
+    let rv = r.as_f32()?.to_vec();
+    if wv.len() != gates * xs[2] || rv.len() != gates * hidden {
+        return None;
+    }
+    let bias: Vec<f32> = match &b {
+        Some(t) => {
+            let v = t.as_f32()?;
+            if v.len() != 2 * gates {
+                return None;
+            }
+            (0..gates).map(|k| v[k] + v[gates + k]).collect()
+        }
+        None => vec![0.0; gates],
+    };
+    let base = n.name.clone();
+    let wc = g.add_constant(format!("{base}/w"), Tensor::from_f32(vec![gates, xs[2]], wv));
+    let rc = g.add_constant(format!("{base}/r"), Tensor::from_f32(vec![gates, hidden], rv));
+    let bc = g.add_constant(format!("{base}/bias"), Tensor::from_f32(vec![gates], bias));
+    let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true, activation: None };
+    let mut e = Emit { g, nodes: Vec::new(), base: base.clone() };
+    let state = |e: &mut Emit, i: usize, what: &str| -> ValueId {
+        match n.input(i) {
+            Some(v) => e.reshape(what, v, &[batch, hidden]),
+            None => e.g.add_constant(format!("{base}/{what}"), Tensor::from_f32(vec![batch, hidden], vec![0.0; batch * hidden])),
+        }
+    };
+    let mut h = state(&mut e, input::INITIAL_H, "h0");
+    let mut c = state(&mut e, input::INITIAL_C, "c0");
+    let mut ys = Vec::new();
+    for t in 0..seq {
+        let idx = e.g.add_constant(format!("{base}/t{t}"), Tensor::from_vec(vec![], vec![t as i64]).expect("scalar"));
+        let xt = e.op(&format!("x{t}"), Op::Gather { axis: 0 }, &[x, idx], &[batch, xs[2]]);
+        let xg = e.op(&format!("xw{t}"), gemm.clone(), &[xt, wc, bc], &[batch, gates]);
+        let hg = e.op(&format!("hr{t}"), gemm.clone(), &[h, rc], &[batch, gates]);
+        let z = e.op(&format!("gates{t}"), Op::Binary(BinaryOp::Add, None), &[xg, hg], &[batch, gates]);
+        let parts: Vec<ValueId> = (0..4).map(|k| e.g.add_value(format!("{base}/gate{t}_{k}"), DType::F32, vec![batch, hidden])).collect();
+        e.nodes.push(Node {
+            name: format!("{base}/split{t}"),
+            op: Op::Split { axis: 1, split: None, num_outputs: 4 },
+            inputs: vec![Some(z)],
+            outputs: parts.clone(),
+        });
+        let sig = |e: &mut Emit, v: ValueId, what: &str| e.op(&format!("{what}{t}"), Op::Unary(UnaryOp::Sigmoid), &[v], &[batch, hidden]);
+        let (i, o, f) = (sig(&mut e, parts[0], "i"), sig(&mut e, parts[1], "o"), sig(&mut e, parts[2], "f"));
+        let cand = e.op(&format!("candidate{t}"), Op::Unary(UnaryOp::Tanh), &[parts[3]], &[batch, hidden]);
+        let kept = e.op(&format!("kept{t}"), Op::Binary(BinaryOp::Mul, None), &[f, c], &[batch, hidden]);
+        let added = e.op(&format!("added{t}"), Op::Binary(BinaryOp::Mul, None), &[i, cand], &[batch, hidden]);
+        c = e.op(&format!("c{}", t + 1), Op::Binary(BinaryOp::Add, None), &[kept, added], &[batch, hidden]);
+        let tc = e.op(&format!("tanh_c{}", t + 1), Op::Unary(UnaryOp::Tanh), &[c], &[batch, hidden]);
+        h = e.op(&format!("h{}", t + 1), Op::Binary(BinaryOp::Mul, None), &[o, tc], &[batch, hidden]);
+        ys.push(e.reshape(&format!("y{t}"), h, &[1, 1, batch, hidden]));
+    }
+    // the original outputs, written by the last node of each
+    let outs: [Option<ValueId>; 3] = [n.outputs.first().copied(), n.outputs.get(1).copied(), n.outputs.get(2).copied()];
+    if let Some(y) = outs[0] {
+        if ys.len() == 1 {
+            e.nodes.last_mut().expect("y0").outputs[0] = y;
+        } else {
+            let concat = e.op("y", Op::Concat { axis: 0 }, &ys, &[seq, 1, batch, hidden]);
+            let last = e.nodes.last_mut().expect("concat");
+            debug_assert_eq!(last.outputs[0], concat);
+            last.outputs[0] = y;
+        }
+    }
+    for (k, v) in [(1, h), (2, c)] {
+        if let Some(out) = outs[k] {
+            e.reshape(if k == 1 { "y_h" } else { "y_c" }, v, &[1, batch, hidden]);
+            e.nodes.last_mut().expect("reshape").outputs[0] = out;
+        }
+    }
+    Some(e.nodes)
+}
+
+/// The longest sequence [`unrolled_lstm`] unrolls (each step adds about twenty ops).
+pub const MAX_UNROLLED_STEPS: usize = 16;

@@ -88,6 +88,20 @@ fn forward_lstms_export_as_one_unidirectional_sequence_lstm() {
     }
 }
 
+/// A forward LSTM whose initial states are graph inputs and whose final cell state is read (a streaming model's
+/// cell, as in silero-vad): TFLite's LSTM starts from zero and has no cell-state output, so the export unrolls it
+/// into the cell's arithmetic (FULLY_CONNECTED, SPLIT, LOGISTIC, TANH, MUL, ADD per step); all three outputs equal
+/// onnxruntime's.
+#[test]
+fn an_lstm_with_state_inputs_exports_unrolled() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = fresh_dir("lstm-export-state-inputs");
+    let ops = check(&py, &tmp, &data("lstm_state_inputs"));
+    assert_eq!(count(&ops, "UNIDIRECTIONAL_SEQUENCE_LSTM"), 0, "{ops:?}");
+    assert_eq!(count(&ops, "FULLY_CONNECTED"), 6, "two per step of 3: {ops:?}");
+    assert_eq!(count(&ops, "LOGISTIC"), 9, "{ops:?}");
+}
+
 #[test]
 fn a_reverse_lstm_runs_between_two_reverses_and_its_final_state_is_the_last_step() {
     let Some(py) = oracle::python() else { return };

@@ -212,6 +212,22 @@ impl Ex<'_> {
         Ok(())
     }
 
+    /// Cast: TFLite CAST between the types both have (the output tensor's type says the target), in the input's
+    /// layout.
+    pub(super) fn cast(&mut self, n: &Node) -> Result<()> {
+        let (x, y) = (required(n, 0)?, n.outputs[0]);
+        let (from, to) = (self.g.value(x).dtype, self.g.value(y).dtype);
+        let supported = |d: DType| matches!(d, DType::F32 | DType::F16 | DType::I8 | DType::U8 | DType::I16 | DType::I32 | DType::I64 | DType::Bool | DType::F64);
+        if !supported(from) || !supported(to) || self.g.value(x).quant.is_some() {
+            return Err(self.unsupported(format!("Cast from {from} to {to}")));
+        }
+        let perm = self.layout(x);
+        let xt = self.get(x, &perm)?;
+        let yt = self.out(y, perm)?;
+        self.op(bo::CAST, 1, vec![xt], vec![yt], None);
+        Ok(())
+    }
+
     /// Softmax or LogSoftmax (`log`) over the last dim of a layout that puts `axis` last.
     pub(super) fn softmax(&mut self, n: &Node, axis: usize, log: bool) -> Result<()> {
         let y = n.outputs[0];

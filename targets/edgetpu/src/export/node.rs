@@ -49,7 +49,7 @@ impl Ex<'_> {
             | Op::Lrn { .. } | Op::LpNorm { .. } | Op::Hardmax { .. } | Op::ArgReduce { .. } | Op::CumSum { .. }
             | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. }
             | Op::ScatterNd { .. } | Op::Expand | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. }
-            | Op::Range | Op::Cast { .. } | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
+            | Op::Range | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
             // Control flow (regions): TFLite's WHILE/IF subgraphs are not written, and the Edge TPU runs neither.
@@ -58,6 +58,7 @@ impl Ex<'_> {
                 n.op.name()
             ))),
             Op::Rnn(a) => self.rnn(n, a),
+            Op::Cast { .. } => self.cast(n),
         }
     }
 }

@@ -106,6 +106,30 @@ def rnn_model(name, attrs, seq, batch, inp, hid, dirs, layout=0, seed=0):
     print("wrote", path)
 
 
+def state_input_model(name, seq, batch, inp, hid, seed=0):
+    """A forward LSTM whose initial states are graph inputs and whose final cell state is an output (a streaming
+    model's cell): TFLite's LSTM cannot express it, so the export unrolls it into the cell's arithmetic."""
+    rng = np.random.default_rng(seed)
+    inits = [
+        numpy_helper.from_array((rng.standard_normal((1, 4 * hid, inp)) * 0.5).astype(np.float32), "w"),
+        numpy_helper.from_array((rng.standard_normal((1, 4 * hid, hid)) * 0.4).astype(np.float32), "r"),
+        numpy_helper.from_array((rng.standard_normal((1, 8 * hid)) * 0.3).astype(np.float32), "b"),
+    ]
+    node = helper.make_node("LSTM", ["x", "w", "r", "b", "", "h0", "c0"], ["Y", "Y_h", "Y_c"], hidden_size=hid)
+    state = [1, batch, hid]
+    graph = helper.make_graph(
+        [node], name,
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [seq, batch, inp]),
+         helper.make_tensor_value_info("h0", TensorProto.FLOAT, state), helper.make_tensor_value_info("c0", TensorProto.FLOAT, state)],
+        [helper.make_tensor_value_info("Y", TensorProto.FLOAT, [seq, 1, batch, hid]),
+         helper.make_tensor_value_info("Y_h", TensorProto.FLOAT, state), helper.make_tensor_value_info("Y_c", TensorProto.FLOAT, state)], inits)
+    m = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 14)])
+    onnx.checker.check_model(m)
+    path = os.path.join(OUT, f"{name}.onnx")
+    onnx.save(m, path)
+    print("wrote", path)
+
+
 if __name__ == "__main__":
     os.makedirs(OUT, exist_ok=True)
     export_torch()
@@ -115,3 +139,4 @@ if __name__ == "__main__":
     rnn_model("rnn_bi_tanh_yh", {"direction": "bidirectional"}, 6, 3, 4, 5, 2, seed=4)
     rnn_model("rnn_reverse_relu", {"direction": "reverse", "activations": ["Relu"]}, 5, 2, 3, 4, 1, seed=5)
     rnn_model("rnn_reverse_tanh_layout1", {"direction": "reverse"}, 5, 2, 3, 4, 1, layout=1, seed=6)
+    state_input_model("lstm_state_inputs", 3, 2, 5, 6, seed=7)
