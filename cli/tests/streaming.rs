@@ -146,3 +146,28 @@ fn streaming_flags_give_clear_errors() {
     let (_, err) = expect(tpu_sdk(&["run", m, "--input", &cut_arg, "--input", &sr, "--chunk", "512", "--state-from", "stateN=state"]), 2);
     assert!(err.contains("WAV") && err.contains("cut.wav"), "{err}");
 }
+
+/// silero-vad exports to a float TFLite file (its LSTM, fed its state from the inputs, unrolled into the cell's
+/// arithmetic; the int64 sample-rate arithmetic kept int64) that LiteRT runs equal to onnxruntime.
+#[test]
+fn silero_vad_exports_to_a_float_tflite_litert_runs() {
+    use tpu_sdk::Tensor;
+    use tpu_sdk_test_support::{litert, onnxruntime, relative_to_mean};
+    let Some(py) = oracle::python() else { return };
+    let Some(model) = silero(&py) else { return };
+    let dir = fresh_dir("streaming_vad_tflite");
+    let out = dir.join("silero.tflite");
+    ok(tpu_sdk(&["compile", model.to_str().unwrap(), "--target", "tflite", "--input-shape", "input=1,576", "--input-shape", "state=2,1,128", "-o", out.to_str().unwrap()]));
+    for seed in 1..=3u64 {
+        let audio = tpu_sdk_test_support::f32_samples(&[vec![1, 576], vec![2, 1, 128]], 1, seed, -0.5, 0.5).remove(0);
+        let inputs = vec![audio[0].clone(), audio[1].clone(), Tensor::from_i64(vec![], vec![16000])];
+        let theirs = litert::run_file(&py, &out, litert::OPTIMIZED, std::slice::from_ref(&inputs)).unwrap().remove(0);
+        let named: Vec<(String, Tensor)> = ["input", "state", "sr"].iter().map(|s| s.to_string()).zip(inputs).collect();
+        let ort = onnxruntime::run_model(&py, &model, &named, &dir.join(format!("ort{seed}")));
+        assert_eq!(theirs.len(), ort.len());
+        for (k, (a, b)) in theirs.iter().zip(&ort).enumerate() {
+            let b = Tensor { shape: a.shape.clone(), data: b.data.clone() };
+            relative_to_mean("silero.tflite", k, a, &b, "onnxruntime", 1e-4).unwrap_or_else(|e| panic!("{e}"));
+        }
+    }
+}

@@ -138,8 +138,9 @@ impl Ex<'_> {
     /// then permuted (a scalar or 1-element constant stays as it is).
     pub(super) fn broadcast_const(&mut self, v: ValueId, r: usize, perm: &[usize]) -> Result<i32> {
         let c = self.g.value(v).constant.clone().expect("constant");
+        // an arithmetic operand keeps its type: TFLite's binary kernels want both inputs of one type
         if c.len() == 1 || c.shape.len() > r {
-            let t = self.constant(&self.g.value(v).name.clone(), &c)?;
+            let t = self.constant_as(&self.g.value(v).name.clone(), &c, false)?;
             self.set_quant(t, v, &ident(c.shape.len()));
             return Ok(t);
         }
@@ -148,7 +149,7 @@ impl Ex<'_> {
         let aligned = Tensor { shape, data: c.data.clone() };
         let pc = aligned.permuted(perm);
         let name = format!("{}/bcast", self.g.value(v).name);
-        let t = self.constant(&name, &pc)?;
+        let t = self.constant_as(&name, &pc, false)?;
         self.set_quant(t, v, perm);
         Ok(t)
     }

@@ -50,8 +50,13 @@ impl Ex<'_> {
     }
 
     pub(super) fn constant(&mut self, name: &str, t: &Tensor) -> Result<i32> {
-        // Index-like constants are int32 in TFLite.
-        let t = if t.dtype() == DType::I64 {
+        self.constant_as(name, t, true)
+    }
+
+    /// A constant tensor; int64 data is narrowed to int32 when `narrow_i64` (index-like operands: shapes, axes,
+    /// indices are int32 in TFLite) and kept otherwise (an operand of arithmetic with an int64 value).
+    pub(super) fn constant_as(&mut self, name: &str, t: &Tensor, narrow_i64: bool) -> Result<i32> {
+        let t = if narrow_i64 && t.dtype() == DType::I64 {
             let v: Vec<i32> = t.to_i64_vec().iter().map(|&x| x.clamp(i32::MIN as i64, i32::MAX as i64) as i32).collect();
             Tensor::from_vec(t.shape.clone(), v).expect("same length")
         } else {
