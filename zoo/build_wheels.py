@@ -44,6 +44,14 @@ ONNX = {
     "silero_vad_16k": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_op15.onnx",
                        [f32([1, 512], name="input"), f32([2, 1, 128], -0.1, 0.1, name="state"),
                         {"name": "sr", "shape": [], "dtype": "int64", "value": 16000}]),
+    # the same wheel's other exports: 8 and 16 kHz in one graph (If on the rate, LSTM), and the sequence form (one
+    # LSTM over a batch of 576-sample windows, its states as inputs and outputs)
+    "silero_vad_8k16k": ("silero-vad==6.2.3", "silero_vad/data/silero_vad.onnx",
+                         [f32([1, 576], name="input"), f32([2, 1, 128], -0.1, 0.1, name="state"),
+                          {"name": "sr", "shape": [], "dtype": "int64", "value": 16000}]),
+    "silero_vad_sequence": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_sequence.onnx",
+                            [f32([8, 576], name="input"), f32([1, 1, 128], -0.1, 0.1, name="h"),
+                             f32([1, 1, 128], -0.1, 0.1, name="c")]),
 }
 MEDIAPIPE = ("mediapipe==0.10.14", "--python-version 3.11 --platform manylinux2014_x86_64")
 
