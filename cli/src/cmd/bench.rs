@@ -241,7 +241,17 @@ impl Stats {
     }
 }
 
-/// A `--json` document: the model, target, run counts and batch, and the fields of `more`.
+/// The process's peak resident memory so far in bytes (`VmHWM` of /proc/self/status; None where there is no
+/// such file, as off Linux).
+fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A `--json` document: the model, target, run counts and batch, the process's peak resident memory (null
+/// where unknown), and the fields of `more`.
 fn json_doc(a: &Args, batch: usize, more: serde_json::Value) -> serde_json::Value {
     let mut doc = json!({
         "model": a.on.model.model.display().to_string(),
@@ -249,6 +259,7 @@ fn json_doc(a: &Args, batch: usize, more: serde_json::Value) -> serde_json::Valu
         "iterations": a.iterations,
         "warmup": a.warmup,
         "batch": batch,
+        "peak_resident_bytes": peak_resident_bytes(),
     });
     if let (Some(d), serde_json::Value::Object(more)) = (doc.as_object_mut(), more) {
         d.extend(more);
@@ -278,6 +289,9 @@ fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &
     );
     println!("{}", st.line());
     println!("throughput: {:.1} inferences/s", st.throughput);
+    if let Some(b) = peak_resident_bytes() {
+        println!("peak resident memory: {:.1} MiB", b as f64 / (1024.0 * 1024.0));
+    }
     if !profile.is_empty() {
         println!("time per run by op:");
         for (op, d, n) in profile {
