@@ -1,11 +1,12 @@
 //! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_batchnorm`],
 //! [`fuse_activation`], [`simplify_shapes`], [`sink_transposes`], [`upsample`]. [`optimize`] runs them in a
-//! sensible order.
+//! sensible order. [`fuse_silu`] is the CPU runtime's own: it runs when a session is planned.
 
 pub mod const_fold;
 pub mod dce;
 pub mod fold_batchnorm;
 pub mod fuse_activation;
+pub mod fuse_silu;
 pub mod inline_if;
 pub mod simplify_shapes;
 pub mod sink_transposes;
