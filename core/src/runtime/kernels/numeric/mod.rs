@@ -9,6 +9,7 @@ use half::{bf16, f16};
 use crate::ir::Element;
 
 mod arith;
+mod sgemm;
 pub(super) mod vector;
 pub(super) use arith::Arith;
 
@@ -287,7 +288,7 @@ macro_rules! real_impl {
         }
     };
 }
-real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, matrixmultiply::sgemm);
+real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, sgemm::sgemm);
 real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, sigmoid_f64, matrixmultiply::dgemm);
 
 /// The logistic function in f64, in the form of [`sigmoid_f32`].
