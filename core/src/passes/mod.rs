@@ -33,6 +33,9 @@ pub fn optimize(g: &mut Graph) -> Result<()> {
         simplify_shapes::run(g);
     }
     fold_batchnorm::run(g);
+    // the passes above leave dead nodes (the transposes sink_transposes replaced) that still count as
+    // readers: without this, a Conv whose old NHWC transpose is dead keeps its Relu as a separate pass
+    dce::run(g);
     fuse_activation::run(g);
     dce::run(g);
     verify::verify(g)
