@@ -16,6 +16,9 @@ milliseconds but with the structure of the real network:
                      Concat, Pad, Sigmoid
 - dlrm.onnx          a DLRM-style recommender: embedding Gathers, ReduceSum pooling, Gemm MLPs, Concat,
                      pairwise-interaction MatMul, Flatten, Sigmoid
+- yolo_c2f.onnx      a YOLOv8-style C2f block: Conv + SiLU written as Sigmoid and Mul (both operand orders;
+                     the CPU runtime fuses them into the Conv), Split, residual bottlenecks, Concat, a strided
+                     and a depthwise conv, ConvTranspose + SiLU, and a Gemm + SiLU head
 """
 import os
 import sys
@@ -188,6 +191,40 @@ def dlrm(path):
            [helper.make_tensor_value_info("ctr", TensorProto.FLOAT, [B, 1])], 13)
 
 
+def yolo_c2f(path):
+    b = Builder(5)
+
+    def silu(x, flip=False):
+        s = b.op("Sigmoid", [x])
+        return b.op("Mul", [s, x] if flip else [x, s])
+
+    def conv(x, cin, cout, k=3, stride=1, group=1, flip=False):
+        w = b.w(cout, cin // group, k, k, scale=np.sqrt(2.0 / (cin // group * k * k)))
+        y = b.op("Conv", [x, w, b.const(b.rng.standard_normal(cout) * 0.1)], pads=[k // 2] * 4, strides=[stride] * 2, group=group)
+        return silu(y, flip)
+
+    x = conv("image", 3, 16, stride=2)
+    x = conv(x, 16, 32, stride=2, flip=True)
+    y = conv(x, 32, 32, k=1)
+    a, c = b.op("Split", [y, b.i64([16, 16])], n_out=2, axis=1)
+    parts = [a, c]
+    for _ in range(2):
+        h = conv(conv(parts[-1], 16, 16), 16, 16, flip=True)
+        parts.append(b.op("Add", [parts[-1], h]))
+    y = conv(b.op("Concat", parts, axis=1), 64, 32, k=1)
+    y = conv(y, 32, 32, group=32)
+    up = b.op("ConvTranspose", [y, b.w(32, 8, 2, 2), b.const(np.zeros(8))], strides=[2, 2], kernel_shape=[2, 2])
+    b.nodes.append(helper.make_node("Sigmoid", [up], ["up_sig"]))
+    b.nodes.append(helper.make_node("Mul", [up, "up_sig"], ["features"]))
+    pooled = b.op("Flatten", [b.op("GlobalAveragePool", [y])], axis=1)
+    logits = b.op("Gemm", [pooled, b.w(32, 10), b.const(np.zeros(10))])
+    b.nodes.append(helper.make_node("Sigmoid", [logits], ["logit_sig"]))
+    b.nodes.append(helper.make_node("Mul", ["logit_sig", logits], ["scores"]))
+    b.save(path, "yolo_c2f", [helper.make_tensor_value_info("image", TensorProto.FLOAT, [1, 3, 64, 80])],
+           [helper.make_tensor_value_info("features", TensorProto.FLOAT, [1, 8, 32, 40]),
+            helper.make_tensor_value_info("scores", TensorProto.FLOAT, [1, 10])], 13)
+
+
 def mobilenet(path):
     here = os.path.dirname(os.path.abspath(__file__))
     src = open(os.path.join(here, "..", "bench", "make_mobilenet_v2.py")).read().replace("224, 224", "96, 96")
@@ -205,9 +242,9 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, f in [("gpt_block", gpt_block), ("llama_block", llama_block), ("unet", unet), ("dlrm", dlrm),
-                    ("mobilenet_v2", mobilenet)]:
+                    ("yolo_c2f", yolo_c2f), ("mobilenet_v2", mobilenet)]:
         f(os.path.join(out, f"{name}.onnx"))
-    print(f"wrote 5 models to {out}")
+    print(f"wrote 6 models to {out}")
 
 
 if __name__ == "__main__":

@@ -66,8 +66,11 @@ fn main() -> ExitCode {
         tpu_sdk::core::limits::set_memory_budget(cli.max_memory);
     }
     let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    // The CPU runtime's GEMM driver spreads every GEMM over the rayon pool itself; with matrixmultiply
+    // single-threaded it also need not cut its calls small to keep matrixmultiply from threading them
+    // (small calls re-pack the operands: that made 2 threads slower than 1 on conv-heavy models).
     if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
-        std::env::set_var("MATMUL_NUM_THREADS", threads.to_string());
+        std::env::set_var("MATMUL_NUM_THREADS", "1");
     }
     if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global() {
         eprintln!("warning: could not size the thread pool: {e}");

@@ -103,6 +103,12 @@ fn inspect_and_bench_report_what_they_promise() {
     let l = &doc["latency_ms"];
     assert!(l["min"].as_f64().unwrap() > 0.0 && l["min"].as_f64() <= l["median"].as_f64() && l["median"].as_f64() <= l["p90"].as_f64());
     assert!(doc["throughput_per_s"].as_f64().unwrap() > 0.0);
+    // The peak resident memory of the process (VmHWM), on Linux at least the model's weights.
+    // and its CPU time per timed run (all threads)
+    if cfg!(target_os = "linux") {
+        assert!(doc["peak_resident_bytes"].as_u64().unwrap() > 1 << 20, "{doc}");
+        assert!(doc["cpu_ms_per_run"].as_f64().unwrap() > 0.0, "{doc}");
+    }
 
     let (_, err) = expect(tpu_sdk(&["run", MODEL, "--target", "quantum"]), 2);
     assert!(err.contains("'quantum'") && err.contains("cpu"), "{err}");

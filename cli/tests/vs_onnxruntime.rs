@@ -2,7 +2,8 @@
 //! 1e-4 relative (per element: |ours - ort| <= 1e-4 * (|ort| + mean |ort|)).
 //!
 //! Models: the shipped text-direction classifier (a trained MobileNetV3) and the architectures written by
-//! `scripts/make_test_models.py` (MobileNetV2, two minGPT blocks, a Llama block, a UNet, a DLRM). onnxruntime
+//! `scripts/make_test_models.py` (MobileNetV2, two minGPT blocks, a Llama block, a UNet, a DLRM, a YOLOv8-style
+//! C2f block whose SiLUs the CPU runtime fuses into its Conv, ConvTranspose and Gemm). onnxruntime
 //! runs through `scripts/ort_run.py` with the Python in `TPU_SDK_PYTHON` (set by scripts/test.sh). Without it
 //! the test says so and passes, unless `TPU_SDK_REQUIRE_ORACLES=1` (set by CI).
 
@@ -45,7 +46,7 @@ fn real_models_match_onnxruntime() {
     if let Err(e) = check(&py, tmp.path(), &text_cls, &[("x", vec![1, 3, 48, 192])]) {
         failures.push(e);
     }
-    for m in ["mobilenet_v2", "gpt_block", "llama_block", "unet", "dlrm"] {
+    for m in ["mobilenet_v2", "gpt_block", "llama_block", "unet", "dlrm", "yolo_c2f"] {
         if let Err(e) = check(&py, tmp.path(), &models.join(format!("{m}.onnx")), &[]) {
             failures.push(e);
         }

@@ -1,4 +1,5 @@
-//! `tpu-sdk bench MODEL`: latency (min/median/p90/mean) and throughput over repeated runs; with
+//! `tpu-sdk bench MODEL`: latency (min/median/p90/mean), the process's CPU time per run and peak resident
+//! memory, and throughput over repeated runs; with
 //! `--all-devices`, one copy of the model per device of the target, all running at once.
 
 use std::time::{Duration, Instant};
@@ -69,16 +70,17 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     }
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
-    let times = if a.profile && a.on.target.target == "cpu" {
+    let (times, cpu) = if a.profile && a.on.target.target == "cpu" {
         let mut s = tpu_sdk::core::runtime::Session::new(g.clone())?;
-        let times = time_runs(&a, &mut |x: &[Tensor], timed: bool| {
+        let timed = time_runs(&a, &mut |x: &[Tensor], timed: bool| {
             if timed && s.profile().is_none() {
                 s.set_profiling(true);
             }
             s.run(x).map(drop)
         }, &inputs)?;
         let mut by_op: std::collections::BTreeMap<String, (Duration, usize)> = Default::default();
-        for (n, d) in g.nodes.iter().zip(s.profile().unwrap_or(&[])) {
+        // the session's graph: the CPU runtime fuses some nodes when it plans
+        for (n, d) in s.graph().nodes.iter().zip(s.profile().unwrap_or(&[])) {
             let e = by_op.entry(n.op.name()).or_default();
             e.0 += *d;
             e.1 += 1;
@@ -86,12 +88,13 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         profile_table = by_op.into_iter().map(|(k, (d, c))| (k, d / a.iterations as u32, c)).collect();
         profile_table.sort_by(|x, y| y.1.cmp(&x.1));
         profile_table.truncate(10);
-        times
+        timed
     } else {
         let mut exe = target.prepare(model.graph().clone())?;
         time_runs(&a, &mut |x: &[Tensor], _| exe.run(x).map(drop), &inputs)?
     };
-    report(&a, &times, batch, threads, &profile_table)
+    let cpu_per_run = cpu.map(|c| c / a.iterations as u32);
+    report(&a, &times, cpu_per_run, batch, threads, &profile_table)
 }
 
 type RunFn<'a> = dyn FnMut(&[Tensor], bool) -> tpu_sdk::Result<()> + 'a;
@@ -103,22 +106,23 @@ fn progress_bar(a: &Args, total: u64) -> ProgressBar {
     bar
 }
 
-fn time_runs(a: &Args, run: &mut RunFn, inputs: &[Tensor]) -> Result<Vec<Duration>> {
+/// The latencies of the timed runs, and the process's CPU time over them (all threads; None where unknown).
+fn time_runs(a: &Args, run: &mut RunFn, inputs: &[Tensor]) -> Result<(Vec<Duration>, Option<Duration>)> {
     let bar = progress_bar(a, (a.warmup + a.iterations) as u64);
-    let times = timed_loop(a, run, inputs, &bar, None)?.0;
+    let (times, .., cpu) = timed_loop(a, run, inputs, &bar, None)?;
     bar.finish_and_clear();
-    Ok(times)
+    Ok((times, cpu))
 }
 
 /// Warm-up runs, then the timed ones (after `start`, when given, lets every device through at once); returns
-/// the times and when the timed runs began and ended.
+/// the times, when the timed runs began and ended, and the process's CPU time over them.
 fn timed_loop(
     a: &Args,
     run: &mut RunFn,
     inputs: &[Tensor],
     bar: &ProgressBar,
     start: Option<&std::sync::Barrier>,
-) -> Result<(Vec<Duration>, Instant, Instant)> {
+) -> Result<(Vec<Duration>, Instant, Instant, Option<Duration>)> {
     for _ in 0..a.warmup {
         run(inputs, false)?;
         bar.inc(1);
@@ -127,6 +131,7 @@ fn timed_loop(
         b.wait();
     }
     let began = Instant::now();
+    let cpu0 = process_cpu_time();
     let mut times = Vec::with_capacity(a.iterations);
     for _ in 0..a.iterations {
         let t0 = Instant::now();
@@ -134,7 +139,8 @@ fn timed_loop(
         times.push(t0.elapsed());
         bar.inc(1);
     }
-    Ok((times, began, Instant::now()))
+    let cpu = cpu0.zip(process_cpu_time()).map(|(t0, t1)| t1.saturating_sub(t0));
+    Ok((times, began, Instant::now(), cpu))
 }
 
 /// `--all-devices`: prepares one copy of the model per device, runs them all at once (one thread each) and
@@ -164,7 +170,7 @@ fn all_devices(
     }
     let bar = progress_bar(a, ((a.warmup + a.iterations) * ids.len()) as u64);
     let start = std::sync::Barrier::new(ids.len());
-    let results: Vec<Result<(Vec<Duration>, Instant, Instant)>> = std::thread::scope(|s| {
+    let results: Vec<Result<(Vec<Duration>, Instant, Instant, Option<Duration>)>> = std::thread::scope(|s| {
         let handles: Vec<_> = exes
             .into_iter()
             .map(|mut exe| {
@@ -177,7 +183,7 @@ fn all_devices(
     bar.finish_and_clear();
     let mut per_device = Vec::with_capacity(ids.len());
     for (id, r) in ids.iter().zip(results) {
-        let (times, began, ended) = r.map_err(|e| e.context(format!("device {id}")))?;
+        let (times, began, ended, _) = r.map_err(|e| e.context(format!("device {id}")))?;
         per_device.push((id.clone(), Stats::of(&times, batch), began, ended));
     }
     let began = per_device.iter().map(|d| d.2).min().expect("at least one device");
@@ -241,7 +247,42 @@ impl Stats {
     }
 }
 
-/// A `--json` document: the model, target, run counts and batch, and the fields of `more`.
+/// CPU time the process has used so far, all threads together (`CLOCK_PROCESS_CPUTIME_ID`; None where that
+/// clock is not read: off 64-bit Linux). Unlike wall time it barely moves when other processes share the cores.
+fn process_cpu_time() -> Option<Duration> {
+    #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
+    {
+        #[repr(C)]
+        struct Timespec {
+            sec: i64,
+            nsec: i64,
+        }
+        extern "C" {
+            fn clock_gettime(clock: i32, tp: *mut Timespec) -> i32;
+        }
+        const CLOCK_PROCESS_CPUTIME_ID: i32 = 2;
+        let mut t = Timespec { sec: 0, nsec: 0 };
+        // SAFETY: clock_gettime writes one timespec (two i64 on 64-bit Linux) through the valid pointer.
+        let rc = unsafe { clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &mut t) };
+        (rc == 0).then(|| Duration::new(t.sec as u64, t.nsec as u32))
+    }
+    #[cfg(not(all(target_os = "linux", target_pointer_width = "64")))]
+    {
+        None
+    }
+}
+
+/// The process's peak resident memory so far in bytes (`VmHWM` of /proc/self/status; None where there is no
+/// such file, as off Linux).
+fn peak_resident_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A `--json` document: the model, target, run counts and batch, the process's peak resident memory (null
+/// where unknown), and the fields of `more`.
 fn json_doc(a: &Args, batch: usize, more: serde_json::Value) -> serde_json::Value {
     let mut doc = json!({
         "model": a.on.model.model.display().to_string(),
@@ -249,6 +290,7 @@ fn json_doc(a: &Args, batch: usize, more: serde_json::Value) -> serde_json::Valu
         "iterations": a.iterations,
         "warmup": a.warmup,
         "batch": batch,
+        "peak_resident_bytes": peak_resident_bytes(),
     });
     if let (Some(d), serde_json::Value::Object(more)) = (doc.as_object_mut(), more) {
         d.extend(more);
@@ -260,11 +302,15 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &[(String, Duration, usize)]) -> Result<()> {
+fn report(a: &Args, times: &[Duration], cpu_per_run: Option<Duration>, batch: usize, threads: usize, profile: &[(String, Duration, usize)]) -> Result<()> {
     let st = Stats::of(times, batch);
     if a.json {
         let profile: Vec<_> = profile.iter().map(|(op, d, n)| json!({"op": op, "nodes": n, "ms_per_run": ms(*d)})).collect();
-        let doc = json_doc(a, batch, json!({"threads": threads, "latency_ms": st.json(), "throughput_per_s": st.throughput, "profile": profile}));
+        let doc = json_doc(
+            a,
+            batch,
+            json!({"threads": threads, "latency_ms": st.json(), "cpu_ms_per_run": cpu_per_run.map(ms), "throughput_per_s": st.throughput, "profile": profile}),
+        );
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
     }
@@ -277,7 +323,13 @@ fn report(a: &Args, times: &[Duration], batch: usize, threads: usize, profile: &
         a.warmup
     );
     println!("{}", st.line());
+    if let Some(c) = cpu_per_run {
+        println!("CPU time per run: {:.3} ms (all threads)", ms(c));
+    }
     println!("throughput: {:.1} inferences/s", st.throughput);
+    if let Some(b) = peak_resident_bytes() {
+        println!("peak resident memory: {:.1} MiB", b as f64 / (1024.0 * 1024.0));
+    }
     if !profile.is_empty() {
         println!("time per run by op:");
         for (op, d, n) in profile {

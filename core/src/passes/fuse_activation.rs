@@ -65,4 +65,20 @@ mod tests {
         assert_eq!(g.nodes[0].outputs, vec![y]);
         verify(&g).unwrap();
     }
+
+    /// A dead reader (a transpose nothing reads any more, as sink_transposes leaves them) does not keep
+    /// `optimize` from fusing the Relu.
+    #[test]
+    fn a_dead_second_reader_does_not_block_the_fusion() {
+        let mut b = GraphBuilder::with_eval("t", &CpuEval);
+        let x = b.input("x", DType::F32, &[4, 3]);
+        let a = b.add(x, x).unwrap();
+        let _dead = b.op(Op::Transpose { perm: vec![1, 0] }, &[a]).unwrap();
+        let y = b.relu(a).unwrap();
+        b.output(y);
+        let mut g = b.finish().unwrap();
+        crate::passes::optimize(&mut g).unwrap();
+        assert_eq!(g.nodes.len(), 1, "{:?}", g.nodes);
+        assert_eq!(g.nodes[0].op, Op::Binary(BinaryOp::Add, Some(Activation::Relu)));
+    }
 }

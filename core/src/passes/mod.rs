@@ -1,12 +1,13 @@
 //! Graph optimisation passes, each its own unit: [`const_fold`], [`dce`], [`fold_bias_add`], [`fold_batchnorm`],
 //! [`fuse_activation`], [`simplify_shapes`], [`sink_transposes`], [`upsample`]. [`optimize`] runs them in a
-//! sensible order.
+//! sensible order. [`fuse_silu`] is the CPU runtime's own: it runs when a session is planned.
 
 pub mod const_fold;
 pub mod dce;
 pub mod fold_batchnorm;
 pub mod fold_bias_add;
 pub mod fuse_activation;
+pub mod fuse_silu;
 pub mod inline_if;
 pub mod simplify_shapes;
 pub mod sink_transposes;
@@ -34,6 +35,9 @@ pub fn optimize(g: &mut Graph) -> Result<()> {
     }
     fold_bias_add::run(g);
     fold_batchnorm::run(g);
+    // the passes above leave dead nodes (the transposes sink_transposes replaced) that still count as
+    // readers: without this, a Conv whose old NHWC transpose is dead keeps its Relu as a separate pass
+    dce::run(g);
     fuse_activation::run(g);
     dce::run(g);
     verify::verify(g)

@@ -63,8 +63,11 @@ impl Session {
         Session::new_at(graph, 0)
     }
 
-    /// Plans `graph`, a region nested `depth` deep (0: the model's graph; the caller verified it).
-    pub(crate) fn new_at(graph: Graph, depth: usize) -> Result<Session> {
+    /// Plans `graph`, a region nested `depth` deep (0: the model's graph; the caller verified it). The CPU
+    /// runtime's own fusions run first ([`crate::passes::fuse_silu`]), so [`Session::graph`] may hold fewer
+    /// nodes than the graph given.
+    pub(crate) fn new_at(mut graph: Graph, depth: usize) -> Result<Session> {
+        crate::passes::fuse_silu::run(&mut graph);
         let nv = graph.values.len();
         let mut srcs: Vec<Option<Src>> = vec![None; nv];
         for (i, v) in graph.values.iter().enumerate() {

@@ -5,7 +5,7 @@
 use super::ImportOptions;
 use crate::format::tflite::schema::{self, activation, tensor_type as tt};
 use crate::format::tflite::{decode_data, dtype_of, sparsity};
-use crate::ir::{infer, Activation, DType, Graph, Op, QuantParams, ResizeAttrs, ResizeMode, Tensor, UnaryOp, ValueId};
+use crate::ir::{infer, Activation, BinaryOp, DType, Graph, Op, QuantParams, ResizeAttrs, ResizeMode, Tensor, UnaryOp, ValueId};
 use crate::{Error, Result};
 
 /// A fused activation of a TFLite op.
@@ -288,6 +288,10 @@ impl<'a> Importer<'a> {
             Fused::Act(Activation::Relu) => self.op1(Op::Unary(UnaryOp::Relu), &[v], name),
             Fused::Act(Activation::Relu6) => self.op1(Op::Unary(UnaryOp::Clip { min: 0.0, max: 6.0 }), &[v], name),
             Fused::Act(Activation::Clip { min, max }) => self.op1(Op::Unary(UnaryOp::Clip { min, max }), &[v], name),
+            Fused::Act(Activation::Silu) => {
+                let s = self.op1(Op::Unary(UnaryOp::Sigmoid), &[v], format!("{name}/sigmoid"))?;
+                self.op1(Op::Binary(BinaryOp::Mul, None), &[v, s], name)
+            }
         }
     }
 

@@ -19,9 +19,22 @@ pub enum Activation {
         /// upper bound
         max: f32,
     },
+    /// x · sigmoid(x) (SiLU, Swish). Fused only by the CPU runtime when it plans a session
+    /// ([`crate::passes::fuse_silu`]); the graphs other targets compile never hold it.
+    Silu,
 }
 
 impl Activation {
+    /// The activation's (lower, upper) clamp bounds, or None for one that is not a clamp (SiLU).
+    pub fn clamp_bounds(self) -> Option<(f32, f32)> {
+        match self {
+            Activation::Relu => Some((0.0, f32::INFINITY)),
+            Activation::Relu6 => Some((0.0, 6.0)),
+            Activation::Clip { min, max } => Some((min, max)),
+            Activation::Silu => None,
+        }
+    }
+
     /// Applies the activation to one value.
     #[inline]
     pub fn apply(self, x: f32) -> f32 {
@@ -29,6 +42,7 @@ impl Activation {
             Activation::Relu => x.max(0.0),
             Activation::Relu6 => x.clamp(0.0, 6.0),
             Activation::Clip { min, max } => x.max(min).min(max),
+            Activation::Silu => x / (1.0 + (-x).exp()),
         }
     }
 }
@@ -196,6 +210,9 @@ pub fn binary_shape(op: BinaryOp, a: &[usize], b: &[usize]) -> Result<Vec<usize>
 pub fn check_activation(op: BinaryOp, act: Option<Activation>, out: DType) -> Result<(), String> {
     if act.is_some() && !(out.is_float() || out.is_int()) {
         return Err(format!("a fused activation is not supported on {op:?}, whose output is {out}"));
+    }
+    if let Some(a) = act.filter(|a| a.clamp_bounds().is_none()) {
+        return Err(format!("a fused {a:?} activation is supported on Conv, ConvTranspose and Gemm only, not on {op:?}"));
     }
     Ok(())
 }

@@ -5,6 +5,7 @@ use std::ops::Range;
 
 use rayon::prelude::*;
 
+use super::numeric::vector;
 use super::util::broadcast_strides;
 use crate::ir::{Element, Tensor};
 
@@ -284,11 +285,7 @@ where
 
 /// `o[i] = f(a[i])`, in parallel when large.
 pub(super) fn map<A: Copy + Sync, O: Send>(a: &[A], o: &mut [O], f: impl Fn(A) -> O + Sync) {
-    let row = |a: &[A], o: &mut [O]| {
-        for (o, &x) in o.iter_mut().zip(a) {
-            *o = f(x);
-        }
-    };
+    let row = |a: &[A], o: &mut [O]| vector::map(a, o, &f);
     if o.len() >= PAR_MIN {
         par_chunks(o, CHUNK, &|i, oc| row(&a[i * CHUNK..], oc));
     } else {
@@ -298,11 +295,7 @@ pub(super) fn map<A: Copy + Sync, O: Send>(a: &[A], o: &mut [O], f: impl Fn(A) -
 
 /// `o[i] = f(o[i])`, in parallel when large.
 pub(super) fn map_inplace<O: Copy + Send>(o: &mut [O], f: impl Fn(O) -> O + Sync) {
-    let row = |o: &mut [O]| {
-        for v in o.iter_mut() {
-            *v = f(*v);
-        }
-    };
+    let row = |o: &mut [O]| vector::update(o, &f);
     if o.len() >= PAR_MIN {
         par_chunks(o, CHUNK, &|_, oc| row(oc));
     } else {

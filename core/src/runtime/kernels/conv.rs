@@ -328,7 +328,7 @@ mod tests {
             let xt = Tensor::from_f32(cs.xs.clone(), x);
             let wt = Tensor::from_f32(cs.ws.clone(), w);
             let bt = Tensor::from_f32(vec![cs.ws[0]], b);
-            for act in [None, Some(Activation::Relu6)] {
+            for act in [None, Some(Activation::Relu6), Some(Activation::Silu)] {
                 let mut a = attrs(cs.group, &cs.s, &cs.d, &cs.p);
                 a.activation = act;
                 let y = run_op(&Op::Conv(a), &[Some(&xt), Some(&wt), Some(&bt)]).unwrap();

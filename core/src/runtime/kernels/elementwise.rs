@@ -172,22 +172,14 @@ impl Num for bool {
     }
 }
 
-/// Clamp bounds of a fused activation.
-fn act_bounds(act: Activation) -> (f32, f32) {
-    match act {
-        Activation::Relu => (0.0, f32::INFINITY),
-        Activation::Relu6 => (0.0, 6.0),
-        Activation::Clip { min, max } => (min, max),
-    }
-}
-
 /// Runs a binary op with broadcasting and the fused activation.
 pub(super) fn binary(op: BinaryOp, act: Option<Activation>, x: &Tensor, y: &Tensor, out: &mut Tensor) -> Result<(), String> {
     use BinaryOp::*;
     let dt = binary_dtype(op, x.dtype(), y.dtype())?;
     check_activation(op, act, dt)?;
     let osh = binary_shape(op, &x.shape, &y.shape)?;
-    let clamp = act.map(act_bounds);
+    // check_activation admits clamps only
+    let clamp = act.and_then(Activation::clamp_bounds);
     match op {
         Equal | Less | LessOrEqual | Greater | GreaterOrEqual => with_any!(x.dtype(), T => compare::<T>(op, x, y, out, &osh)),
         Pow if x.dtype() != y.dtype() => pow_mixed(x, y, out, &osh, clamp),
@@ -307,7 +299,7 @@ fn unary_float<T: Float>(u: UnaryOp, x: &Tensor, out: &mut Tensor) -> Result<(),
             v
         }),
         Relu => run!(move |v: T::C| if v < zero { zero } else { v }),
-        Sigmoid => run!(move |v: T::C| one / (one + (-v).exp())),
+        Sigmoid => run!(|v: T::C| v.sigmoid()),
         Tanh => run!(|v: T::C| v.tanh()),
         Sin => run!(|v: T::C| v.sin()),
         Cos => run!(|v: T::C| v.cos()),
@@ -484,7 +476,7 @@ pub(super) fn where_op(c: &Tensor, x: &Tensor, y: &Tensor, out: &mut Tensor) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::runtime::kernels::numeric::{erf, exp_f32, tanh_f32};
+    use crate::runtime::kernels::numeric::{erf, exp_f32, sigmoid_f32, tanh_f32};
     use half::f16;
     use crate::runtime::kernels::{eval, Scratch};
     use crate::ir::ops::{infer, TypeInfo};
@@ -681,6 +673,44 @@ mod tests {
         // gradual underflow: e^-100 is subnormal, within one subnormal step of the rounded true value
         let want = (-100f64).exp() as f32;
         assert!((exp_f32(-100.0) - want).abs() <= f32::from_bits(1), "{} vs {want}", exp_f32(-100.0));
+    }
+
+    /// Distance in units in the last place between `got` and the f32 nearest to `want` (same sign assumed).
+    fn ulps(got: f32, want: f64) -> u32 {
+        (got.to_bits() as i64 - (want as f32).to_bits() as i64).unsigned_abs() as u32
+    }
+
+    /// exp and sigmoid against libm's f64 results (rounded to f32) over their whole finite range in steps of
+    /// about 1e-3 (and every f32 in [-1, 1] near 0's neighbourhood at 2^-20 spacing): within 2 ulp wherever
+    /// the result is a normal f32; the edges exactly.
+    #[test]
+    fn fast_exp_and_sigmoid_are_within_2_ulp_of_libm() {
+        let xs = (-1_040_000..890_000).map(|i| i as f32 * 1e-4).chain((-1 << 20..1 << 20).map(|i| i as f32 / (1 << 20) as f32));
+        let (mut worst_exp, mut worst_sig) = ((0, 0.0f32), (0, 0.0f32));
+        let worse = |w: &mut (u32, f32), u: u32, x: f32| {
+            if u > w.0 {
+                *w = (u, x);
+            }
+        };
+        for x in xs {
+            let e = (x as f64).exp();
+            if e > f32::MIN_POSITIVE as f64 && e < f32::MAX as f64 {
+                worse(&mut worst_exp, ulps(exp_f32(x), e), x);
+            }
+            let s = 1.0 / (1.0 + (-x as f64).exp());
+            if s > f32::MIN_POSITIVE as f64 {
+                worse(&mut worst_sig, ulps(sigmoid_f32(x), s), x);
+            }
+        }
+        assert!(worst_exp.0 <= 2, "exp: {} ulp at {}", worst_exp.0, worst_exp.1);
+        assert!(worst_sig.0 <= 2, "sigmoid: {} ulp at {}", worst_sig.0, worst_sig.1);
+        assert_eq!((sigmoid_f32(0.0), sigmoid_f32(-0.0)), (0.5, 0.5));
+        assert_eq!((sigmoid_f32(f32::INFINITY), sigmoid_f32(f32::NEG_INFINITY)), (1.0, 0.0));
+        assert_eq!((sigmoid_f32(120.0), sigmoid_f32(-120.0)), (1.0, 0.0));
+        assert!(sigmoid_f32(f32::NAN).is_nan());
+        // below -87 the result is subnormal: it underflows gradually like the exact value
+        let s = (1.0 / (1.0 + 95f64.exp())) as f32;
+        assert!(s > 0.0 && (sigmoid_f32(-95.0) - s).abs() <= f32::from_bits(1), "{} vs {s}", sigmoid_f32(-95.0));
     }
 
     #[test]

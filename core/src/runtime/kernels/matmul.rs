@@ -22,7 +22,7 @@ use rayon::prelude::*;
 use super::util::strides;
 use super::input;
 use crate::ir::ops::matmul::{gemm_dims, matmul_dims, MatMulDims};
-use super::numeric::Real;
+use super::numeric::{vector, Real};
 use crate::ir::{Activation, DType, Element, Tensor};
 
 /// Largest `m·k + k·n` (in elements) of one matrixmultiply call when matrixmultiply may thread. It decides
@@ -52,17 +52,18 @@ pub(super) fn bias_act<T: Real>(row: &mut [T], bias: Option<T>, act: Option<Acti
     macro_rules! each {
         ($f:expr) => {
             match bias {
-                Some(b) => row.iter_mut().for_each(|v| *v = $f(*v + b)),
-                None => row.iter_mut().for_each(|v| *v = $f(*v)),
+                Some(b) => vector::update(row, &|v: T| $f(v + b)),
+                None => vector::update(row, &|v: T| $f(v)),
             }
         };
     }
     match act {
         None => {
             if let Some(b) = bias {
-                row.iter_mut().for_each(|v| *v = *v + b);
+                vector::update(row, &|v: T| v + b);
             }
         }
+        Some(Activation::Silu) => each!(|x: T| x * x.sigmoid()),
         Some(Activation::Relu) => each!(|x: T| x.relu()),
         Some(Activation::Relu6) => {
             let (lo, hi) = (T::ZERO, T::from_f32(6.0));
@@ -640,7 +641,7 @@ mod tests {
                 let at = Tensor::from_f32(if ta { vec![k, m] } else { vec![m, k] }, a.clone());
                 let bt = Tensor::from_f32(if tb { vec![n, k] } else { vec![k, n] }, b.clone());
                 let ct = Tensor::from_f32(cshape.clone(), c.clone());
-                let act = if ci == 3 { Some(Activation::Relu6) } else { None };
+                let act = [None, Some(Activation::Silu), None, Some(Activation::Relu6)][ci % 4];
                 let op = gemm(0.5, 2.0, ta, tb, act);
                 let ins = if cshape.is_empty() { vec![Some(&at), Some(&bt)] } else { vec![Some(&at), Some(&bt), Some(&ct)] };
                 let y = run(&op, &ins);

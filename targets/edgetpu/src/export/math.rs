@@ -363,13 +363,10 @@ impl Ex<'_> {
     }
 }
 
-/// The bounds of an activation as a clip.
+/// The bounds of an activation as a clip (a fused SiLU, which is no clip, is refused before any node is
+/// written: [`Ex::node`]; it would get no bounds here).
 pub(super) fn clip_bounds(a: Activation) -> (f32, f32) {
-    match a {
-        Activation::Relu => (0.0, f32::INFINITY),
-        Activation::Relu6 => (0.0, 6.0),
-        Activation::Clip { min, max } => (min, max),
-    }
+    a.clamp_bounds().unwrap_or((f32::NEG_INFINITY, f32::INFINITY))
 }
 
 /// An activation as a TFLite fused activation code, or NONE plus the clip to apply after the op.
@@ -389,7 +386,7 @@ pub(super) fn fused_code(a: Option<Activation>) -> Option<i8> {
         Some(Activation::Clip { min, max }) if min == 0.0 && max == 6.0 => Some(act::RELU6),
         Some(Activation::Clip { min, max }) if min == -1.0 && max == 1.0 => Some(act::RELU_N1_TO_1),
         Some(Activation::Clip { min, max }) if min == 0.0 && max == f32::INFINITY => Some(act::RELU),
-        Some(Activation::Clip { .. }) => None,
+        Some(Activation::Clip { .. } | Activation::Silu) => None,
     }
 }
 

@@ -16,6 +16,11 @@ impl Ex<'_> {
     pub(super) fn node(&mut self, k: usize) -> Result<()> {
         let g = self.g;
         let n = &g.nodes[k];
+        if n.op.activation().is_some_and(|a| a.clamp_bounds().is_none()) {
+            // SiLU is fused only by the CPU runtime's own planning; a graph that holds it did not come from
+            // the optimisation passes the export runs after
+            return Err(Error::Unsupported(format!("node '{}': a fused {:?} activation has no TFLite form", n.name, n.op.activation())));
+        }
         match &n.op {
             Op::Identity => self.identity(n),
             Op::Conv(a) => self.conv(n, a),

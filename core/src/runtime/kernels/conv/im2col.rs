@@ -2,7 +2,7 @@
 //!
 //! The output pixels of each (image, group) are cut into tiles; a task builds the `K × tile` column
 //! matrix (K = input channels per group × kernel size) in its own slice of the scratch buffer, small
-//! enough to stay in L2, and multiplies the group's weights `[Mg × K]` by it into the output columns of
+//! enough to stay in L2 unless that would make it narrower than [`MIN_COLS`], and multiplies the group's weights `[Mg × K]` by it into the output columns of
 //! the tile. Tasks are spread over rayon "lanes", one scratch slice per lane, so the buffer is reused across
 //! calls and nothing is allocated in steady state.
 
@@ -15,6 +15,9 @@ use crate::ir::Activation;
 
 /// Column tile budget in elements (256 KiB of f32).
 const COL_ELEMS: usize = 1 << 16;
+/// The narrowest column tile the budget may ask for: each GEMM call packs the group's weights once, so
+/// narrower tiles would spend more time packing than multiplying (with K = 2304, the budget alone gives 28).
+const MIN_COLS: usize = 256;
 
 /// Runs the im2col path; sizes were checked by the caller.
 pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
@@ -27,7 +30,7 @@ pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act:
     let threads = threads();
     let par = threads > 1 && macs >= 1 << 16;
     // Tile width: the column budget, then narrower while there are too few tasks to balance.
-    let mut nb = (COL_ELEMS / kk.max(1)).clamp(16, pix.max(16)).min(pix);
+    let mut nb = (COL_ELEMS / kk.max(1)).clamp(MIN_COLS, pix.max(MIN_COLS)).min(pix);
     let images = p.n * group;
     if par {
         while images * pix.div_ceil(nb) < 4 * threads && nb >= 64 {

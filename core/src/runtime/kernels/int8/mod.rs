@@ -86,6 +86,9 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
     let node = &g.nodes[n];
     let cx = Ctx { g, n };
     let unsupported = || format!("{} on quantized (int8) values is not supported by the CPU runtime", node.op.name());
+    if let Some(a) = node.op.activation().filter(|a| a.clamp_bounds().is_none()) {
+        return Err(format!("{} with a fused {a:?} activation on quantized (int8) values is not supported by the CPU runtime", node.op.name()));
+    }
     let k: Box<dyn Int8Kernel> = match &node.op {
         Op::Conv(a) => conv::prepare_conv(&cx, a)?,
         Op::ConvTranspose(a) => transpose_conv::prepare(&cx, a)?,
@@ -204,6 +207,8 @@ pub(crate) fn activation_range(act: Option<Activation>, out: Qp, range: (i32, i3
             let hi = if max.is_finite() { range.1.min(q(max)) } else { range.1 };
             (lo, hi)
         }
+        // refused by `prepare`: a quantized node never carries it
+        Some(Activation::Silu) => range,
     };
     (lo.min(hi), hi)
 }

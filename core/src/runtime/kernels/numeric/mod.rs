@@ -9,6 +9,8 @@ use half::{bf16, f16};
 use crate::ir::Element;
 
 mod arith;
+mod sgemm;
+pub(super) mod vector;
 pub(super) use arith::Arith;
 
 /// A float type kernels compute in (f32 or f64).
@@ -81,6 +83,8 @@ pub(super) trait Real:
     fn acosh(self) -> Self;
     /// inverse hyperbolic tangent
     fn atanh(self) -> Self;
+    /// The logistic function 1 / (1 + e^-x).
+    fn sigmoid(self) -> Self;
     /// The error function (see [`erf`]).
     /// Conversion from an f32 attribute (alpha, clip bounds).
     fn from_f32(x: f32) -> Self;
@@ -124,8 +128,12 @@ pub(super) trait Real:
 }
 
 macro_rules! real_impl {
-    ($t:ident, $mask:expr, $exp:path, $tanh:path, $gemm:path) => {
+    ($t:ident, $mask:expr, $exp:path, $tanh:path, $sigmoid:path, $gemm:path) => {
         impl Real for $t {
+            #[inline(always)]
+            fn sigmoid(self) -> Self {
+                $sigmoid(self)
+            }
             const ZERO: Self = 0.0;
             const ONE: Self = 1.0;
             const INFINITY: Self = $t::INFINITY;
@@ -280,8 +288,16 @@ macro_rules! real_impl {
         }
     };
 }
-real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, matrixmultiply::sgemm);
-real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, matrixmultiply::dgemm);
+real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, sgemm::sgemm);
+real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, sigmoid_f64, matrixmultiply::dgemm);
+
+/// The logistic function in f64, in the form of [`sigmoid_f32`].
+#[inline]
+fn sigmoid_f64(x: f64) -> f64 {
+    let e = (-x.abs()).exp();
+    let num = if x >= 0.0 { 1.0 } else { e };
+    num / (1.0 + e)
+}
 
 /// e^x in f32 without branches, so that loops calling it vectorise (libm's `expf` does not).
 ///
@@ -297,7 +313,8 @@ pub(super) fn exp_f32(x: f32) -> f32 {
     const ROUND: f32 = 12_582_912.0; // 1.5 * 2^23: adding it rounds to an integer
     // beyond these bounds e^x is inf / 0 in f32; clamping keeps 2^n representable in two factors
     let x = x.clamp(-104.0, 89.0);
-    let n = (x * LOG2E + ROUND) - ROUND;
+    let t = x * LOG2E + ROUND;
+    let n = t - ROUND;
     let r = x - n * LN2_HI - n * LN2_LO;
     let p = 1.987_569_1e-4;
     let p = p * r + 1.398_199_9e-3;
@@ -306,10 +323,23 @@ pub(super) fn exp_f32(x: f32) -> f32 {
     let p = p * r + 1.666_666_5e-1;
     let p = p * r + 5.000_000_1e-1;
     let y = p * r * r + r + 1.0;
-    let n = n as i32;
+    // t = 1.5·2^23 + n exactly, so n is the difference of the bit patterns (an integer subtraction, where
+    // `n as i32` would be a saturating conversion that keeps the loop from vectorising)
+    let n = (t.to_bits() as i32).wrapping_sub(ROUND.to_bits() as i32);
     let n1 = n >> 1;
-    let n2 = n - n1;
-    y * f32::from_bits(((n1 + 127) as u32) << 23) * f32::from_bits(((n2 + 127) as u32) << 23)
+    let n2 = n.wrapping_sub(n1);
+    y * f32::from_bits((n1.wrapping_add(127) as u32) << 23) * f32::from_bits((n2.wrapping_add(127) as u32) << 23)
+}
+
+/// The logistic function 1 / (1 + e^-x) in f32 without branches: with e = e^-|x|, 1 / (1 + e) for x >= 0 and
+/// e / (1 + e) below, so that it underflows gradually towards -inf like the exact value instead of reaching 0
+/// where e^-x overflows. Within 2 ulp of the correctly rounded value where that is a normal number.
+#[inline(always)]
+pub(super) fn sigmoid_f32(x: f32) -> f32 {
+    let e = exp_f32(-x.abs());
+    let num = if x >= 0.0 { 1.0 } else { e };
+    // NaN fails `x >= 0`: e is NaN, and so is the quotient
+    num / (1.0 + e)
 }
 
 /// tanh in f32 without branches (both forms are computed and one selected, so loops vectorise).

@@ -130,6 +130,10 @@ impl Cx<'_> {
             Some(Activation::Relu) => self.relu(&x),
             Some(Activation::Relu6) => self.clamp(&x, 0.0, 6.0),
             Some(Activation::Clip { min, max }) => self.clamp(&x, min as f64, max as f64),
+            Some(Activation::Silu) => {
+                let s = self.unary("logistic", &x);
+                self.mul(&x, &s)
+            }
         }
     }
 

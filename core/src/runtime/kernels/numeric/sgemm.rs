@@ -1,0 +1,312 @@
+//! f32 GEMM `C ← alpha·A·B + beta·C` on x86-64 CPUs with AVX2 and FMA: a 6×16 register-blocked microkernel
+//! (12 accumulators of 8 lanes, one FMA per accumulator and k step) over packed operands, in the usual
+//! three-level blocking: k in chunks of [`KC`], B's columns in chunks of [`NC`] packed into 16-wide panels,
+//! A's rows in chunks of [`MC`] packed into 6-high panels. The packing buffers are per thread and kept, so
+//! steady-state calls allocate nothing. Edge tiles are computed whole on zero-padded panels and only their
+//! valid part is written. Other CPUs (and f64) use the matrixmultiply crate; [`sgemm`] picks at run time.
+//!
+//! Summation order per output element is k ascending within each KC chunk, chunks in order, as one FMA
+//! chain: results differ from matrixmultiply's by rounding only.
+
+/// Rows of the microkernel tile.
+const MR: usize = 6;
+/// Columns of the microkernel tile (two 8-lane vectors).
+const NR: usize = 16;
+/// Depth of one packed block (A panel 6·256·4 = 6 KiB, B panel 16·256·4 = 16 KiB: both stay in L1).
+const KC: usize = 256;
+/// Rows of one packed A block (12 panels, 72 KiB at full KC: L2).
+const MC: usize = 72;
+/// Columns of one packed B block (512 KiB at full KC: L2).
+const NC: usize = 512;
+
+/// `C ← alpha·A·B + beta·C` with matrixmultiply's argument convention (element (i, j) of A at
+/// `a + i·rsa + j·csa`, and so on; with beta 0, C is not read).
+///
+/// # Safety
+/// As for matrixmultiply's `sgemm`: every addressed element of A and B is readable, every addressed element of C
+/// is writable and accessed by nothing else during the call.
+#[allow(clippy::too_many_arguments)]
+pub(super) unsafe fn sgemm(
+    m: usize,
+    k: usize,
+    n: usize,
+    alpha: f32,
+    a: *const f32,
+    rsa: isize,
+    csa: isize,
+    b: *const f32,
+    rsb: isize,
+    csb: isize,
+    beta: f32,
+    c: *mut f32,
+    rsc: isize,
+    csc: isize,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::vector::avx2_fma() {
+        // SAFETY: the CPU has AVX2 and FMA; the rest is this function's contract.
+        unsafe { x86::gemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) };
+        return;
+    }
+    // SAFETY: forwarded from this function's contract.
+    unsafe { matrixmultiply::sgemm(m, k, n, alpha, a, rsa, csa, b, rsb, csb, beta, c, rsc, csc) }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+    use std::cell::RefCell;
+
+    use super::{KC, MC, MR, NC, NR};
+
+    thread_local! {
+        /// Packed A block and packed B block of this thread.
+        static PACKS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    }
+
+    /// The blocked driver (see the module documentation).
+    ///
+    /// # Safety
+    /// As for [`super::sgemm`], and the CPU has AVX2 and FMA.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn gemm(
+        m: usize,
+        k: usize,
+        n: usize,
+        alpha: f32,
+        a: *const f32,
+        rsa: isize,
+        csa: isize,
+        b: *const f32,
+        rsb: isize,
+        csb: isize,
+        beta: f32,
+        c: *mut f32,
+        rsc: isize,
+        csc: isize,
+    ) {
+        if m == 0 || n == 0 {
+            return;
+        }
+        if k == 0 || alpha == 0.0 {
+            for i in 0..m {
+                for j in 0..n {
+                    // SAFETY: C's elements are writable (contract).
+                    unsafe {
+                        let p = c.offset(i as isize * rsc + j as isize * csc);
+                        *p = if beta == 0.0 { 0.0 } else { beta * *p };
+                    }
+                }
+            }
+            return;
+        }
+        PACKS.with(|packs| {
+            let mut packs = packs.borrow_mut();
+            let (pa, pb) = &mut *packs;
+            let kc_max = KC.min(k);
+            let a_len = MC.min(m).div_ceil(MR) * MR * kc_max;
+            let b_len = NC.min(n).div_ceil(NR) * NR * kc_max;
+            if pa.len() < a_len {
+                pa.resize(a_len, 0.0);
+            }
+            if pb.len() < b_len {
+                pb.resize(b_len, 0.0);
+            }
+            for jc in (0..n).step_by(NC) {
+                let nc = NC.min(n - jc);
+                for pc in (0..k).step_by(KC) {
+                    let kc = KC.min(k - pc);
+                    // SAFETY: the B block lies inside B (contract); pb holds ceil(nc/NR)·NR·kc elements.
+                    unsafe { pack_b(kc, nc, b.offset(pc as isize * rsb + jc as isize * csb), rsb, csb, pb) };
+                    let beta_k = if pc == 0 { beta } else { 1.0 };
+                    for ic in (0..m).step_by(MC) {
+                        let mc = MC.min(m - ic);
+                        // SAFETY: the A block lies inside A (contract); pa holds ceil(mc/MR)·MR·kc elements.
+                        unsafe { pack_a(mc, kc, a.offset(ic as isize * rsa + pc as isize * csa), rsa, csa, pa) };
+                        for jr in (0..nc).step_by(NR) {
+                            for ir in (0..mc).step_by(MR) {
+                                let cp = (ic + ir) as isize * rsc + (jc + jr) as isize * csc;
+                                // SAFETY: the panels hold kc·MR and kc·NR elements; the tile's valid part
+                                // lies inside C (contract); the CPU has AVX2 and FMA.
+                                unsafe {
+                                    kernel(
+                                        kc,
+                                        pa.as_ptr().add(ir * kc),
+                                        pb.as_ptr().add(jr * kc),
+                                        alpha,
+                                        beta_k,
+                                        c.offset(cp),
+                                        rsc,
+                                        csc,
+                                        MR.min(mc - ir),
+                                        NR.min(nc - jr),
+                                    )
+                                };
+                            }
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// Packs the `mc × kc` block of A at `a` into panels of MR rows: panel `ip` holds, for each k step `p`,
+    /// the MR values `A[ip·MR + i, p]` (0 past row mc) at `dst[ip·MR·kc + p·MR + i]`.
+    ///
+    /// # Safety
+    /// Every `a + i·rsa + p·csa` for `i < mc`, `p < kc` is readable; `dst` holds ceil(mc/MR)·MR·kc elements.
+    unsafe fn pack_a(mc: usize, kc: usize, a: *const f32, rsa: isize, csa: isize, dst: &mut [f32]) {
+        for (ip, panel) in dst.chunks_exact_mut(MR * kc).take(mc.div_ceil(MR)).enumerate() {
+            let rows = MR.min(mc - ip * MR);
+            if csa == 1 && rows == MR {
+                // row-major weights: read each row once, contiguously
+                for i in 0..MR {
+                    // SAFETY: row ip·MR + i < mc, its kc elements are readable (contract).
+                    let src = unsafe { std::slice::from_raw_parts(a.offset((ip * MR + i) as isize * rsa), kc) };
+                    for (d, &v) in panel[i..].iter_mut().step_by(MR).zip(src) {
+                        *d = v;
+                    }
+                }
+                continue;
+            }
+            for (p, col) in panel.chunks_exact_mut(MR).enumerate() {
+                for (i, d) in col.iter_mut().enumerate() {
+                    // SAFETY: row ip·MR + i < mc and p < kc: readable (contract).
+                    *d = if i < rows { unsafe { *a.offset((ip * MR + i) as isize * rsa + p as isize * csa) } } else { 0.0 };
+                }
+            }
+        }
+    }
+
+    /// Packs the `kc × nc` block of B at `b` into panels of NR columns: panel `jp` holds, for each k step `p`,
+    /// the NR values `B[p, jp·NR + j]` (0 past column nc) at `dst[jp·NR·kc + p·NR + j]`.
+    ///
+    /// # Safety
+    /// Every `b + p·rsb + j·csb` for `p < kc`, `j < nc` is readable; `dst` holds ceil(nc/NR)·NR·kc elements.
+    unsafe fn pack_b(kc: usize, nc: usize, b: *const f32, rsb: isize, csb: isize, dst: &mut [f32]) {
+        for (jp, panel) in dst.chunks_exact_mut(NR * kc).take(nc.div_ceil(NR)).enumerate() {
+            let cols = NR.min(nc - jp * NR);
+            let j0 = (jp * NR) as isize * csb;
+            for (p, row) in panel.chunks_exact_mut(NR).enumerate() {
+                let src = p as isize * rsb + j0;
+                if csb == 1 && cols == NR {
+                    // SAFETY: the NR elements of row p from column jp·NR are readable (contract).
+                    row.copy_from_slice(unsafe { std::slice::from_raw_parts(b.offset(src), NR) });
+                } else {
+                    for (j, d) in row.iter_mut().enumerate() {
+                        // SAFETY: column jp·NR + j < nc and p < kc: readable (contract).
+                        *d = if j < cols { unsafe { *b.offset(src + j as isize * csb) } } else { 0.0 };
+                    }
+                }
+            }
+        }
+    }
+
+    /// One MR×NR tile: `C[..mr, ..nr] ← alpha·(Apanel · Bpanel) + beta·C` (C not read when beta is 0).
+    ///
+    /// # Safety
+    /// `a` holds kc·MR and `b` kc·NR readable elements; the tile's `mr × nr` part of C is writable and ours;
+    /// the CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, mr: usize, nr: usize) {
+        // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
+        // valid tile part of C (contract).
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+            let (mut ap, mut bp) = (a, b);
+            for _ in 0..kc {
+                let b0 = _mm256_loadu_ps(bp);
+                let b1 = _mm256_loadu_ps(bp.add(8));
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let av = _mm256_broadcast_ss(&*ap.add(i));
+                    row[0] = _mm256_fmadd_ps(av, b0, row[0]);
+                    row[1] = _mm256_fmadd_ps(av, b1, row[1]);
+                }
+                ap = ap.add(MR);
+                bp = bp.add(NR);
+            }
+            let va = _mm256_set1_ps(alpha);
+            if mr == MR && nr == NR && csc == 1 {
+                let vb = _mm256_set1_ps(beta);
+                for (i, row) in acc.iter().enumerate() {
+                    let cp = c.offset(i as isize * rsc);
+                    for (h, v) in row.iter().enumerate() {
+                        let mut r = _mm256_mul_ps(va, *v);
+                        if beta != 0.0 {
+                            r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cp.add(8 * h)), r);
+                        }
+                        _mm256_storeu_ps(cp.add(8 * h), r);
+                    }
+                }
+            } else {
+                let mut tile = [[0f32; NR]; MR];
+                for (t, row) in tile.iter_mut().zip(&acc) {
+                    _mm256_storeu_ps(t.as_mut_ptr(), _mm256_mul_ps(va, row[0]));
+                    _mm256_storeu_ps(t.as_mut_ptr().add(8), _mm256_mul_ps(va, row[1]));
+                }
+                for (i, t) in tile.iter().enumerate().take(mr) {
+                    for (j, &v) in t.iter().enumerate().take(nr) {
+                        let p = c.offset(i as isize * rsc + j as isize * csc);
+                        *p = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Against a plain triple loop (f64 sums) over edge sizes of every blocking level, strided and transposed
+    /// operands, and beta 0 (C holding NaN, which must not leak), 1 and 0.5.
+    #[test]
+    fn matches_a_naive_product() {
+        let rnd = |n: usize, seed: u64| -> Vec<f32> {
+            let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
+            (0..n)
+                .map(|_| {
+                    s ^= s << 13;
+                    s ^= s >> 7;
+                    s ^= s << 17;
+                    ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
+                })
+                .collect()
+        };
+        for &(m, k, n) in &[(1, 1, 1), (6, 1, 16), (7, 3, 17), (5, 257, 33), (73, 300, 515), (12, 513, 40), (150, 20, 1030)] {
+            for (ta, tb) in [(false, false), (true, false), (false, true), (true, true)] {
+                for beta in [0.0f32, 1.0, 0.5] {
+                    let a = rnd(m * k, 1);
+                    let b = rnd(k * n, 2);
+                    // C with a row stride wider than n (a view into a bigger matrix)
+                    let ldc = n + 3;
+                    let c0: Vec<f32> = rnd(m * ldc, 3);
+                    let mut c = if beta == 0.0 { vec![f32::NAN; m * ldc] } else { c0.clone() };
+                    let (rsa, csa) = if ta { (1, m as isize) } else { (k as isize, 1) };
+                    let (rsb, csb) = if tb { (1, k as isize) } else { (n as isize, 1) };
+                    // SAFETY: the strides address exactly the m·k, k·n and m·ldc elements of the vectors.
+                    unsafe { sgemm(m, k, n, 0.75, a.as_ptr(), rsa, csa, b.as_ptr(), rsb, csb, beta, c.as_mut_ptr(), ldc as isize, 1) };
+                    for i in 0..m {
+                        for j in 0..n {
+                            let mut s = 0f64;
+                            for p in 0..k {
+                                let av = a[(i as isize * rsa + p as isize * csa) as usize];
+                                let bv = b[(p as isize * rsb + j as isize * csb) as usize];
+                                s += av as f64 * bv as f64;
+                            }
+                            let want = 0.75 * s + if beta == 0.0 { 0.0 } else { beta as f64 * c0[i * ldc + j] as f64 };
+                            let got = c[i * ldc + j] as f64;
+                            assert!((got - want).abs() <= 1e-5 * (1.0 + k as f64).sqrt() * (1.0 + want.abs()), "{m}x{k}x{n} ta {ta} tb {tb} beta {beta}: C[{i},{j}] {got} vs {want}");
+                        }
+                        for j in n..ldc {
+                            let want = if beta == 0.0 { f32::NAN.to_bits() } else { c0[i * ldc + j].to_bits() };
+                            assert_eq!(c[i * ldc + j].to_bits(), want, "padding column {j} touched");
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
