@@ -432,6 +432,8 @@ fn activation_range(act: Option<Activation>, scale: f32, zp: i32, (lo, hi): (i32
         Some(Activation::Relu) => (lo.max(q(0.0)), hi),
         Some(Activation::Relu6) => (lo.max(q(0.0)), hi.min(q(6.0))),
         Some(Activation::Clip { min, max }) => (lo.max(q(min)), hi.min(q(max))),
+        // TFLite has no fused SiLU; the CPU runtime fuses it into float convolutions only
+        Some(Activation::Silu) => (lo, hi),
     }
 }
 
