@@ -103,7 +103,7 @@ impl<E: Executable> Stream<E> {
     /// means zeros of the input's declared shape.
     pub fn new(exe: E, graph: &Graph, links: Vec<StateLink>, initial: Vec<Option<Tensor>>) -> Result<Self> {
         let first = initial_state(graph, &links, initial)?;
-        Ok(Stream { exe, links, n_inputs: graph.inputs.len(), state: first.clone(), initial: first, steps: 0 })
+        Ok(Stream::from_parts(exe, graph.inputs.len(), links, first))
     }
 
     /// Which graph inputs the caller gives to [`Stream::step`], in order (every input that is not state).

@@ -192,14 +192,15 @@ fn stream(a: Args, mut given: Vec<(Option<String>, Tensor)>) -> Result<()> {
     let state_outputs: Vec<usize> = links.iter().map(|l| l.output).collect();
     let mut stream = Stream::new(target.prepare(g.clone())?, g, links, initial)?;
 
-    let (pieces, padding): (Box<dyn Iterator<Item = Tensor>>, usize) = match &whole {
+    // (the pieces, the padding of the last one, the number of steps: one without --chunk)
+    let (pieces, padding, total): (Box<dyn Iterator<Item = Tensor>>, usize, usize) = match &whole {
         Some((_, t)) => {
             let (it, pad) = chunks(t, a.chunk.as_ref().expect("whole implies --chunk").size, a.context)?;
-            (Box::new(it), pad)
+            let n = it.len();
+            (Box::new(it), pad, n)
         }
-        None => (Box::new(std::iter::empty()), 0),
+        None => (Box::new(std::iter::empty()), 0, 1),
     };
-    let total = whole.as_ref().map_or(1, |(_, t)| t.shape.last().copied().unwrap_or(0).div_ceil(a.chunk.as_ref().map_or(1, |c| c.size)));
     let progress = super::progress_bar(a.json || total < 2, "{prefix} [{bar:30}] {pos}/{len} {elapsed}");
     let mut per_step: Vec<Vec<Tensor>> = vec![Vec::new(); g.outputs.len()];
     let mut last = Vec::new();
