@@ -30,6 +30,7 @@ pub use tpu_sdk_core::ir::{DType, Graph, Tensor};
 pub use tpu_sdk_core::target::{Executable, Target};
 pub use tpu_sdk_core::{Error, Result};
 
+pub mod generate;
 pub mod preprocess;
 pub mod targets;
 

@@ -41,6 +41,8 @@ enum Command {
     Deploy(cmd::deploy::Args),
     /// Inspect or clear the cloud-tpu compilation cache.
     Cache(cmd::cache::Args),
+    /// Generate text with a decoder language model (prefill, then token by token with a key/value cache).
+    Generate(cmd::generate::Args),
 }
 
 fn exit_code(e: &anyhow::Error) -> u8 {
@@ -83,6 +85,7 @@ fn main() -> ExitCode {
         Command::Devices(a) => cmd::devices::main(a),
         Command::Deploy(a) => cmd::deploy::main(a),
         Command::Cache(a) => cmd::cache::main(a),
+        Command::Generate(a) => cmd::generate::main(a),
     };
     match r {
         Ok(()) => ExitCode::SUCCESS,

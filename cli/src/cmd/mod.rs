@@ -12,6 +12,7 @@ pub mod cache;
 pub mod compile;
 pub mod deploy;
 pub mod devices;
+pub mod generate;
 pub mod image_input;
 pub mod inspect;
 pub mod run;

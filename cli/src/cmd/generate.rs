@@ -1,0 +1,182 @@
+//! `tpu-sdk generate MODEL (--input-ids 1,2,3 | --prompt TEXT [--tokenizer tokenizer.json]) --max-new-tokens N`:
+//! text generation with a decoder language model (see `tpu_sdk::generate`).
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use serde_json::json;
+use tpu_sdk::generate::{GenerateOptions, GenerateParams, Generator, Sampling};
+use tpu_sdk::Tensor;
+
+use super::{parse_list, TargetArgs, UsageError};
+
+/// Arguments of `generate`.
+#[derive(clap::Args, Debug)]
+pub struct Args {
+    /// The decoder model (.onnx): inputs input_ids, attention_mask, position_ids, past_key_values.N.key|value and
+    /// outputs logits, present.N.key|value, as Hugging Face optimum / torch.onnx.export write them; or the no-cache
+    /// form (input_ids → logits).
+    pub model: PathBuf,
+    #[command(flatten)]
+    target: TargetArgs,
+    /// The prompt as token ids, comma-separated.
+    #[arg(long, value_name = "ID,ID,...", conflicts_with = "prompt", required_unless_present = "prompt")]
+    input_ids: Option<String>,
+    /// The prompt as text (needs a tokenizer: --tokenizer, or tokenizer.json beside the model).
+    #[arg(long)]
+    prompt: Option<String>,
+    /// A Hugging Face tokenizer.json: encodes --prompt and decodes the output to text.
+    #[arg(long, value_name = "FILE")]
+    tokenizer: Option<PathBuf>,
+    /// Most tokens to generate.
+    #[arg(long, default_value_t = 32)]
+    max_new_tokens: usize,
+    /// Sampling temperature; 0 (the default) picks the most likely token (greedy).
+    #[arg(long, default_value_t = 0.0)]
+    temperature: f32,
+    /// Sample only among the K most likely tokens.
+    #[arg(long, value_name = "K")]
+    top_k: Option<usize>,
+    /// Sample only among the most likely tokens whose probabilities sum to P (nucleus sampling).
+    #[arg(long, value_name = "P")]
+    top_p: Option<f32>,
+    /// Seed of the sampler: the same seed gives the same tokens.
+    #[arg(long, default_value_t = 0)]
+    seed: u64,
+    /// Stop after this token id (repeatable, or comma-separated).
+    #[arg(long, value_name = "ID")]
+    eos: Vec<String>,
+    /// Cache and sequence lengths to compile programs for (default 64,128,...,4096); the prompt plus the new
+    /// tokens must fit the largest.
+    #[arg(long, value_name = "N,N,...")]
+    buckets: Option<String>,
+    /// Write the logits each token was picked from to FILE (.npy, [tokens, vocab]).
+    #[arg(long, value_name = "FILE")]
+    logits_out: Option<PathBuf>,
+    /// Print one JSON document (prompt and generated ids, text, timings) instead of streaming the tokens.
+    #[arg(long)]
+    json: bool,
+}
+
+pub fn main(a: Args) -> Result<()> {
+    super::reject_other_targets_flags(&a.target.target, &[])?;
+    if a.target.replicas.is_some() || !a.target.shard.is_empty() {
+        return Err(UsageError("generate runs one prompt on one device: --replicas and --shard are not supported by generate yet".into()).into());
+    }
+    let tokenizer = match (&a.tokenizer, &a.prompt) {
+        (Some(p), _) => Some(load_tokenizer(p)?),
+        (None, Some(_)) => {
+            let beside = a.model.with_file_name("tokenizer.json");
+            if !beside.is_file() {
+                return Err(UsageError(format!(
+                    "--prompt needs a tokenizer: give --tokenizer FILE (a Hugging Face tokenizer.json), or put tokenizer.json beside {}",
+                    a.model.display()
+                ))
+                .into());
+            }
+            Some(load_tokenizer(&beside)?)
+        }
+        (None, None) => None,
+    };
+    let prompt: Vec<i64> = match (&a.input_ids, &a.prompt) {
+        (Some(ids), _) => parse_list::<i64>(ids).map_err(|e| UsageError(format!("--input-ids: {e}")))?,
+        (None, Some(text)) => {
+            let tok = tokenizer.as_ref().expect("a tokenizer was loaded for --prompt");
+            let enc = tok.encode(text.as_str(), true).map_err(|e| UsageError(format!("cannot tokenize the prompt: {e}")))?;
+            enc.get_ids().iter().map(|&i| i as i64).collect()
+        }
+        (None, None) => unreachable!("clap requires --input-ids or --prompt"),
+    };
+    let sampling = Sampling { temperature: a.temperature, top_k: a.top_k, top_p: a.top_p, seed: a.seed };
+    sampling.check().map_err(|e| UsageError(format!("--temperature/--top-k/--top-p: {e}")))?;
+    let params = GenerateParams { max_new_tokens: a.max_new_tokens, sampling, eos: Vec::new() };
+    let mut params = params;
+    for e in &a.eos {
+        params.eos.extend(parse_list::<i64>(e).map_err(|e| UsageError(format!("--eos: {e}")))?);
+    }
+    let mut options = GenerateOptions { keep_logits: a.logits_out.is_some(), ..GenerateOptions::default() };
+    if let Some(b) = &a.buckets {
+        options.buckets = parse_list::<usize>(b).map_err(|e| UsageError(format!("--buckets: {e}")))?;
+    }
+    let configured = a.target.configure(Some(&a.model))?;
+    let target = configured.build();
+    let mut g = Generator::new(&a.model, target, options).with_context(|| format!("cannot load {}", a.model.display()))?;
+
+    let mut tokens = g.tokens(&prompt, &params)?;
+    let stream = !a.json;
+    let mut shown = String::new();
+    let mut stdout = std::io::stdout().lock();
+    let mut generated = Vec::new();
+    for t in tokens.by_ref() {
+        let t = t?;
+        generated.push(t);
+        if stream {
+            match &tokenizer {
+                Some(tok) => {
+                    // decode everything so far and print what is new (a token can complete a multi-byte character)
+                    let text = decode(tok, &generated)?;
+                    let incomplete = text.ends_with('\u{FFFD}'); // the rest of the character comes with a later token
+                    if let Some(new) = text.strip_prefix(shown.as_str()).filter(|_| !incomplete) {
+                        write!(stdout, "{new}")?;
+                        shown = text;
+                    }
+                }
+                None => write!(stdout, "{}{t}", if generated.len() > 1 { " " } else { "" })?,
+            }
+            stdout.flush()?;
+        }
+    }
+    let out = tokens.finish();
+    if stream {
+        writeln!(stdout)?;
+    }
+    drop(stdout);
+    if let Some(p) = &a.logits_out {
+        let vocab = out.logits.first().map_or(0, Vec::len);
+        let flat: Vec<f32> = out.logits.iter().flatten().copied().collect();
+        let t = Tensor::from_f32(vec![out.logits.len(), vocab], flat);
+        tpu_sdk::core::npy::write(p, &t).with_context(|| format!("cannot write {}", p.display()))?;
+    }
+    let text = match &tokenizer {
+        Some(tok) => Some(decode(tok, &out.generated_ids)?),
+        None => None,
+    };
+    if a.json {
+        let doc = json!({
+            "model": a.model.display().to_string(),
+            "target": a.target.target,
+            "mode": format!("{:?}", g.mode()).to_lowercase(),
+            "input_ids": out.input_ids,
+            "generated_ids": out.generated_ids,
+            "text": text,
+            "prefill_ms": out.prefill.as_secs_f64() * 1e3,
+            "decode_steps": out.decode_steps,
+            "decode_tokens_per_s": out.decode_tokens_per_s(),
+            "compile_ms": out.compile.as_secs_f64() * 1e3,
+            "programs_compiled": g.programs_compiled(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        eprintln!(
+            "{} prompt tokens, {} generated; prefill {:.1} ms, decode {:.1} tokens/s ({} programs compiled in {:.0} ms)",
+            out.input_ids.len(),
+            out.generated_ids.len(),
+            out.prefill.as_secs_f64() * 1e3,
+            out.decode_tokens_per_s(),
+            g.programs_compiled(),
+            out.compile.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer> {
+    tokenizers::Tokenizer::from_file(path)
+        .map_err(|e| UsageError(format!("cannot read the tokenizer {}: {e} (expected a Hugging Face tokenizer.json)", path.display())).into())
+}
+
+fn decode(tok: &tokenizers::Tokenizer, ids: &[i64]) -> Result<String> {
+    let ids: Vec<u32> = ids.iter().map(|&i| i as u32).collect();
+    tok.decode(&ids, true).map_err(|e| anyhow::anyhow!("cannot decode tokens: {e}"))
+}

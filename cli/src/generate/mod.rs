@@ -1,0 +1,502 @@
+//! Text generation with decoder language models: prefill the prompt, then decode token by token with the
+//! key/value cache carried between steps.
+//!
+//! A [`Generator`] runs a decoder ONNX file in the layout Hugging Face optimum and `torch.onnx.export` of
+//! transformers write ([`DecoderInterface`]) on any [`Target`]. It compiles few programs, as TPU serving stacks
+//! do: shapes are static per **bucket** (`GenerateOptions::buckets`, e.g. 64, 128, ..., 4096). The cache is a
+//! fixed number of positions `P` (a bucket) of which the first `len` are filled; the attention mask marks the
+//! filled ones, `position_ids` give each token its true position, and the step's new keys and values (the
+//! model returns them after the `P` past ones) are copied into the next free positions. So one decode program
+//! serves every length up to `P`, and a prompt is prefilled by one program per (prompt bucket, cache bucket).
+//!
+//! Three forms of model are run:
+//! - cache form with `position_ids`: bucketed as above;
+//! - cache form without `position_ids` (the model derives positions from the cache length): exact lengths, the
+//!   returned cache becomes the next input as it is; one program per length (fine on the CPU, slow to
+//!   compile on an accelerator);
+//! - no-cache form (`input_ids` → `logits`): the whole sequence is run at every step, right-padded to a bucket
+//!   (causal attention keeps the padding from reaching the real tokens).
+//!
+//! ```no_run
+//! use tpu_sdk::generate::{GenerateOptions, GenerateParams, Generator};
+//! let target = tpu_sdk::targets::by_name("cpu")?;
+//! let mut g = Generator::new("model.onnx", target, GenerateOptions::default())?;
+//! let params = GenerateParams { max_new_tokens: 20, ..GenerateParams::default() };
+//! for token in g.tokens(&[1, 306, 4658], &params)? {
+//!     print!("{} ", token?);
+//! }
+//! # Ok::<(), tpu_sdk::Error>(())
+//! ```
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::{DType, Error, Executable, LoadOptions, Model, Result, Target, Tensor};
+
+mod cache;
+mod interface;
+mod sampling;
+
+pub use cache::{copy_positions, KvCache};
+pub use interface::{DecoderInterface, KvNames};
+pub use sampling::{argmax, pick, Rng, Sampling};
+
+/// How a [`Generator`] compiles and runs its model.
+#[derive(Clone, Debug)]
+pub struct GenerateOptions {
+    /// The lengths programs are compiled for, ascending: cache capacities and (padded) sequence lengths. The
+    /// prompt plus the new tokens must fit in the largest.
+    pub buckets: Vec<usize>,
+    /// How to load the model (symbolic dims other than the sequence, cache and batch ones; `no_optimize`).
+    pub load: LoadOptions,
+    /// Keep the logits of every step in [`Generation::logits`] (tests, `--logits-out`).
+    pub keep_logits: bool,
+}
+
+impl Default for GenerateOptions {
+    fn default() -> GenerateOptions {
+        GenerateOptions { buckets: default_buckets(), load: LoadOptions::default(), keep_logits: false }
+    }
+}
+
+/// 64, 128, ..., 4096.
+pub fn default_buckets() -> Vec<usize> {
+    (6..=12).map(|k| 1usize << k).collect()
+}
+
+/// What to generate.
+#[derive(Clone, Debug)]
+pub struct GenerateParams {
+    /// Most tokens to generate.
+    pub max_new_tokens: usize,
+    /// How each token is chosen (greedy by default).
+    pub sampling: Sampling,
+    /// Stop after any of these tokens (it is included in the output).
+    pub eos: Vec<i64>,
+}
+
+impl Default for GenerateParams {
+    fn default() -> GenerateParams {
+        GenerateParams { max_new_tokens: 32, sampling: Sampling::default(), eos: Vec::new() }
+    }
+}
+
+/// The outcome of [`Generator::generate`].
+#[derive(Clone, Debug, Default)]
+pub struct Generation {
+    /// The prompt.
+    pub input_ids: Vec<i64>,
+    /// The generated tokens (an end-of-sequence token included).
+    pub generated_ids: Vec<i64>,
+    /// Time of the prefill step (the prompt through the model, the first token picked), compilation excluded.
+    pub prefill: Duration,
+    /// Time of all decode steps, compilation excluded.
+    pub decode: Duration,
+    /// Decode steps run (one per generated token after the first).
+    pub decode_steps: usize,
+    /// Time spent loading and compiling programs during this generation.
+    pub compile: Duration,
+    /// Per generated token, the logits it was picked from (only with `keep_logits`).
+    pub logits: Vec<Vec<f32>>,
+}
+
+impl Generation {
+    /// Decode speed in tokens per second (0 when no decode step ran).
+    pub fn decode_tokens_per_s(&self) -> f64 {
+        let s = self.decode.as_secs_f64();
+        if self.decode_steps == 0 || s == 0.0 {
+            0.0
+        } else {
+            self.decode_steps as f64 / s
+        }
+    }
+}
+
+/// How the model is driven, from its interface.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Mode {
+    /// Cache form with `position_ids`: static shapes per bucket.
+    Bucketed,
+    /// Cache form without `position_ids`: exact lengths, one program per length.
+    Exact,
+    /// No-cache form: the whole sequence each step, padded to a bucket.
+    NoCache,
+}
+
+/// What feeds one graph input.
+#[derive(Clone, Copy, Debug)]
+enum Role {
+    Ids,
+    Mask,
+    Positions,
+    /// cache tensor k (key, value, key, value, ... in layer order)
+    Past(usize),
+}
+
+/// A model prepared for one (cache positions, sequence length).
+struct Program {
+    exe: Box<dyn Executable>,
+    roles: Vec<Role>,
+    logits: usize,
+    /// graph output index of each cache tensor
+    present: Vec<usize>,
+    vocab: usize,
+    kv_dtype: Option<DType>,
+}
+
+/// Generates tokens with a decoder model on a target.
+pub struct Generator {
+    path: PathBuf,
+    target: Box<dyn Target>,
+    interface: DecoderInterface,
+    mode: Mode,
+    options: GenerateOptions,
+    programs: HashMap<(usize, usize), Program>,
+    compiled: usize,
+    compile_time: Duration,
+}
+
+impl Generator {
+    /// Reads the decoder `model` (an ONNX file) for `target`. Programs are compiled when first needed.
+    pub fn new(model: impl AsRef<Path>, target: Box<dyn Target>, options: GenerateOptions) -> Result<Generator> {
+        let path = model.as_ref().to_path_buf();
+        if path.extension().and_then(|e| e.to_str()).is_some_and(|e| !e.eq_ignore_ascii_case("onnx")) {
+            return Err(Error::Unsupported(format!("{}: `generate` runs ONNX decoder models (.onnx)", path.display())));
+        }
+        let interface = DecoderInterface::of_file(&path)?;
+        let mode = match (interface.has_cache(), interface.position_ids) {
+            (false, _) => Mode::NoCache,
+            (true, true) => Mode::Bucketed,
+            (true, false) => Mode::Exact,
+        };
+        let mut options = options;
+        options.buckets.sort_unstable();
+        options.buckets.dedup();
+        if options.buckets.is_empty() || options.buckets[0] == 0 {
+            return Err(Error::InputMismatch("buckets must be positive lengths".into()));
+        }
+        Ok(Generator { path, target, interface, mode, options, programs: HashMap::new(), compiled: 0, compile_time: Duration::ZERO })
+    }
+
+    /// The model's interface.
+    pub fn interface(&self) -> &DecoderInterface {
+        &self.interface
+    }
+
+    /// How the model is driven.
+    pub fn mode(&self) -> Mode {
+        self.mode
+    }
+
+    /// Programs compiled so far (one per distinct (cache, sequence) shape).
+    pub fn programs_compiled(&self) -> usize {
+        self.compiled
+    }
+
+    /// Generates up to `params.max_new_tokens` tokens after `prompt` and returns them with timings.
+    pub fn generate(&mut self, prompt: &[i64], params: &GenerateParams) -> Result<Generation> {
+        let mut tokens = self.tokens(prompt, params)?;
+        for t in tokens.by_ref() {
+            t?;
+        }
+        Ok(tokens.finish())
+    }
+
+    /// The tokens generated after `prompt`, one step per item, as they are produced.
+    pub fn tokens(&mut self, prompt: &[i64], params: &GenerateParams) -> Result<Tokens<'_>> {
+        if prompt.is_empty() {
+            return Err(Error::InputMismatch("the prompt is empty: give at least one token".into()));
+        }
+        params.sampling.check().map_err(Error::InputMismatch)?;
+        if let Some(&bad) = prompt.iter().find(|&&t| t < 0) {
+            return Err(Error::InputMismatch(format!("token id {bad} is negative")));
+        }
+        if self.mode != Mode::Exact && params.max_new_tokens > 0 {
+            // the longest sequence a program sees: the prompt and every generated token but the last
+            let need = prompt.len() + params.max_new_tokens - 1;
+            let largest = *self.options.buckets.last().expect("checked non-empty");
+            if prompt.len() > largest || need + usize::from(self.mode == Mode::Bucketed) > largest {
+                return Err(Error::InputMismatch(format!(
+                    "the prompt ({} tokens) and {} new tokens need {} positions, more than the largest bucket ({largest}): give a larger \
+                     one (--buckets) or ask for fewer tokens",
+                    prompt.len(),
+                    params.max_new_tokens,
+                    need + usize::from(self.mode == Mode::Bucketed)
+                )));
+            }
+        }
+        let rng = Rng::new(params.sampling.seed);
+        let compile0 = self.compile_time;
+        Ok(Tokens {
+            g: self,
+            params: params.clone(),
+            rng,
+            out: Generation { input_ids: prompt.to_vec(), ..Generation::default() },
+            cache: None,
+            compile0,
+            done: params.max_new_tokens == 0,
+        })
+    }
+
+    fn bucket_at_least(&self, n: usize) -> Result<usize> {
+        self.options.buckets.iter().copied().find(|&b| b >= n).ok_or_else(|| {
+            Error::InputMismatch(format!("{n} positions do not fit the largest bucket ({})", self.options.buckets.last().copied().unwrap_or(0)))
+        })
+    }
+
+    /// The program for `past` cache positions and `seq` tokens, compiled on first use.
+    fn program(&mut self, past: usize, seq: usize) -> Result<&mut Program> {
+        if !self.programs.contains_key(&(past, seq)) {
+            if self.mode == Mode::Exact && self.programs.len() >= 4 {
+                self.programs.clear(); // exact lengths never repeat within a generation
+            }
+            let t0 = Instant::now();
+            let p = self.compile(past, seq)?;
+            self.compile_time += t0.elapsed();
+            self.compiled += 1;
+            self.programs.insert((past, seq), p);
+        }
+        Ok(self.programs.get_mut(&(past, seq)).expect("inserted above"))
+    }
+
+    fn compile(&self, past: usize, seq: usize) -> Result<Program> {
+        let i = &self.interface;
+        let mut load = self.options.load.clone();
+        let mut roles = HashMap::new();
+        load.input_shapes.insert("input_ids".into(), vec![1, seq]);
+        roles.insert("input_ids".to_string(), Role::Ids);
+        if i.attention_mask {
+            let total = if i.has_cache() { past + seq } else { seq };
+            load.input_shapes.insert("attention_mask".into(), vec![1, total]);
+            roles.insert("attention_mask".to_string(), Role::Mask);
+        }
+        if i.position_ids {
+            load.input_shapes.insert("position_ids".into(), vec![1, seq]);
+            roles.insert("position_ids".to_string(), Role::Positions);
+        }
+        for (l, kv) in i.past.iter().enumerate() {
+            for (k, name) in [&kv.key, &kv.value].into_iter().enumerate() {
+                let (h, d) = match (i.kv_heads, i.head_dim) {
+                    (Some(h), Some(d)) => (h, d),
+                    _ => {
+                        return Err(Error::Unsupported(format!(
+                            "cache input '{name}' leaves kv_heads or head_dim free: the file must fix dims 1 and 3 of [batch, kv_heads, past, head_dim]"
+                        )))
+                    }
+                };
+                load.input_shapes.insert(name.clone(), vec![1, h, past, d]);
+                roles.insert(name.clone(), Role::Past(2 * l + k));
+            }
+        }
+        let model = Model::load_with(&self.path, &load)?;
+        let g = model.graph();
+        let name_of = |v: crate::core::ir::ValueId| g.values[v.0].name.clone();
+        let roles: Vec<Role> = g
+            .inputs
+            .iter()
+            .map(|&v| roles.get(&name_of(v)).copied().ok_or_else(|| Error::Unsupported(format!("unexpected model input '{}'", name_of(v)))))
+            .collect::<Result<_>>()?;
+        let out_names: Vec<String> = g.outputs.iter().map(|&v| name_of(v)).collect();
+        let find = |n: &str| out_names.iter().position(|o| o == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")));
+        let logits = find(&i.logits)?;
+        let lv = &g.values[g.outputs[logits].0];
+        if lv.shape.len() != 3 || lv.shape[1] != seq {
+            return Err(Error::Unsupported(format!("output 'logits' is {:?}; generate needs [batch, seq, vocab]", lv.shape)));
+        }
+        let vocab = lv.shape[2];
+        let mut present = Vec::new();
+        for kv in &i.present {
+            present.push(find(&kv.key)?);
+            present.push(find(&kv.value)?);
+        }
+        let kv_dtype = i.past.first().and_then(|kv| g.inputs.iter().find(|&&v| name_of(v) == kv.key)).map(|&v| g.values[v.0].dtype);
+        let exe = self.target.prepare(g.clone())?;
+        Ok(Program { exe, roles, logits, present, vocab, kv_dtype })
+    }
+}
+
+/// The tokens of one generation, produced one step per [`Iterator::next`]: the first by the prefill, the
+/// rest by decode steps. [`Tokens::finish`] gives the [`Generation`] with its timings.
+pub struct Tokens<'g> {
+    g: &'g mut Generator,
+    params: GenerateParams,
+    rng: Rng,
+    out: Generation,
+    cache: Option<KvCache>,
+    compile0: Duration,
+    done: bool,
+}
+
+impl Tokens<'_> {
+    /// The generation so far (all of it once the iterator has ended).
+    pub fn finish(mut self) -> Generation {
+        self.out.compile = self.g.compile_time - self.compile0;
+        self.out
+    }
+
+    /// The logits of the last step (empty before the first).
+    pub fn last_logits(&self) -> Option<&[f32]> {
+        self.out.logits.last().map(|v| v.as_slice())
+    }
+
+    fn step(&mut self) -> Result<i64> {
+        let first = self.out.generated_ids.is_empty();
+        let logits = match self.g.mode {
+            Mode::NoCache => self.no_cache_step()?,
+            Mode::Bucketed | Mode::Exact => self.cache_step(first)?,
+        };
+        let t = pick(&logits.0, &self.params.sampling, &mut self.rng) as i64;
+        if first {
+            self.out.prefill += logits.1;
+        } else {
+            self.out.decode += logits.1;
+            self.out.decode_steps += 1;
+        }
+        if self.g.options.keep_logits {
+            self.out.logits.push(logits.0);
+        }
+        self.out.generated_ids.push(t);
+        Ok(t)
+    }
+
+    /// All tokens so far.
+    fn sequence(&self) -> Vec<i64> {
+        let mut s = self.out.input_ids.clone();
+        s.extend_from_slice(&self.out.generated_ids);
+        s
+    }
+
+    /// Runs the whole sequence, padded to a bucket; the logits at its last real token.
+    fn no_cache_step(&mut self) -> Result<(Vec<f32>, Duration)> {
+        let seq = self.sequence();
+        let n = seq.len();
+        let s = self.g.bucket_at_least(n)?;
+        let p = self.g.program(0, s)?;
+        check_ids(&seq, p.vocab)?;
+        let mut inputs = Vec::with_capacity(p.roles.len());
+        for r in &p.roles {
+            inputs.push(match r {
+                Role::Ids => padded_ids(&seq, s),
+                Role::Mask => mask(s, &[(0, n)]),
+                Role::Positions | Role::Past(_) => unreachable!("the no-cache form has no positions or cache inputs"),
+            });
+        }
+        let t0 = Instant::now();
+        let outs = p.exe.run(&inputs)?;
+        let el = t0.elapsed();
+        Ok((logits_row(&outs[p.logits], n - 1, p.vocab)?, el))
+    }
+
+    /// A prefill (`first`) or decode step of a cache-form model.
+    fn cache_step(&mut self, first: bool) -> Result<(Vec<f32>, Duration)> {
+        let exact = self.g.mode == Mode::Exact;
+        let prompt_len = self.out.input_ids.len();
+        // this step's tokens and the cache length before it
+        let (new_ids, len): (Vec<i64>, usize) = if first {
+            (self.out.input_ids.clone(), 0)
+        } else {
+            (vec![*self.out.generated_ids.last().expect("a token was generated")], prompt_len + self.out.generated_ids.len() - 1)
+        };
+        let n = new_ids.len();
+        let (past, seq) = if exact {
+            (len, n)
+        } else {
+            let seq = if first { self.g.bucket_at_least(n)? } else { 1 };
+            (self.g.bucket_at_least(len + n)?, seq)
+        };
+        let (layers, heads, dim) = (self.g.interface.past.len(), self.g.interface.kv_heads.unwrap_or(0), self.g.interface.head_dim.unwrap_or(0));
+        let p = self.g.program(past, seq)?;
+        check_ids(&new_ids, p.vocab)?;
+        let cache = self.cache.get_or_insert_with(|| KvCache::new(p.kv_dtype.unwrap_or(DType::F32), layers, heads, dim, 0));
+        if !exact {
+            cache.resize(past)?;
+        }
+        debug_assert_eq!(cache.len, len);
+        let mut inputs = Vec::with_capacity(p.roles.len());
+        for r in &p.roles {
+            inputs.push(match *r {
+                Role::Ids => padded_ids(&new_ids, seq),
+                // the filled cache positions and this step's real tokens (after the `past` cache positions)
+                Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
+                Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
+                Role::Past(k) => std::mem::take(&mut cache.tensors[k]),
+            });
+        }
+        let t0 = Instant::now();
+        let result = p.exe.run(&inputs);
+        let el = t0.elapsed();
+        // the cache tensors go back whatever happened
+        for (r, t) in p.roles.iter().zip(inputs) {
+            if let Role::Past(k) = *r {
+                cache.tensors[k] = t;
+            }
+        }
+        let mut outs = result?;
+        let logits = logits_row(&outs[p.logits], n - 1, p.vocab)?;
+        if exact {
+            for (k, &o) in p.present.iter().enumerate() {
+                cache.tensors[k] = std::mem::take(&mut outs[o]);
+            }
+            cache.len += n;
+        } else {
+            let present: Vec<&Tensor> = p.present.iter().map(|&o| &outs[o]).collect();
+            cache.append(&present, past, n)?;
+        }
+        Ok((logits, el))
+    }
+}
+
+impl Iterator for Tokens<'_> {
+    type Item = Result<i64>;
+
+    fn next(&mut self) -> Option<Result<i64>> {
+        if self.done {
+            return None;
+        }
+        let r = self.step();
+        match &r {
+            Ok(t) => {
+                if self.out.generated_ids.len() >= self.params.max_new_tokens || self.params.eos.contains(t) {
+                    self.done = true;
+                }
+            }
+            Err(_) => self.done = true,
+        }
+        Some(r)
+    }
+}
+
+fn check_ids(ids: &[i64], vocab: usize) -> Result<()> {
+    match ids.iter().find(|&&t| t < 0 || t as u64 >= vocab as u64) {
+        Some(t) => Err(Error::InputMismatch(format!("token id {t} is outside the model's vocabulary (0..{vocab})"))),
+        None => Ok(()),
+    }
+}
+
+/// `ids` padded with 0 to `len`, as `[1, len]`.
+fn padded_ids(ids: &[i64], len: usize) -> Tensor {
+    let mut v = ids.to_vec();
+    v.resize(len, 0);
+    Tensor::from_i64(vec![1, len], v)
+}
+
+/// A `[1, len]` mask of ones on the given ranges.
+fn mask(len: usize, ones: &[(usize, usize)]) -> Tensor {
+    let mut v = vec![0i64; len];
+    for &(a, b) in ones {
+        v[a..b].iter_mut().for_each(|x| *x = 1);
+    }
+    Tensor::from_i64(vec![1, len], v)
+}
+
+/// Row `row` of logits `[1, seq, vocab]` as f32.
+fn logits_row(t: &Tensor, row: usize, vocab: usize) -> Result<Vec<f32>> {
+    if t.shape.len() != 3 || t.shape[2] != vocab || row >= t.shape[1] {
+        return Err(Error::InvalidModel(format!("logits of shape {:?}, expected [1, >{row}, {vocab}]", t.shape)));
+    }
+    match t.as_f32() {
+        Some(v) => Ok(v[row * vocab..(row + 1) * vocab].to_vec()),
+        None => Ok(t.to_f64_vec()[row * vocab..(row + 1) * vocab].iter().map(|&x| x as f32).collect()),
+    }
+}
