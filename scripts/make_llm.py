@@ -13,6 +13,8 @@ into OUT_DIR:
   past_key_values.{i}.key|value f32 [batch, kv_heads, past, head_dim] and outputs logits [batch, seq, vocab],
   present.{i}.key|value — the layout of HF optimum's decoder exports; every length a symbolic dim;
 - model_nocache.onnx: input_ids, attention_mask → logits only;
+- with --no-positions, model_nopos.onnx: the cache form without position_ids (the model numbers positions from
+  the cache length, so it can only be run with exact lengths);
 - reference.json: for each prompt (token ids), the ids transformers' `generate` (greedy, PyTorch, CPU) produces,
   and the config.
 Grouped-query attention (kv_heads < heads), RoPE, RMSNorm and SwiGLU come with both architectures; Qwen2 adds
@@ -82,6 +84,11 @@ class WithCache(torch.nn.Module):
         return (out.logits, *pres)
 
 
+class WithCacheNoPositions(WithCache):
+    def forward(self, input_ids, attention_mask, *past):
+        return super().forward(input_ids, attention_mask, None, *past)
+
+
 class NoCache(torch.nn.Module):
     def __init__(self, m):
         super().__init__()
@@ -97,6 +104,8 @@ def main():
     ap.add_argument("--arch", default="llama", choices=["llama", "qwen2"])
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--new-tokens", type=int, default=24)
+    ap.add_argument("--no-positions", action="store_true",
+                    help="also write model_nopos.onnx: the cache form without position_ids (positions follow the cache)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
     vocab = tokenizer(a.out, 512)
@@ -121,6 +130,11 @@ def main():
         torch.onnx.export(WithCache(m, L), (ids, mask, pos, *past), os.path.join(a.out, "model.onnx"),
                           input_names=names_in + names_past, output_names=names_out, dynamic_axes=axes,
                           opset_version=17, dynamo=False)
+        if a.no_positions:
+            ax = {k: v for k, v in axes.items() if k != "position_ids"}
+            torch.onnx.export(WithCacheNoPositions(m, L), (ids, mask, *past), os.path.join(a.out, "model_nopos.onnx"),
+                              input_names=names_in[:2] + names_past, output_names=names_out, dynamic_axes=ax,
+                              opset_version=17, dynamo=False)
         torch.onnx.export(NoCache(m), (ids, torch.ones(1, 2, dtype=torch.int64)),
                           os.path.join(a.out, "model_nocache.onnx"), input_names=["input_ids", "attention_mask"],
                           output_names=["logits"], opset_version=17, dynamo=False,

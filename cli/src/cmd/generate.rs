@@ -129,6 +129,11 @@ pub fn main(a: Args) -> Result<()> {
     }
     let out = tokens.finish();
     if stream {
+        if let Some(tok) = &tokenizer {
+            // what was held back as an incomplete character at the end
+            let text = decode(tok, &generated)?;
+            write!(stdout, "{}", text.strip_prefix(shown.as_str()).unwrap_or(""))?;
+        }
         writeln!(stdout)?;
     }
     drop(stdout);
