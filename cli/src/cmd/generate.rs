@@ -160,6 +160,14 @@ pub fn main(a: Args) -> Result<()> {
             "decode_tokens_per_s": out.decode_tokens_per_s(),
             "compile_ms": out.compile.as_secs_f64() * 1e3,
             "programs_compiled": g.programs_compiled(),
+            "cache_on_device": g.cache_on_target(),
+            "transfers": {
+                "uploads": g.transfers().uploads,
+                "upload_bytes": g.transfers().upload_bytes,
+                "downloads": g.transfers().downloads,
+                "download_bytes": g.transfers().download_bytes,
+                "cache_downloads": g.transfers().state_downloads,
+            },
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

@@ -32,6 +32,8 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use crate::core::passes::kv_cache;
+use crate::core::target::{ResidentExecutable, Transfers};
 use crate::{DType, Error, Executable, LoadOptions, Model, Result, Target, Tensor};
 
 mod cache;
@@ -132,14 +134,29 @@ enum Role {
     Positions,
     /// cache tensor k (key, value, key, value, ... in layer order)
     Past(usize),
+    /// filled cache positions (the resident form's added input)
+    CacheLen,
+    /// real new positions this step (the resident form's added input)
+    NewCount,
+}
+
+/// How a program runs.
+enum Exe {
+    /// On host tensors: the cache goes in and `present` (cache + new positions) comes out every step.
+    Host(Box<dyn Executable>),
+    /// The cache stays on the target (rewritten by [`kv_cache::write_cache_in_place`], outputs aliased to
+    /// inputs): only ids, mask, positions go in and the logits come out.
+    Resident(Box<dyn ResidentExecutable>),
 }
 
 /// A model prepared for one (cache positions, sequence length).
 struct Program {
-    exe: Box<dyn Executable>,
+    exe: Exe,
+    /// what feeds each input the caller gives (graph order; resident inputs left out)
     roles: Vec<Role>,
+    /// index of the logits among the outputs returned
     logits: usize,
-    /// graph output index of each cache tensor
+    /// host programs: index of each cache tensor among the outputs
     present: Vec<usize>,
     vocab: usize,
     kv_dtype: Option<DType>,
@@ -194,6 +211,29 @@ impl Generator {
         self.compiled
     }
 
+    /// Host ↔ target traffic of the programs that keep the cache on the target, summed (all zero when none
+    /// does: the CPU, or a model run in host form).
+    pub fn transfers(&self) -> Transfers {
+        let mut t = Transfers::default();
+        for p in self.programs.values() {
+            if let Exe::Resident(e) = &p.exe {
+                let x = e.transfers();
+                t.uploads += x.uploads;
+                t.upload_bytes += x.upload_bytes;
+                t.downloads += x.downloads;
+                t.download_bytes += x.download_bytes;
+                t.state_downloads += x.state_downloads;
+            }
+        }
+        t
+    }
+
+    /// Whether the key/value cache stays on the target between steps (a target that keeps values, a bucketed
+    /// model), as far as the programs compiled so far tell.
+    pub fn cache_on_target(&self) -> bool {
+        self.programs.values().any(|p| matches!(p.exe, Exe::Resident(_)))
+    }
+
     /// Generates up to `params.max_new_tokens` tokens after `prompt` and returns them with timings.
     pub fn generate(&mut self, prompt: &[i64], params: &GenerateParams) -> Result<Generation> {
         let mut tokens = self.tokens(prompt, params)?;
@@ -234,6 +274,8 @@ impl Generator {
             rng,
             out: Generation { input_ids: prompt.to_vec(), ..Generation::default() },
             cache: None,
+            holder: None,
+            resident_len: 0,
             compile0,
             done: params.max_new_tokens == 0,
         })
@@ -290,29 +332,59 @@ impl Generator {
             }
         }
         let model = Model::load_with(&self.path, &load)?;
-        let g = model.graph();
-        let name_of = |v: crate::core::ir::ValueId| g.values[v.0].name.clone();
-        let roles: Vec<Role> = g
-            .inputs
-            .iter()
-            .map(|&v| roles.get(&name_of(v)).copied().ok_or_else(|| Error::Unsupported(format!("unexpected model input '{}'", name_of(v)))))
-            .collect::<Result<_>>()?;
-        let out_names: Vec<String> = g.outputs.iter().map(|&v| name_of(v)).collect();
-        let find = |n: &str| out_names.iter().position(|o| o == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")));
-        let logits = find(&i.logits)?;
-        let lv = &g.values[g.outputs[logits].0];
+        let g = model.graph().clone();
+        drop(model);
+        let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
+        let out_index = |g: &crate::Graph, n: &str| {
+            g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
+        };
+        let in_index = |g: &crate::Graph, n: &str| {
+            g.inputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its input '{n}'")))
+        };
+        let logits_at = out_index(&g, &i.logits)?;
+        let lv = &g.values[g.outputs[logits_at].0];
         if lv.shape.len() != 3 || lv.shape[1] != seq {
             return Err(Error::Unsupported(format!("output 'logits' is {:?}; generate needs [batch, seq, vocab]", lv.shape)));
         }
         let vocab = lv.shape[2];
-        let mut present = Vec::new();
-        for kv in &i.present {
-            present.push(find(&kv.key)?);
-            present.push(find(&kv.value)?);
+        let kv_dtype = i.past.first().map(|kv| in_index(&g, &kv.key)).transpose()?.map(|k| g.values[g.inputs[k].0].dtype);
+        let cache_names: Vec<(&String, &String)> =
+            i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
+
+        if self.mode == Mode::Bucketed {
+            // the cache kept on the target, when it can keep values between calls
+            let mut rg = g.clone();
+            let pairs = cache_names
+                .iter()
+                .map(|(p, q)| Ok((rg.inputs[in_index(&rg, p)?], rg.outputs[out_index(&rg, q)?])))
+                .collect::<Result<Vec<_>>>()?;
+            kv_cache::write_cache_in_place(&mut rg, &pairs)?;
+            roles.insert(kv_cache::CACHE_LEN_INPUT.to_string(), Role::CacheLen);
+            roles.insert(kv_cache::NEW_COUNT_INPUT.to_string(), Role::NewCount);
+            let links = cache_names.iter().map(|(p, q)| Ok((out_index(&rg, q)?, in_index(&rg, p)?))).collect::<Result<Vec<_>>>()?;
+            if let Some(exe) = self.target.prepare_resident(&rg, &links)? {
+                let roles = rg
+                    .inputs
+                    .iter()
+                    .filter_map(|&v| match roles.get(&name_of(&rg, v)) {
+                        Some(Role::Past(_)) => None,
+                        Some(&r) => Some(Ok(r)),
+                        None => Some(Err(Error::Unsupported(format!("unexpected model input '{}'", name_of(&rg, v))))),
+                    })
+                    .collect::<Result<Vec<Role>>>()?;
+                let linked: Vec<usize> = links.iter().map(|l| l.0).collect();
+                let logits = (0..logits_at).filter(|o| !linked.contains(o)).count();
+                return Ok(Program { exe: Exe::Resident(exe), roles, logits, present: Vec::new(), vocab, kv_dtype });
+            }
         }
-        let kv_dtype = i.past.first().and_then(|kv| g.inputs.iter().find(|&&v| name_of(v) == kv.key)).map(|&v| g.values[v.0].dtype);
-        let exe = self.target.prepare(g.clone())?;
-        Ok(Program { exe, roles, logits, present, vocab, kv_dtype })
+        let roles: Vec<Role> = g
+            .inputs
+            .iter()
+            .map(|&v| roles.get(&name_of(&g, v)).copied().ok_or_else(|| Error::Unsupported(format!("unexpected model input '{}'", name_of(&g, v)))))
+            .collect::<Result<_>>()?;
+        let present = cache_names.iter().map(|(_, q)| out_index(&g, q)).collect::<Result<Vec<_>>>()?;
+        let exe = Exe::Host(self.target.prepare(g)?);
+        Ok(Program { exe, roles, logits: logits_at, present, vocab, kv_dtype })
     }
 }
 
@@ -324,6 +396,9 @@ pub struct Tokens<'g> {
     rng: Rng,
     out: Generation,
     cache: Option<KvCache>,
+    /// the program holding the cache kept on the target, and the positions it has filled
+    holder: Option<(usize, usize)>,
+    resident_len: usize,
     compile0: Duration,
     done: bool,
 }
@@ -379,11 +454,14 @@ impl Tokens<'_> {
             inputs.push(match r {
                 Role::Ids => padded_ids(&seq, s),
                 Role::Mask => mask(s, &[(0, n)]),
-                Role::Positions | Role::Past(_) => unreachable!("the no-cache form has no positions or cache inputs"),
+                Role::Positions | Role::Past(_) | Role::CacheLen | Role::NewCount => {
+                    unreachable!("the no-cache form has no positions or cache inputs")
+                }
             });
         }
+        let Exe::Host(exe) = &mut p.exe else { unreachable!("only the bucketed cache form keeps its cache on the target") };
         let t0 = Instant::now();
-        let outs = p.exe.run(&inputs)?;
+        let outs = exe.run(&inputs)?;
         let el = t0.elapsed();
         Ok((logits_row(&outs[p.logits], n - 1, p.vocab)?, el))
     }
@@ -406,9 +484,34 @@ impl Tokens<'_> {
             (self.g.bucket_at_least(len + n)?, seq)
         };
         let (layers, heads, dim) = (self.g.interface.past.len(), self.g.interface.kv_heads.unwrap_or(0), self.g.interface.head_dim.unwrap_or(0));
+        let key = (past, seq);
         let p = self.g.program(past, seq)?;
         check_ids(&new_ids, p.vocab)?;
-        let cache = self.cache.get_or_insert_with(|| KvCache::new(p.kv_dtype.unwrap_or(DType::F32), layers, heads, dim, 0));
+        let dtype = p.kv_dtype.unwrap_or(DType::F32);
+        if matches!(p.exe, Exe::Resident(_)) {
+            self.move_resident_state(key, len, (dtype, layers, heads, dim))?;
+        }
+        let p = self.g.programs.get_mut(&key).expect("compiled above");
+        if let Exe::Resident(exe) = &mut p.exe {
+            let mut inputs = Vec::with_capacity(p.roles.len());
+            for r in &p.roles {
+                inputs.push(match *r {
+                    Role::Ids => padded_ids(&new_ids, seq),
+                    Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
+                    Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
+                    Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
+                    Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
+                    Role::Past(_) => unreachable!("resident inputs are not given"),
+                });
+            }
+            let t0 = Instant::now();
+            let outs = exe.run(&inputs)?;
+            let el = t0.elapsed();
+            self.resident_len = len + n;
+            return Ok((logits_row(&outs[p.logits], n - 1, p.vocab)?, el));
+        }
+        let Exe::Host(exe) = &mut p.exe else { unreachable!("resident programs returned above") };
+        let cache = self.cache.get_or_insert_with(|| KvCache::new(dtype, layers, heads, dim, 0));
         if !exact {
             cache.resize(past)?;
         }
@@ -421,10 +524,11 @@ impl Tokens<'_> {
                 Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
                 Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
                 Role::Past(k) => std::mem::take(&mut cache.tensors[k]),
+                Role::CacheLen | Role::NewCount => unreachable!("host programs take the cache itself"),
             });
         }
         let t0 = Instant::now();
-        let result = p.exe.run(&inputs);
+        let result = exe.run(&inputs);
         let el = t0.elapsed();
         // the cache tensors go back whatever happened
         for (r, t) in p.roles.iter().zip(inputs) {
@@ -444,6 +548,39 @@ impl Tokens<'_> {
             cache.append(&present, past, n)?;
         }
         Ok((logits, el))
+    }
+
+    /// Gives the cache kept on the target to the program `key` (cache capacity `key.0`) before it runs: moved from
+    /// the program that holds it when the capacity is the same (no copy), through the host when the cache grows
+    /// to a larger bucket, or zeros at the start.
+    fn move_resident_state(&mut self, key: (usize, usize), len: usize, (dtype, layers, heads, dim): (DType, usize, usize, usize)) -> Result<()> {
+        if self.holder == Some(key) {
+            return Ok(());
+        }
+        fn resident(g: &mut Generator, k: (usize, usize)) -> Result<&mut Box<dyn ResidentExecutable>> {
+            match g.programs.get_mut(&k).map(|p| &mut p.exe) {
+                Some(Exe::Resident(e)) => Ok(e),
+                _ => Err(Error::InvalidModel("the program holding the cache is gone".into())),
+            }
+        }
+        match self.holder {
+            None => {
+                let zeros = KvCache::new(dtype, layers, heads, dim, key.0);
+                resident(self.g, key)?.set_state(&zeros.tensors)?;
+            }
+            Some(old) if old.0 == key.0 => {
+                let st = resident(self.g, old)?.take_state()?;
+                resident(self.g, key)?.put_state(st)?;
+            }
+            Some(old) => {
+                let tensors = resident(self.g, old)?.state_to_host()?;
+                let mut cache = KvCache { tensors, len };
+                cache.resize(key.0)?;
+                resident(self.g, key)?.set_state(&cache.tensors)?;
+            }
+        }
+        self.holder = Some(key);
+        Ok(())
     }
 }
 

@@ -9,6 +9,7 @@ pub mod fold_bias_add;
 pub mod fuse_activation;
 pub mod fuse_silu;
 pub mod inline_if;
+pub mod kv_cache;
 pub mod simplify_shapes;
 pub mod sink_transposes;
 pub mod upsample;

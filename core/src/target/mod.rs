@@ -14,7 +14,9 @@ use crate::ir::{Graph, Tensor};
 use crate::{Error, Result};
 
 pub mod options;
+pub mod resident;
 
+pub use resident::{ResidentExecutable, ResidentLink, ResidentState, Transfers};
 pub use options::{CloudTpuOptions, EdgeTpuOptions, Emit, IoDType, OptionError, Partitioner, ShardSpec, TargetOptions, Topology};
 
 /// A compiled model that can be run repeatedly.
@@ -111,6 +113,14 @@ pub trait Target: Send + Sync {
     /// By default the [`Target::devices`] that have an id (`-` marks one that cannot be used).
     fn runnable_devices(&self) -> Result<Vec<String>> {
         Ok(self.devices()?.into_iter().map(|d| d.id).filter(|id| id != "-").collect())
+    }
+
+    /// Prepares `graph` with its `links` outputs kept on the target between calls (see [`ResidentExecutable`]).
+    /// `None` (the default): the target keeps nothing between calls, and the caller carries such values itself
+    /// (the CPU, whose memory is the host's).
+    fn prepare_resident(&self, graph: &Graph, links: &[ResidentLink]) -> Result<Option<Box<dyn ResidentExecutable>>> {
+        let _ = (graph, links);
+        Ok(None)
     }
 
     /// For a model file this target runs as it is — a compiled program the core IR cannot hold, such as an

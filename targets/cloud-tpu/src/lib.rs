@@ -13,11 +13,13 @@ pub mod discover;
 mod error;
 pub mod lower;
 pub mod pjrt;
+mod resident;
 pub mod shard;
 mod target;
 mod tensor_split;
 
 pub use error::{Error, Result};
+pub use resident::CloudTpuResident;
 pub use target::{
     devices, AotArtifact, CloudTpuExecutable, CloudTpuTarget, DataParallelExecutable, PlatformInfo, ReplicatedExecutable,
     ShardedExecutable,

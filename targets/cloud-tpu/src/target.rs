@@ -134,8 +134,14 @@ impl CloudTpuTarget {
     /// (through the cache when one is configured) and uploads the weights to each device: whole, or its shard
     /// of a split weight.
     fn build(&self, graph: &Graph, replicas: usize, plan: Option<&ShardPlan>) -> Result<ReplicatedExecutable> {
+        self.build_aliased(graph, replicas, plan, &[])
+    }
+
+    /// [`CloudTpuTarget::build`] with input/output aliasing (`(output, input)` pairs; one device, no plan).
+    pub(crate) fn build_aliased(&self, graph: &Graph, replicas: usize, plan: Option<&ShardPlan>, aliases: &[(usize, usize)]) -> Result<ReplicatedExecutable> {
         let program = match plan {
             Some(p) => lower_program_sharded(graph, &self.lower, p, true)?,
+            None if !aliases.is_empty() => crate::lower::lower_program_aliased(graph, &self.lower, aliases)?,
             None => lower_program(graph, &self.lower)?,
         };
         let found = self.find_plugin()?;
@@ -352,6 +358,19 @@ impl Target for CloudTpuTarget {
         Ok(Box::new(self.compile_graph(graph)?))
     }
 
+    fn prepare_resident(
+        &self,
+        graph: &Graph,
+        links: &[tpu_sdk_core::target::ResidentLink],
+    ) -> tpu_sdk_core::Result<Option<Box<dyn tpu_sdk_core::target::ResidentExecutable>>> {
+        if self.replicas > 1 || !self.shard.is_empty() {
+            return Err(tpu_sdk_core::Error::Unsupported(
+                "values kept on the device between calls (generation's cache) run on one device: not with --replicas or --shard yet".into(),
+            ));
+        }
+        Ok(Some(Box::new(crate::resident::CloudTpuResident::new(self, graph, links)?)))
+    }
+
     fn devices(&self) -> tpu_sdk_core::Result<Vec<tpu_sdk_core::target::DeviceInfo>> {
         Ok(device_list(self.plugin.as_deref())?)
     }
@@ -464,10 +483,10 @@ impl CloudTpuExecutable {
 /// A model compiled for several devices at once, each running it on its own inputs (data parallelism).
 pub struct ReplicatedExecutable {
     sig: Signature,
-    client: Client,
-    exe: LoadedExecutable,
-    devices: Vec<Device>,
-    params: Vec<Vec<Buffer>>,
+    pub(crate) client: Client,
+    pub(crate) exe: LoadedExecutable,
+    pub(crate) devices: Vec<Device>,
+    pub(crate) params: Vec<Vec<Buffer>>,
     cache: Option<CacheReport>,
 }
 

@@ -118,7 +118,26 @@ pub fn lower(graph: &Graph) -> Result<String> {
 
 /// Lowers `graph` to a StableHLO module with the given options (large constants may become arguments).
 pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
-    lower_with(graph, opts, None, false)
+    lower_with(graph, opts, None, false, &[])
+}
+
+/// Like [`lower_program`], with input/output aliasing: each `(output, input)` pair (graph indices) marks the
+/// input's buffer as reusable for that output (`tf.aliasing_output`), so a runtime that donates the input gets
+/// the output written in place (a generation's key/value cache). The two must have the same type.
+pub fn lower_program_aliased(graph: &Graph, opts: &LowerOptions, aliases: &[(usize, usize)]) -> Result<Program> {
+    for &(o, i) in aliases {
+        let (Some(&ov), Some(&iv)) = (graph.outputs.get(o), graph.inputs.get(i)) else {
+            return Err(Error::Invalid(format!("alias of output {o} to input {i}: no such output or input")));
+        };
+        let (ov, iv) = (graph.value(ov), graph.value(iv));
+        if ov.dtype != iv.dtype || ov.shape != iv.shape {
+            return Err(Error::Invalid(format!(
+                "output '{}' {}{:?} cannot reuse input '{}' {}{:?}: types differ",
+                ov.name, ov.dtype, ov.shape, iv.name, iv.dtype, iv.shape
+            )));
+        }
+    }
+    lower_with(graph, opts, None, false, aliases)
 }
 
 /// Lowers `graph` for SPMD tensor parallelism with `plan`: every argument and result carries an `mhlo.sharding`
@@ -132,10 +151,16 @@ pub fn lower_program_sharded(
     plan: &crate::shard::ShardPlan,
     weights_as_args: bool,
 ) -> Result<Program> {
-    lower_with(graph, opts, Some(plan), weights_as_args)
+    lower_with(graph, opts, Some(plan), weights_as_args, &[])
 }
 
-fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::ShardPlan>, weights_as_args: bool) -> Result<Program> {
+fn lower_with(
+    graph: &Graph,
+    opts: &LowerOptions,
+    plan: Option<&crate::shard::ShardPlan>,
+    weights_as_args: bool,
+    aliases: &[(usize, usize)],
+) -> Result<Program> {
     // A value larger than this process may allocate is refused before any constant is materialised as text.
     tpu_sdk_core::limits::check_graph(graph).map_err(|e| match e {
         tpu_sdk_core::Error::ResourceLimit(m) => Error::ResourceLimit(m),
@@ -157,7 +182,11 @@ fn lower_with(graph: &Graph, opts: &LowerOptions, plan: Option<&crate::shard::Sh
                 v.name
             )));
         }
-        args.push(format!("%arg{i}: {}{}", emit::ty(v.dtype, &v.shape), ann(None, v.shape.len())));
+        let alias = match aliases.iter().find(|&&(_, input)| input == i) {
+            Some((output, _)) => format!(" {{tf.aliasing_output = {output} : i32}}"),
+            None => String::new(),
+        };
+        args.push(format!("%arg{i}: {}{}{alias}", emit::ty(v.dtype, &v.shape), ann(None, v.shape.len())));
         cx.bind(id, format!("%arg{i}"));
     }
     lower_nodes(&mut cx, graph)?;

@@ -96,6 +96,12 @@ impl Buffer {
         Ok(self.h.dims()?.into_iter().map(|d| d.max(0) as usize).collect())
     }
 
+    /// The device memory address the plugin reports (`PJRT_Buffer_UnsafePointer`): only for telling whether two
+    /// buffers share memory (a donated input reused by an aliased output).
+    pub fn device_address(&self) -> Result<usize> {
+        self.h.device_address()
+    }
+
     /// Copies the array to a host tensor (dense, row-major).
     pub fn to_tensor(&self) -> Result<Tensor> {
         let dtype = self.dtype()?;

@@ -36,6 +36,12 @@ impl BufferHandle {
         Ok(unsafe { std::slice::from_raw_parts(a.dims, a.num_dims) }.to_vec())
     }
 
+    /// `PJRT_Buffer_UnsafePointer`: the device memory address of the buffer (an opaque number, compared only).
+    pub(crate) fn device_address(&self) -> Result<usize> {
+        let a = query!(&self.client.api, PJRT_Buffer_UnsafePointer, PJRT_Buffer_UnsafePointer_Args { buffer: self.raw })?;
+        Ok(a.buffer_pointer)
+    }
+
     /// `PJRT_Buffer_ToHostBuffer` into `dst` with a dense row-major host layout; waits for the copy.
     pub(crate) fn to_host(&self, dst: &mut [u8]) -> Result<()> {
         let rank = self.dims()?.len();

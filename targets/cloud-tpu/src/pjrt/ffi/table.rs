@@ -107,7 +107,7 @@ pub(crate) struct PJRT_Api {
     pub(super) PJRT_Buffer_ToHostBuffer: F<PJRT_Buffer_ToHostBuffer_Args>,
     pub(super) PJRT_Buffer_IsOnCpu: Slot,
     pub(super) PJRT_Buffer_ReadyEvent: Slot,
-    pub(super) PJRT_Buffer_UnsafePointer: Slot,
+    pub(super) PJRT_Buffer_UnsafePointer: F<PJRT_Buffer_UnsafePointer_Args>,
     pub(super) PJRT_Buffer_IncreaseExternalReferenceCount: Slot,
     pub(super) PJRT_Buffer_DecreaseExternalReferenceCount: Slot,
     pub(super) PJRT_Buffer_OpaqueDeviceMemoryDataPointer: Slot,

@@ -278,6 +278,7 @@ args!(PJRT_LoadedExecutable_Execute_Args {
 
 args!(PJRT_Buffer_Destroy_Args {} last buffer: *mut PJRT_Buffer);
 args!(PJRT_Buffer_ElementType_Args { buffer: *mut PJRT_Buffer } last type_: CEnum);
+args!(PJRT_Buffer_UnsafePointer_Args { buffer: *mut PJRT_Buffer } last buffer_pointer: usize);
 args!(PJRT_Buffer_Dimensions_Args { buffer: *mut PJRT_Buffer, dims: *const i64 } last num_dims: usize);
 args!(PJRT_Buffer_ToHostBuffer_Args {
     src: *mut PJRT_Buffer,
