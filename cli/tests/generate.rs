@@ -244,3 +244,36 @@ fn bad_input_gets_a_clear_error() {
     let e = expect(tpu_sdk(&["generate", copy.to_str().unwrap(), "--input-ids", "1"]), 3).1;
     assert!(e.contains("2 layer") && e.contains("returns 1"), "{e}");
 }
+
+#[cfg(feature = "cloud-tpu")]
+#[test]
+fn prefill_and_decode_programs_compile_ahead_of_time_for_v5e() {
+    let Some(libtpu) = oracle::libtpu_path() else { return };
+    let dir = fresh_dir("generate_aot");
+    let model = data("qwen2").join("model.onnx");
+    let out = dir.join("programs");
+    let doc = ok(tpu_sdk(&[
+        "generate", model.to_str().unwrap(), "--target", "cloud-tpu", "--plugin", libtpu.to_str().unwrap(), "--aot-topology", "v5e:2x2",
+        "--output-dir", out.to_str().unwrap(), "--buckets", "16,32", "--json",
+    ]));
+    let doc: Value = serde_json::from_str(&doc).unwrap();
+    let programs = doc["programs"].as_array().unwrap();
+    let kinds: Vec<(String, u64, u64)> =
+        programs.iter().map(|p| (p["kind"].as_str().unwrap().to_string(), p["cache_positions"].as_u64().unwrap(), p["tokens"].as_u64().unwrap())).collect();
+    let want: Vec<(String, u64, u64)> = [("prefill", 16, 16), ("prefill", 32, 16), ("decode", 16, 1), ("prefill", 32, 32), ("decode", 32, 1)]
+        .iter()
+        .map(|&(k, p, s)| (k.to_string(), p, s))
+        .collect();
+    assert_eq!(kinds, want);
+    for p in programs {
+        let f = out.join(p["file"].as_str().unwrap());
+        assert!(std::fs::metadata(&f).unwrap().len() > 1000, "{}", f.display());
+        // 2 layers × key and value stay on the device, each aliased to its input
+        assert_eq!(p["aliases"].as_array().unwrap().len(), 4, "{p}");
+        assert!(p["inputs"].as_array().unwrap().iter().any(|i| i == "tpu_sdk.cache_len"), "{p}");
+    }
+    assert!(out.join("manifest.json").is_file());
+    // generating and compiling ahead of time are different commands
+    let e = expect(tpu_sdk(&["generate", model.to_str().unwrap(), "--aot-topology", "v5e:2x2", "--output-dir", out.to_str().unwrap()]), 2).1;
+    assert!(e.contains("--target cloud-tpu"), "{e}");
+}

@@ -21,7 +21,7 @@ pub struct Args {
     #[command(flatten)]
     target: TargetArgs,
     /// The prompt as token ids, comma-separated.
-    #[arg(long, value_name = "ID,ID,...", conflicts_with = "prompt", required_unless_present = "prompt")]
+    #[arg(long, value_name = "ID,ID,...", conflicts_with = "prompt", required_unless_present_any = ["prompt", "aot_topology"])]
     input_ids: Option<String>,
     /// The prompt as text (needs a tokenizer: --tokenizer, or tokenizer.json beside the model).
     #[arg(long)]
@@ -57,12 +57,22 @@ pub struct Args {
     /// Print one JSON document (prompt and generated ids, text, timings) instead of streaming the tokens.
     #[arg(long)]
     json: bool,
+    /// Instead of generating: compile the prefill and decode programs of every bucket ahead of time for a Cloud
+    /// TPU topology (libtpu, e.g. `v5e:2x2`; no TPU needed) into --output-dir, with a manifest.json.
+    #[arg(long, value_name = "TOPOLOGY", requires = "output_dir", conflicts_with_all = ["input_ids", "prompt"])]
+    aot_topology: Option<String>,
+    /// Where --aot-topology writes its executables.
+    #[arg(long, value_name = "DIR", requires = "aot_topology")]
+    output_dir: Option<PathBuf>,
 }
 
 pub fn main(a: Args) -> Result<()> {
     super::reject_other_targets_flags(&a.target.target, &[])?;
     if a.target.replicas.is_some() || !a.target.shard.is_empty() {
         return Err(UsageError("generate runs one prompt on one device: --replicas and --shard are not supported by generate yet".into()).into());
+    }
+    if let Some(topology) = &a.aot_topology {
+        return aot(&a, topology);
     }
     let tokenizer = match (&a.tokenizer, &a.prompt) {
         (Some(p), _) => Some(load_tokenizer(p)?),
@@ -182,6 +192,76 @@ pub fn main(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// `--aot-topology`: every program a generation can need, compiled for `topology`.
+#[cfg(feature = "cloud-tpu")]
+fn aot(a: &Args, topology: &str) -> Result<()> {
+    use tpu_sdk::core::passes::kv_cache;
+    if a.target.target != super::CLOUD_TPU {
+        return Err(UsageError("--aot-topology compiles for a Cloud TPU: give --target cloud-tpu".into()).into());
+    }
+    let dir = a.output_dir.as_ref().expect("clap requires --output-dir with --aot-topology");
+    let mut options = GenerateOptions::default();
+    if let Some(b) = &a.buckets {
+        options.buckets = parse_list::<usize>(b).map_err(|e| UsageError(format!("--buckets: {e}")))?;
+    }
+    let buckets = {
+        let mut b = options.buckets.clone();
+        b.sort_unstable();
+        b.dedup();
+        b
+    };
+    let configured = a.target.configure(Some(&a.model))?;
+    let g = Generator::new(&a.model, configured.build(), options).with_context(|| format!("cannot load {}", a.model.display()))?;
+    let mut target = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
+    target.plugin = a.target.plugin.clone();
+    // (kind, cache positions, tokens): a prompt of n tokens is prefilled by (bucket ≥ n, bucket ≥ n + 1)
+    let mut programs = Vec::new();
+    for (k, &b) in buckets.iter().enumerate() {
+        programs.push(("prefill", b, b));
+        if let Some(&next) = buckets.get(k + 1) {
+            programs.push(("prefill", next, b));
+        }
+        programs.push(("decode", b, 1));
+    }
+    std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    let bar = super::progress_bar(a.json, "{prefix} [{bar:30}] {pos}/{len}");
+    let mut entries = Vec::new();
+    for (n, &(kind, past, seq)) in programs.iter().enumerate() {
+        bar.report(&format!("compiling {kind} program (cache {past}, {seq} tokens)"), n as u64, programs.len() as u64);
+        let (graph, links) = g.resident_program(past, seq)?;
+        let aliases: Vec<(usize, usize)> = links.clone();
+        let opts = tpu_sdk_cloud_tpu::lower::LowerOptions { max_inline_constant: None, ..target.lower };
+        let program = tpu_sdk_cloud_tpu::lower::lower_program_aliased(&graph, &opts, &aliases)?;
+        let art = target.compile_program_for_topology(&program, topology, &tpu_sdk_cloud_tpu::pjrt::CompileOptions::default())?;
+        let file = format!("{kind}_{past}_{seq}.pjrt");
+        super::compile::write_atomically(&dir.join(&file), &art.executable).with_context(|| format!("cannot write {}", dir.join(&file).display()))?;
+        let names = |ids: &[tpu_sdk::core::ir::ValueId]| ids.iter().map(|&v| graph.value(v).name.clone()).collect::<Vec<_>>();
+        entries.push(json!({
+            "kind": kind, "cache_positions": past, "tokens": seq, "file": file, "bytes": art.executable.len(),
+            "inputs": names(&graph.inputs), "outputs": names(&graph.outputs),
+            "aliases": aliases.iter().map(|&(o, i)| json!({"output": o, "input": i})).collect::<Vec<_>>(),
+        }));
+    }
+    bar.report("compiled", programs.len() as u64, programs.len() as u64);
+    let manifest = json!({
+        "model": a.model.display().to_string(), "topology": topology, "buckets": buckets,
+        "added_inputs": [kv_cache::CACHE_LEN_INPUT, kv_cache::NEW_COUNT_INPUT], "programs": entries,
+    });
+    let text = serde_json::to_string_pretty(&manifest)?;
+    super::compile::write_atomically(&dir.join("manifest.json"), text.as_bytes())?;
+    if a.json {
+        println!("{text}");
+    } else {
+        eprintln!("{} programs for {topology} written to {}", programs.len(), dir.display());
+    }
+    Ok(())
+}
+
+#[cfg(not(feature = "cloud-tpu"))]
+fn aot(_: &Args, _: &str) -> Result<()> {
+    Err(UsageError("--aot-topology needs the cloud-tpu feature (build with default features)".into()).into())
 }
 
 fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer> {

@@ -302,7 +302,8 @@ impl Generator {
         Ok(self.programs.get_mut(&(past, seq)).expect("inserted above"))
     }
 
-    fn compile(&self, past: usize, seq: usize) -> Result<Program> {
+    /// The model loaded for `past` cache positions and `seq` tokens, and what feeds each input (by name).
+    fn load_graph(&self, past: usize, seq: usize) -> Result<(crate::Graph, HashMap<String, Role>)> {
         let i = &self.interface;
         let mut load = self.options.load.clone();
         let mut roles = HashMap::new();
@@ -332,8 +333,42 @@ impl Generator {
             }
         }
         let model = Model::load_with(&self.path, &load)?;
-        let g = model.graph().clone();
-        drop(model);
+        Ok((model.graph().clone(), roles))
+    }
+
+    /// The program for `past` cache positions and `seq` tokens in the form that keeps the cache on the target
+    /// (see [`kv_cache::write_cache_in_place`]: inputs [`kv_cache::CACHE_LEN_INPUT`] and
+    /// [`kv_cache::NEW_COUNT_INPUT`] added), with its links (each cache output → its cache input): what
+    /// [`Target::prepare_resident`] takes, and what ahead-of-time compilation for a TPU topology compiles.
+    pub fn resident_program(&self, past: usize, seq: usize) -> Result<(crate::Graph, Vec<crate::core::target::ResidentLink>)> {
+        if self.mode != Mode::Bucketed {
+            return Err(Error::Unsupported(format!("the cache stays on the target only for a cache-form model with position_ids (this one runs {:?})", self.mode)));
+        }
+        let (g, _) = self.load_graph(past, seq)?;
+        self.resident_form(&g)
+    }
+
+    fn resident_form(&self, g: &crate::Graph) -> Result<(crate::Graph, Vec<crate::core::target::ResidentLink>)> {
+        let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
+        let out_index = |g: &crate::Graph, n: &str| {
+            g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
+        };
+        let in_index = |g: &crate::Graph, n: &str| {
+            g.inputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its input '{n}'")))
+        };
+        let i = &self.interface;
+        let cache_names: Vec<(&String, &String)> =
+            i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
+        let mut rg = g.clone();
+        let pairs = cache_names.iter().map(|(p, q)| Ok((rg.inputs[in_index(&rg, p)?], rg.outputs[out_index(&rg, q)?]))).collect::<Result<Vec<_>>>()?;
+        kv_cache::write_cache_in_place(&mut rg, &pairs)?;
+        let links = cache_names.iter().map(|(p, q)| Ok((out_index(&rg, q)?, in_index(&rg, p)?))).collect::<Result<Vec<_>>>()?;
+        Ok((rg, links))
+    }
+
+    fn compile(&self, past: usize, seq: usize) -> Result<Program> {
+        let i = &self.interface;
+        let (g, mut roles) = self.load_graph(past, seq)?;
         let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
         let out_index = |g: &crate::Graph, n: &str| {
             g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
@@ -351,17 +386,11 @@ impl Generator {
         let cache_names: Vec<(&String, &String)> =
             i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
 
-        if self.mode == Mode::Bucketed {
+        if self.mode == Mode::Bucketed && self.target.keeps_resident_values() {
             // the cache kept on the target, when it can keep values between calls
-            let mut rg = g.clone();
-            let pairs = cache_names
-                .iter()
-                .map(|(p, q)| Ok((rg.inputs[in_index(&rg, p)?], rg.outputs[out_index(&rg, q)?])))
-                .collect::<Result<Vec<_>>>()?;
-            kv_cache::write_cache_in_place(&mut rg, &pairs)?;
+            let (rg, links) = self.resident_form(&g)?;
             roles.insert(kv_cache::CACHE_LEN_INPUT.to_string(), Role::CacheLen);
             roles.insert(kv_cache::NEW_COUNT_INPUT.to_string(), Role::NewCount);
-            let links = cache_names.iter().map(|(p, q)| Ok((out_index(&rg, q)?, in_index(&rg, p)?))).collect::<Result<Vec<_>>>()?;
             if let Some(exe) = self.target.prepare_resident(&rg, &links)? {
                 let roles = rg
                     .inputs
