@@ -412,7 +412,12 @@ impl Generator {
             .map(|&v| roles.get(&name_of(&g, v)).copied().ok_or_else(|| Error::Unsupported(format!("unexpected model input '{}'", name_of(&g, v)))))
             .collect::<Result<_>>()?;
         let present = cache_names.iter().map(|(_, q)| out_index(&g, q)).collect::<Result<Vec<_>>>()?;
-        let exe = Exe::Host(self.target.prepare(g)?);
+        // One run on zeros before the first real one: buffers allocated and pages touched (a first run on the CPU
+        // is several times slower), counted as compile time rather than as the prefill's.
+        let zeros: Vec<Tensor> = g.inputs.iter().map(|&v| Tensor::zeros(g.values[v.0].dtype, g.values[v.0].shape.clone())).collect();
+        let mut exe = self.target.prepare(g)?;
+        exe.run(&zeros)?;
+        let exe = Exe::Host(exe);
         Ok(Program { exe, roles, logits: logits_at, present, vocab, kv_dtype })
     }
 }
