@@ -37,6 +37,8 @@ for every layer so that each new token attends to all previous ones without reco
 the most likely token; sampling draws from the distribution after temperature, top-k and nucleus filtering."""
 
 PROMPTS = [[1], [5, 17, 42], list(range(3, 3 + 13)), [7] * 5 + list(range(100, 121))]
+# minGPT's character vocabulary (the characters of Tiny Shakespeare)
+CHARS = "\n !$&',-.3:;?ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz"
 
 
 def tokenizer(out, vocab):
@@ -51,12 +53,17 @@ def tokenizer(out, vocab):
     return tok.get_vocab_size()
 
 
-def model(arch, vocab, seed):
+def model(arch, vocab, seed, hidden=64, layers=2, heads=4, kv_heads=2):
     torch.manual_seed(seed)
-    kw = dict(hidden_size=64, num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2, intermediate_size=128,
+    kw = dict(hidden_size=hidden, num_hidden_layers=layers, num_attention_heads=heads, num_key_value_heads=kv_heads,
+              intermediate_size=hidden * 2 if hidden <= 64 else hidden * 8 // 3,
               vocab_size=vocab, max_position_embeddings=1024, initializer_range=0.1, bos_token_id=0, eos_token_id=1,
               pad_token_id=None, tie_word_embeddings=False)
-    if arch == "llama":
+    if arch == "gpt2":
+        cfg = T.GPT2Config(n_embd=hidden, n_layer=layers, n_head=heads, vocab_size=vocab, n_positions=256,
+                           initializer_range=0.1, bos_token_id=0, eos_token_id=0)
+        m = T.GPT2LMHeadModel(cfg)
+    elif arch == "llama":
         cfg = T.LlamaConfig(**kw)
         m = T.LlamaForCausalLM(cfg)
     else:
@@ -101,16 +108,27 @@ class NoCache(torch.nn.Module):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("out")
-    ap.add_argument("--arch", default="llama", choices=["llama", "qwen2"])
+    ap.add_argument("--arch", default="llama", choices=["llama", "qwen2", "gpt2"],
+                    help="gpt2: a minGPT-style character model (vocabulary: CHARS, written to chars.json, no tokenizer)")
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--new-tokens", type=int, default=24)
+    ap.add_argument("--hidden", type=int, default=64, help="model width (benchmarks: 512)")
+    ap.add_argument("--layers", type=int, default=2)
+    ap.add_argument("--heads", type=int, default=4)
+    ap.add_argument("--kv-heads", type=int, default=2)
+    ap.add_argument("--vocab", type=int, default=0, help="model vocabulary, at least the tokenizer's (default: the tokenizer's)")
     ap.add_argument("--no-positions", action="store_true",
                     help="also write model_nopos.onnx: the cache form without position_ids (positions follow the cache)")
     a = ap.parse_args()
     os.makedirs(a.out, exist_ok=True)
-    vocab = tokenizer(a.out, 512)
-    m, cfg = model(a.arch, vocab, a.seed)
-    L, kvh, hd = cfg.num_hidden_layers, cfg.num_key_value_heads, cfg.hidden_size // cfg.num_attention_heads
+    if a.arch == "gpt2":
+        vocab = len(CHARS)
+        json.dump(list(CHARS), open(os.path.join(a.out, "chars.json"), "w"))
+    else:
+        vocab = max(tokenizer(a.out, 512), a.vocab)
+    m, cfg = model(a.arch, vocab, a.seed, a.hidden, a.layers, a.heads, a.kv_heads)
+    L, hd = cfg.num_hidden_layers, cfg.hidden_size // cfg.num_attention_heads
+    kvh = getattr(cfg, "num_key_value_heads", None) or cfg.num_attention_heads
 
     past_len, seq = 3, 2
     ids = torch.tensor([[4, 9]], dtype=torch.int64)
@@ -126,6 +144,15 @@ def main():
         axes[n] = {0: "batch", 2: "past"}
     for n in names_out[1:]:
         axes[n] = {0: "batch", 2: "total"}
+    # transformers' own greedy output first: exporting a traced copy can leave a model changed (GPT-2's did)
+    with torch.no_grad():
+        refs = []
+        prompts = PROMPTS if a.arch != "gpt2" else [[CHARS.index(c) for c in t] for t in ["First Citizen:\n", "ROMEO:", "a"]]
+        for p in prompts:
+            x = torch.tensor([p], dtype=torch.int64)
+            g = m.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=a.new_tokens, do_sample=False,
+                           eos_token_id=None, pad_token_id=0)
+            refs.append({"prompt": p, "generated": g[0, len(p):].tolist()})
     with torch.no_grad():
         torch.onnx.export(WithCache(m, L), (ids, mask, pos, *past), os.path.join(a.out, "model.onnx"),
                           input_names=names_in + names_past, output_names=names_out, dynamic_axes=axes,
@@ -140,12 +167,6 @@ def main():
                           output_names=["logits"], opset_version=17, dynamo=False,
                           dynamic_axes={"input_ids": {0: "batch", 1: "seq"}, "attention_mask": {0: "batch", 1: "seq"},
                                         "logits": {0: "batch", 1: "seq"}})
-        refs = []
-        for p in PROMPTS:
-            x = torch.tensor([p], dtype=torch.int64)
-            g = m.generate(x, attention_mask=torch.ones_like(x), max_new_tokens=a.new_tokens, do_sample=False,
-                           eos_token_id=None, pad_token_id=0)
-            refs.append({"prompt": p, "generated": g[0, len(p):].tolist()})
     json.dump({"arch": a.arch, "vocab": vocab, "layers": L, "kv_heads": kvh, "head_dim": hd,
                "transformers": T.__version__, "torch": torch.__version__, "new_tokens": a.new_tokens,
                "greedy": refs}, open(os.path.join(a.out, "reference.json"), "w"), indent=1)

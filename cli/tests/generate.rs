@@ -1,10 +1,11 @@
 //! `tpu-sdk generate`: decoder language models (Llama and Qwen2 architectures: grouped-query attention, RoPE,
 //! RMSNorm, SwiGLU; seeded random weights) exported by `scripts/make_llm.py` with `torch.onnx.export` into
 //! `cli/tests/data/llm/<arch>/`, in the cache form (`model.onnx`), the no-cache form (`model_nocache.onnx`) and,
-//! for Llama, the cache form without `position_ids` (`model_nopos.onnx`). Peers:
+//! for Llama, the cache form without `position_ids` (`model_nopos.onnx`); and a minGPT-style character model
+//! (GPT-2 architecture: learned positions, LayerNorm, GELU; `mingpt/`, vocabulary in `chars.json`). Peers:
 //! - transformers' own greedy `generate` (PyTorch, CPU), recorded by the same script in `reference.json`: our
-//!   tokens must be the same, for prompts of 1, 3, 13 and 26 tokens whose generations cross the 16 and 32
-//!   buckets;
+//!   tokens must be the same, for prompts of 1, 3, 13 and 26 tokens (1, 6 and 15 characters) whose
+//!   generations cross the 16 and 32 buckets;
 //! - onnxruntime running the same file with the growing cache optimum uses (`scripts/ort_generate.py`): the
 //!   logits of every step within 1e-4 of its magnitude;
 //! - HF `tokenizers` (Python) for `--prompt`'s encoding and the decoded text.
@@ -83,7 +84,7 @@ fn forms(arch: &str) -> Vec<&'static str> {
 fn greedy_tokens_equal_transformers_and_logits_equal_onnxruntime() {
     let py = oracle::python();
     let dir = fresh_dir("generate_cpu");
-    for arch in ["llama", "qwen2"] {
+    for arch in ["llama", "qwen2", "mingpt"] {
         for form in forms(arch) {
             let model = data(arch).join(form);
             for (prompt, want) in references(arch) {
