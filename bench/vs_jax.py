@@ -25,6 +25,13 @@ import time
 
 import numpy as np
 
+# JAX on the CPU only: with the libtpu package installed it would otherwise initialise the TPU backend, which off
+# a TPU VM must not look for a metadata server (the project's rule for loading libtpu).
+os.environ.setdefault("JAX_PLATFORMS", "cpu")
+for _k, _v in (("TPU_SKIP_MDS_QUERY", "1"), ("TPU_ACCELERATOR_TYPE", "v5litepod-4"), ("TPU_WORKER_ID", "0"),
+               ("TPU_WORKER_HOSTNAMES", "localhost")):
+    os.environ.setdefault(_k, _v)
+
 
 def make_mlp(path):
     import onnx

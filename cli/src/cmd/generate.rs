@@ -21,7 +21,7 @@ pub struct Args {
     #[command(flatten)]
     target: TargetArgs,
     /// The prompt as token ids, comma-separated.
-    #[arg(long, value_name = "ID,ID,...", conflicts_with = "prompt", required_unless_present_any = ["prompt", "aot_topology"])]
+    #[arg(long, value_name = "ID,ID,...", conflicts_with = "prompt", required_unless_present_any = ["prompt", "aot_topology", "emit_stablehlo"])]
     input_ids: Option<String>,
     /// The prompt as text (needs a tokenizer: --tokenizer, or tokenizer.json beside the model).
     #[arg(long)]
@@ -59,10 +59,14 @@ pub struct Args {
     json: bool,
     /// Instead of generating: compile the prefill and decode programs of every bucket ahead of time for a Cloud
     /// TPU topology (libtpu, e.g. `v5e:2x2`; no TPU needed) into --output-dir, with a manifest.json.
-    #[arg(long, value_name = "TOPOLOGY", requires = "output_dir", conflicts_with_all = ["input_ids", "prompt"])]
+    #[arg(long, value_name = "TOPOLOGY", requires = "output_dir", conflicts_with_all = ["input_ids", "prompt", "emit_stablehlo"])]
     aot_topology: Option<String>,
-    /// Where --aot-topology writes its executables.
-    #[arg(long, value_name = "DIR", requires = "aot_topology")]
+    /// Instead of generating: write the prefill and decode programs of every bucket as StableHLO (MLIR text, every
+    /// weight embedded, cache inputs aliased to outputs) into --output-dir, with a manifest.json.
+    #[arg(long, requires = "output_dir", conflicts_with_all = ["input_ids", "prompt"])]
+    emit_stablehlo: bool,
+    /// Where --aot-topology or --emit-stablehlo write the programs.
+    #[arg(long, value_name = "DIR")]
     output_dir: Option<PathBuf>,
 }
 
@@ -72,7 +76,13 @@ pub fn main(a: Args) -> Result<()> {
         return Err(UsageError("generate runs one prompt on one device: --replicas and --shard are not supported by generate yet".into()).into());
     }
     if let Some(topology) = &a.aot_topology {
-        return aot(&a, topology);
+        return aot(&a, Some(topology));
+    }
+    if a.emit_stablehlo {
+        return aot(&a, None);
+    }
+    if a.output_dir.is_some() {
+        return Err(UsageError("--output-dir goes with --aot-topology or --emit-stablehlo".into()).into());
     }
     let tokenizer = match (&a.tokenizer, &a.prompt) {
         (Some(p), _) => Some(load_tokenizer(p)?),
@@ -194,14 +204,15 @@ pub fn main(a: Args) -> Result<()> {
     Ok(())
 }
 
-/// `--aot-topology`: every program a generation can need, compiled for `topology`.
+/// `--aot-topology` / `--emit-stablehlo`: every program a generation can need, compiled for `topology` or
+/// (`None`) written as StableHLO text.
 #[cfg(feature = "cloud-tpu")]
-fn aot(a: &Args, topology: &str) -> Result<()> {
+fn aot(a: &Args, topology: Option<&str>) -> Result<()> {
     use tpu_sdk::core::passes::kv_cache;
-    if a.target.target != super::CLOUD_TPU {
+    if topology.is_some() && a.target.target != super::CLOUD_TPU {
         return Err(UsageError("--aot-topology compiles for a Cloud TPU: give --target cloud-tpu".into()).into());
     }
-    let dir = a.output_dir.as_ref().expect("clap requires --output-dir with --aot-topology");
+    let dir = a.output_dir.as_ref().expect("clap requires --output-dir with --aot-topology and --emit-stablehlo");
     let mut options = GenerateOptions::default();
     if let Some(b) = &a.buckets {
         options.buckets = parse_list::<usize>(b).map_err(|e| UsageError(format!("--buckets: {e}")))?;
@@ -234,12 +245,17 @@ fn aot(a: &Args, topology: &str) -> Result<()> {
         let aliases: Vec<(usize, usize)> = links.clone();
         let opts = tpu_sdk_cloud_tpu::lower::LowerOptions { max_inline_constant: None, ..target.lower };
         let program = tpu_sdk_cloud_tpu::lower::lower_program_aliased(&graph, &opts, &aliases)?;
-        let art = target.compile_program_for_topology(&program, topology, &tpu_sdk_cloud_tpu::pjrt::CompileOptions::default())?;
-        let file = format!("{kind}_{past}_{seq}.pjrt");
-        super::compile::write_atomically(&dir.join(&file), &art.executable).with_context(|| format!("cannot write {}", dir.join(&file).display()))?;
+        let (file, bytes) = match topology {
+            Some(topology) => {
+                let art = target.compile_program_for_topology(&program, topology, &tpu_sdk_cloud_tpu::pjrt::CompileOptions::default())?;
+                (format!("{kind}_{past}_{seq}.pjrt"), art.executable)
+            }
+            None => (format!("{kind}_{past}_{seq}.mlir"), program.mlir.into_bytes()),
+        };
+        super::compile::write_atomically(&dir.join(&file), &bytes).with_context(|| format!("cannot write {}", dir.join(&file).display()))?;
         let names = |ids: &[tpu_sdk::core::ir::ValueId]| ids.iter().map(|&v| graph.value(v).name.clone()).collect::<Vec<_>>();
         entries.push(json!({
-            "kind": kind, "cache_positions": past, "tokens": seq, "file": file, "bytes": art.executable.len(),
+            "kind": kind, "cache_positions": past, "tokens": seq, "file": file, "bytes": bytes.len(),
             "inputs": names(&graph.inputs), "outputs": names(&graph.outputs),
             "aliases": aliases.iter().map(|&(o, i)| json!({"output": o, "input": i})).collect::<Vec<_>>(),
         }));
@@ -254,14 +270,14 @@ fn aot(a: &Args, topology: &str) -> Result<()> {
     if a.json {
         println!("{text}");
     } else {
-        eprintln!("{} programs for {topology} written to {}", programs.len(), dir.display());
+        eprintln!("{} programs ({}) written to {}", programs.len(), topology.unwrap_or("StableHLO"), dir.display());
     }
     Ok(())
 }
 
 #[cfg(not(feature = "cloud-tpu"))]
-fn aot(_: &Args, _: &str) -> Result<()> {
-    Err(UsageError("--aot-topology needs the cloud-tpu feature (build with default features)".into()).into())
+fn aot(_: &Args, _: Option<&str>) -> Result<()> {
+    Err(UsageError("--aot-topology and --emit-stablehlo need the cloud-tpu feature (build with default features)".into()).into())
 }
 
 fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer> {
