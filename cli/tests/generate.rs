@@ -274,6 +274,12 @@ fn prefill_and_decode_programs_compile_ahead_of_time_for_v5e() {
         assert!(p["inputs"].as_array().unwrap().iter().any(|i| i == "tpu_sdk.cache_len"), "{p}");
     }
     assert!(out.join("manifest.json").is_file());
+    // the same programs as StableHLO text (what bench/llm_vs_jax.py gives JAX): the cache arguments aliased
+    let mlir = dir.join("mlir");
+    ok(tpu_sdk(&["generate", model.to_str().unwrap(), "--emit-stablehlo", "--output-dir", mlir.to_str().unwrap(), "--buckets", "16"]));
+    let decode = std::fs::read_to_string(mlir.join("decode_16_1.mlir")).unwrap();
+    assert_eq!(decode.matches("tf.aliasing_output").count(), 4, "{}", &decode[..400.min(decode.len())]);
+    assert!(mlir.join("prefill_16_16.mlir").is_file());
     // generating and compiling ahead of time are different commands
     let e = expect(tpu_sdk(&["generate", model.to_str().unwrap(), "--aot-topology", "v5e:2x2", "--output-dir", out.to_str().unwrap()]), 2).1;
     assert!(e.contains("--target cloud-tpu"), "{e}");
