@@ -9,6 +9,7 @@
 //! - onnxruntime running the same file with the growing cache optimum uses (`scripts/ort_generate.py`): the
 //!   logits of every step within 1e-4 of its magnitude;
 //! - HF `tokenizers` (Python) for `--prompt`'s encoding and the decoded text.
+//!
 //! The cloud-tpu target (XLA CPU plugin) must give the same tokens and logits. Needs `$TPU_SDK_PYTHON`; without
 //! it the peer comparisons say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 

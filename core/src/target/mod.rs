@@ -123,6 +123,12 @@ pub trait Target: Send + Sync {
         Ok(None)
     }
 
+    /// Whether [`Target::prepare_resident`] can give an executable at all (so a caller need not build the graph
+    /// it would take when it cannot).
+    fn keeps_resident_values(&self) -> bool {
+        false
+    }
+
     /// For a model file this target runs as it is — a compiled program the core IR cannot hold, such as an
     /// Edge TPU `*_edgetpu.tflite` — its interface: a graph with the inputs and outputs and no nodes, which
     /// [`Target::prepare`] accepts together with the file. `None` (the default): import the file as usual.

@@ -358,6 +358,10 @@ impl Target for CloudTpuTarget {
         Ok(Box::new(self.compile_graph(graph)?))
     }
 
+    fn keeps_resident_values(&self) -> bool {
+        true
+    }
+
     fn prepare_resident(
         &self,
         graph: &Graph,
