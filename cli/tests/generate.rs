@@ -197,6 +197,19 @@ fn cloud_tpu_generates_the_same_tokens_and_logits() {
     assert_eq!(t["downloads"].as_u64().unwrap(), 1 + steps, "{doc}");
     assert_eq!(t["download_bytes"].as_u64().unwrap(), 4 * vocab * (prefill_rows + steps), "{doc}");
     assert_eq!(doc["programs_compiled"], 2, "one prefill and one decode program: {doc}");
+    // bf16: the cache is stored on the device in bf16 (its initial upload is half the f32 one) and the logits
+    // stay within bf16's precision of the f32 ones
+    let (p16, p32) = (dir.join("bf16.npy"), dir.join("f32.npy"));
+    let args16 = [&args[..], &extra[..], &["--dtype", "bf16", "--logits-out", p16.to_str().unwrap()][..]].concat();
+    let doc16: Value = serde_json::from_str(&ok(tpu_sdk(&args16))).unwrap();
+    let (up32, up16) = (t["upload_bytes"].as_u64().unwrap(), doc16["transfers"]["upload_bytes"].as_u64().unwrap());
+    let cache_elems = 4 * 2 * 64 * 16; // key and value of 2 layers, [1, 2 kv heads, 64 positions, 16]
+    assert_eq!(up32 - up16, 2 * cache_elems, "f32 {t}, bf16 {}", doc16["transfers"]);
+    let args32 = [&args[..], &extra[..], &["--logits-out", p32.to_str().unwrap()][..]].concat();
+    ok(tpu_sdk(&args32));
+    let (l16, l32) = (npy::read(&p16).unwrap(), npy::read(&p32).unwrap());
+    let first = |t: &tpu_sdk::Tensor| tpu_sdk::Tensor::from_f32(vec![512], t.as_f32().unwrap()[..512].to_vec());
+    relative_to_mean("bf16 prefill logits", 0, &first(&l16), &first(&l32), "f32", 0.05).unwrap();
     let grown = generate(&model, &prompt, 24, &extra, &dir).0;
     assert_eq!(grown["transfers"]["cache_downloads"], 2 * 2 * 2, "2 layers × key and value, moved twice (16 → 32 → 64): {grown}");
 }

@@ -51,6 +51,9 @@ pub struct Args {
     /// tokens must fit the largest.
     #[arg(long, value_name = "N,N,...")]
     buckets: Option<String>,
+    /// cloud-tpu: compute in `f32` (default) or `bf16` (the key/value cache kept on the device in bf16 too).
+    #[arg(long, value_parser = clap::builder::PossibleValuesParser::new(["f32", "bf16"]))]
+    dtype: Option<String>,
     /// Write the logits each token was picked from to FILE (.npy, [tokens, vocab]).
     #[arg(long, value_name = "FILE")]
     logits_out: Option<PathBuf>,
@@ -119,7 +122,7 @@ pub fn main(a: Args) -> Result<()> {
     if let Some(b) = &a.buckets {
         options.buckets = parse_list::<usize>(b).map_err(|e| UsageError(format!("--buckets: {e}")))?;
     }
-    let configured = a.target.configure(Some(&a.model))?;
+    let configured = configure(&a)?;
     let target = configured.build();
     let mut g = Generator::new(&a.model, target, options).with_context(|| format!("cannot load {}", a.model.display()))?;
 
@@ -223,10 +226,11 @@ fn aot(a: &Args, topology: Option<&str>) -> Result<()> {
         b.dedup();
         b
     };
-    let configured = a.target.configure(Some(&a.model))?;
+    let configured = configure(a)?;
     let g = Generator::new(&a.model, configured.build(), options).with_context(|| format!("cannot load {}", a.model.display()))?;
     let mut target = tpu_sdk_cloud_tpu::CloudTpuTarget::new();
     target.plugin = a.target.plugin.clone();
+    target.compute_dtype = compute_dtype(a);
     // (kind, cache positions, tokens): a prompt of n tokens is prefilled by (bucket ≥ n, bucket ≥ n + 1)
     let mut programs = Vec::new();
     for (k, &b) in buckets.iter().enumerate() {
@@ -244,6 +248,13 @@ fn aot(a: &Args, topology: Option<&str>) -> Result<()> {
         let (graph, links) = g.resident_program(past, seq)?;
         let aliases: Vec<(usize, usize)> = links.clone();
         let opts = tpu_sdk_cloud_tpu::lower::LowerOptions { max_inline_constant: None, ..target.lower };
+        let graph = match target.compute_dtype {
+            Some(tpu_sdk::DType::BF16) => {
+                let (outs, ins): (Vec<usize>, Vec<usize>) = aliases.iter().copied().unzip();
+                tpu_sdk_cloud_tpu::bf16::to_bf16_keeping(&graph, &ins, &outs)
+            }
+            _ => graph,
+        };
         let program = tpu_sdk_cloud_tpu::lower::lower_program_aliased(&graph, &opts, &aliases)?;
         let (file, bytes) = match topology {
             Some(topology) => {
@@ -278,6 +289,22 @@ fn aot(a: &Args, topology: Option<&str>) -> Result<()> {
 #[cfg(not(feature = "cloud-tpu"))]
 fn aot(_: &Args, _: Option<&str>) -> Result<()> {
     Err(UsageError("--aot-topology and --emit-stablehlo need the cloud-tpu feature (build with default features)".into()).into())
+}
+
+fn compute_dtype(a: &Args) -> Option<tpu_sdk::DType> {
+    a.dtype.as_deref().map(|d| if d == "bf16" { tpu_sdk::DType::BF16 } else { tpu_sdk::DType::F32 })
+}
+
+/// The target of `--target` and its flags, `--dtype` included (a cloud-tpu flag).
+fn configure(a: &Args) -> Result<tpu_sdk::targets::ConfiguredTarget> {
+    super::reject_other_targets_flags(&a.target.target, &[("--dtype", super::CLOUD_TPU, a.dtype.is_some())])?;
+    #[cfg_attr(not(feature = "cloud-tpu"), allow(unused_mut))]
+    let mut configured = a.target.configure(Some(&a.model))?;
+    #[cfg(feature = "cloud-tpu")]
+    if let tpu_sdk::targets::ConfiguredTarget::CloudTpu(t) = &mut configured {
+        t.compute_dtype = compute_dtype(a);
+    }
+    Ok(configured)
 }
 
 fn load_tokenizer(path: &Path) -> Result<tokenizers::Tokenizer> {

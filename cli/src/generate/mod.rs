@@ -275,7 +275,6 @@ impl Generator {
             out: Generation { input_ids: prompt.to_vec(), ..Generation::default() },
             cache: None,
             holder: None,
-            resident_len: 0,
             compile0,
             done: params.max_new_tokens == 0,
         })
@@ -430,9 +429,8 @@ pub struct Tokens<'g> {
     rng: Rng,
     out: Generation,
     cache: Option<KvCache>,
-    /// the program holding the cache kept on the target, and the positions it has filled
+    /// the program holding the cache kept on the target
     holder: Option<(usize, usize)>,
-    resident_len: usize,
     compile0: Duration,
     done: bool,
 }
@@ -523,7 +521,7 @@ impl Tokens<'_> {
         check_ids(&new_ids, p.vocab)?;
         let dtype = p.kv_dtype.unwrap_or(DType::F32);
         if matches!(p.exe, Exe::Resident(_)) {
-            self.move_resident_state(key, len, (dtype, layers, heads, dim))?;
+            self.move_resident_state(key, len)?;
         }
         let p = self.g.programs.get_mut(&key).expect("compiled above");
         if let Exe::Resident(exe) = &mut p.exe {
@@ -541,7 +539,6 @@ impl Tokens<'_> {
             let t0 = Instant::now();
             let outs = exe.run(&inputs)?;
             let el = t0.elapsed();
-            self.resident_len = len + n;
             return Ok((logits_row(&outs[p.logits], n - 1, p.vocab)?, el));
         }
         let Exe::Host(exe) = &mut p.exe else { unreachable!("resident programs returned above") };
@@ -587,7 +584,7 @@ impl Tokens<'_> {
     /// Gives the cache kept on the target to the program `key` (cache capacity `key.0`) before it runs: moved from
     /// the program that holds it when the capacity is the same (no copy), through the host when the cache grows
     /// to a larger bucket, or zeros at the start.
-    fn move_resident_state(&mut self, key: (usize, usize), len: usize, (dtype, layers, heads, dim): (DType, usize, usize, usize)) -> Result<()> {
+    fn move_resident_state(&mut self, key: (usize, usize), len: usize) -> Result<()> {
         if self.holder == Some(key) {
             return Ok(());
         }
@@ -599,8 +596,9 @@ impl Tokens<'_> {
         }
         match self.holder {
             None => {
-                let zeros = KvCache::new(dtype, layers, heads, dim, key.0);
-                resident(self.g, key)?.set_state(&zeros.tensors)?;
+                let exe = resident(self.g, key)?;
+                let zeros: Vec<Tensor> = exe.state_types().into_iter().map(|(d, s)| Tensor::zeros(d, s)).collect();
+                exe.set_state(&zeros)?;
             }
             Some(old) if old.0 == key.0 => {
                 let st = resident(self.g, old)?.take_state()?;

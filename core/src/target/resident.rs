@@ -4,7 +4,7 @@
 
 use std::any::Any;
 
-use crate::ir::Tensor;
+use crate::ir::{DType, Tensor};
 use crate::Result;
 
 /// An output that becomes an input of the next call: `(output index, input index)` in graph order.
@@ -57,4 +57,8 @@ pub trait ResidentExecutable: Send {
 
     /// The traffic so far.
     fn transfers(&self) -> Transfers;
+
+    /// The dtype and shape of each resident value (link order): what [`ResidentExecutable::set_state`] takes,
+    /// which may differ from the graph's (a bf16 program stores its state in bf16).
+    fn state_types(&self) -> Vec<(DType, Vec<usize>)>;
 }

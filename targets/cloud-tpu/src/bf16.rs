@@ -9,11 +9,20 @@ use tpu_sdk_core::ir::{DType, Graph, Node, Op, Tensor, TensorData, ValueId};
 
 /// The bf16 version of `g` (see the module docs).
 pub fn to_bf16(g: &Graph) -> Graph {
+    to_bf16_keeping(g, &[], &[])
+}
+
+/// [`to_bf16`], except that the inputs and outputs at the given indices keep bf16 types at the interface (no
+/// casts): values that stay on the device between calls (a generation's key/value cache) are stored in bf16.
+pub fn to_bf16_keeping(g: &Graph, bf16_inputs: &[usize], bf16_outputs: &[usize]) -> Graph {
     let mut out = g.clone();
     retype_graph(&mut out);
     // The f32 interface: new f32 inputs cast in, new f32 outputs cast out.
     let mut front = Vec::new();
     for k in 0..out.inputs.len() {
+        if bf16_inputs.contains(&k) {
+            continue;
+        }
         let inner = out.inputs[k];
         let Some((name, outer)) = f32_twin(g, &mut out, inner) else { continue };
         out.inputs[k] = outer;
@@ -21,6 +30,9 @@ pub fn to_bf16(g: &Graph) -> Graph {
     }
     out.nodes.splice(0..0, front);
     for k in 0..out.outputs.len() {
+        if bf16_outputs.contains(&k) {
+            continue;
+        }
         let inner = out.outputs[k];
         // An output that is also an input or a constant is cast too; its f32 name moves to the cast.
         let Some((name, outer)) = f32_twin(g, &mut out, inner) else { continue };

@@ -37,6 +37,16 @@ impl CloudTpuResident {
                 return Err(Error::Invalid(format!("resident link {k} ({o} → {i}) repeats an output or input")));
             }
         }
+        let converted;
+        let graph = match target.compute_dtype {
+            None | Some(DType::F32) => graph,
+            Some(DType::BF16) => {
+                let (outs, ins): (Vec<usize>, Vec<usize>) = links.iter().copied().unzip();
+                converted = crate::bf16::to_bf16_keeping(graph, &ins, &outs);
+                &converted
+            }
+            Some(d) => return Err(Error::Invalid(format!("cloud-tpu computes in f32 or bf16, not {d}"))),
+        };
         let exe = target.build_aliased(graph, 1, None, links)?;
         let inputs = graph.inputs.iter().map(|&i| (graph.value(i).name.clone(), graph.value(i).dtype, graph.value(i).shape.clone())).collect();
         Ok(CloudTpuResident { exe, inputs, outputs: graph.outputs.len(), links: links.to_vec(), state: links.iter().map(|_| None).collect(), transfers: Transfers::default() })
@@ -177,5 +187,9 @@ impl ResidentExecutable for CloudTpuResident {
 
     fn transfers(&self) -> Transfers {
         self.transfers
+    }
+
+    fn state_types(&self) -> Vec<(DType, Vec<usize>)> {
+        self.links.iter().map(|&(_, i)| (self.inputs[i].1, self.inputs[i].2.clone())).collect()
     }
 }

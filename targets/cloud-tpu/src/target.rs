@@ -31,6 +31,9 @@ pub struct CloudTpuTarget {
     pub replicas: usize,
     /// Tensor-parallel annotations for [`Target::prepare`] (`--shard` values, see [`crate::shard`]).
     pub shard: Vec<String>,
+    /// What [`Target::prepare`] and [`Target::prepare_resident`] compute in: `None` or f32, or bf16 (the graph
+    /// rewritten by [`crate::bf16`]: f32 inputs and outputs cast at the interface, resident values stored in bf16).
+    pub compute_dtype: Option<DType>,
 }
 
 impl CloudTpuTarget {
@@ -345,6 +348,11 @@ impl Target for CloudTpuTarget {
         "cloud-tpu"
     }
     fn prepare(&self, graph: Graph) -> tpu_sdk_core::Result<Box<dyn Executable>> {
+        let graph = match self.compute_dtype {
+            None | Some(DType::F32) => graph,
+            Some(DType::BF16) => crate::bf16::to_bf16(&graph),
+            Some(d) => return Err(tpu_sdk_core::Error::Unsupported(format!("cloud-tpu computes in f32 or bf16, not {d}"))),
+        };
         let n = self.replicas.max(1);
         if !self.shard.is_empty() {
             if n > 1 {
