@@ -139,7 +139,13 @@ fn write_body(f: &mut fmt::Formatter<'_>, g: &Graph, indent: &str) -> fmt::Resul
             Op::Loop(_) | Op::Scan(_) => &["body"],
             _ => &[],
         };
-        for (label, r) in labels.iter().zip(super::ops::control_flow::regions(&n.op)) {
+        for (k, (label, r)) in labels.iter().zip(super::ops::control_flow::regions(&n.op)).enumerate() {
+            if let Op::If(a) = &n.op {
+                if let Some(why) = &a.unrunnable[k] {
+                    writeln!(f, "{indent}  {label} '{}' cannot run with these shapes (an error if taken): {why}", r.name)?;
+                    continue;
+                }
+            }
             writeln!(f, "{indent}  {label} '{}' {{", r.name)?;
             write_body(f, r, &format!("{indent}    "))?;
             writeln!(f, "{indent}  }}")?;
