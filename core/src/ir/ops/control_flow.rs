@@ -404,6 +404,36 @@ mod tests {
     }
 
     #[test]
+    fn an_unrunnable_branch_is_an_error_only_when_taken() {
+        let then_b = branch("then", UnaryOp::Neg);
+        let stub = unrunnable_branch("else", &then_b);
+        let mut g = Graph::new("if");
+        let c = g.add_input("c", DType::Bool, vec![]);
+        let x = g.add_input("x", DType::F32, vec![2]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        let attrs = IfAttrs { then_branch: Box::new(then_b), else_branch: Box::new(stub), unrunnable: [None, Some("Reshape needs 3 values".into())] };
+        g.add_node("if", Op::If(attrs), vec![Some(c), Some(x)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        verify(&g).unwrap();
+        // the If has the types of the branch that runs
+        assert_eq!(g.value(y).shape, vec![2]);
+        assert!(g.to_string().contains("else 'else' cannot run with these shapes (an error if taken): Reshape needs 3 values"));
+        let mut s = Session::new(g.clone()).unwrap();
+        let x = Tensor::from_f32(vec![2], vec![1.5, -2.0]);
+        assert_eq!(s.run(&[Tensor::scalar(true), x.clone()]).unwrap()[0].as_f32().unwrap(), &[-1.5, 2.0]);
+        let e = s.run(&[Tensor::scalar(false), x.clone()]).unwrap_err().to_string();
+        assert!(e.contains("'if'") && e.contains("takes else_branch, which cannot run") && e.contains("Reshape needs 3 values"), "{e}");
+        // still usable after the error
+        assert_eq!(s.run(&[Tensor::scalar(true), x]).unwrap()[0].as_f32().unwrap(), &[-1.5, 2.0]);
+        // a constant condition that takes it: inlining says so
+        let c2 = g.add_constant("c2", Tensor::scalar(false));
+        g.nodes[0].inputs[0] = Some(c2);
+        let e = crate::passes::inline_if::run(&mut g).unwrap_err().to_string();
+        assert!(e.contains("takes else_branch, which cannot run"), "{e}");
+    }
+
+    #[test]
     fn the_verifier_names_a_branch_with_the_wrong_output_count() {
         let mut g = if_graph(None);
         let Op::If(a) = &mut g.nodes[0].op else { unreachable!() };
