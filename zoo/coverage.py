@@ -338,6 +338,14 @@ def shape_args(meta, path):
     return args
 
 
+def bind_args(meta):
+    """`--bind` for the inputs the zoo gives a fixed value (silero-vad's `sr`): a TPU program is compiled for
+    that value, so an `If` it decides folds (`run` binds such inputs from the files it is given)."""
+    if meta["format"] != "onnx":
+        return []
+    return sum((["--bind", f"{i['name']}={i['value']}"] for i in meta["inputs"] if "value" in i), [])
+
+
 EARLIER = " (earlier binary)"
 
 
@@ -389,7 +397,7 @@ def run_model(name, work):
         row["aot"] = earlier_aot(name) if os.environ.get("ZOO_KEEP_AOT") else None
         row["aot"] = row["aot"] or {"ok": None, "text": AOT_PENDING}
     else:
-        cell("aot", lambda: aot_compile(path, sargs, work))
+        cell("aot", lambda: aot_compile(path, sargs + bind_args(meta), work))
 
     def float_tflite():
         f = os.path.join(work, "m_float.tflite")
@@ -656,7 +664,7 @@ def main():
             meta = json.load(open(os.path.join(d, "meta.json")))
             path = os.path.join(d, "model." + meta["format"])
             with tempfile.TemporaryDirectory(prefix="zoo-") as work:
-                c = timed_cell(lambda: aot_compile(path, shape_args(meta, path), work))
+                c = timed_cell(lambda: aot_compile(path, shape_args(meta, path) + bind_args(meta), work))
             r = json.load(open(res))
             r["cells"]["aot"] = c
             save(res, r)
