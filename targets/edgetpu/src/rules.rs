@@ -244,6 +244,9 @@ fn fused(o: Option<i8>) -> i8 {
 
 fn check_op(code: i32, name: &str, op: &schema::Operator, ins: &[TensorInfo], outs: &[TensorInfo], opts: &RulesOptions, recent_used: &mut bool) -> Verdict {
     // 1. The op kind (DEQUANTIZE is declined for its float output, as the compiler reports it).
+    if matches!(code, bo::IF | bo::WHILE) {
+        return Err((status::NOT_SUPPORTED, format!("{name} is control flow, which the Edge TPU does not run: the op and its subgraphs run on the CPU")));
+    }
     if !SUPPORTED.contains(&code) && code != bo::DEQUANTIZE {
         if RECENT.contains(&code) {
             if !opts.assume_recent_runtime {
