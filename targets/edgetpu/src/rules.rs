@@ -185,6 +185,8 @@ pub fn analyze(model: &schema::Model, file: &[u8], opts: &RulesOptions) -> Resul
             check_op(code, &name, &op, &ins, &outs, opts, &mut recent_used)
         };
         let (placement, st, reason) = match (&state, verdict) {
+            // control flow says why it stays on the CPU wherever it stands
+            (State::After(..), Err((st, why))) if matches!(code, bo::IF | bo::WHILE) => (Placement::Cpu, st.to_string(), why),
             (State::After(k, kname), _) => (
                 Placement::Cpu,
                 status::AFTER_UNSUPPORTED.to_string(),
