@@ -87,8 +87,7 @@ pub fn human(n: u64) -> String {
 
 fn name_of(g: &Graph, v: ValueId) -> String {
     let val = g.value(v);
-    if val.constant.is_some() && val.numel() <= 4 && !val.dynamic {
-        let c = val.constant.as_ref().expect("checked");
+    if let Some(c) = val.constant.as_ref().filter(|_| val.numel() <= 4 && !val.dynamic) {
         let vals: Vec<String> = c.to_f64_vec().iter().map(|x| format!("{x}")).collect();
         return format!("{}={{{}}}", val.name, vals.join(","));
     }

@@ -102,7 +102,7 @@ impl Regions {
         }
         let max = limits::max_loop_iterations();
         let mut it: u64 = 0;
-        while cond && trips.map_or(true, |m| it < m) {
+        while cond && trips.is_none_or(|m| it < m) {
             if it >= max {
                 return Err(limits::loop_limit_message(it));
             }

@@ -59,7 +59,7 @@ pub fn unrunnable_branch(name: &str, other: &Graph) -> Graph {
         g.value_mut(id).dynamic = v.dynamic;
     }
     for (k, &o) in other.outputs.iter().enumerate() {
-        let c = g.add_constant(&format!("unrunnable{k}"), crate::ir::Tensor::zeros(other.value(o).dtype, vec![0]));
+        let c = g.add_constant(format!("unrunnable{k}"), crate::ir::Tensor::zeros(other.value(o).dtype, vec![0]));
         g.outputs.push(c);
     }
     g
@@ -189,14 +189,17 @@ pub fn check_signature(op: &super::Op, n_inputs: usize, n_outputs: usize) -> Res
     }
 }
 
+/// The dtype of a value and its shape (`None`: known only at run time).
+pub type OutType = (DType, Option<Vec<usize>>);
+
 /// The declared (dtype, shape, dynamic) of region output `i`.
-fn region_out(g: &Graph, i: usize) -> (DType, Option<Vec<usize>>) {
+fn region_out(g: &Graph, i: usize) -> OutType {
     let v = g.value(g.outputs[i]);
     (v.dtype, (!v.dynamic).then(|| v.shape.clone()))
 }
 
 /// Output dtypes and shapes (`None`: known only at run time) of a control-flow op.
-pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<(DType, Option<Vec<usize>>)>, InferError> {
+pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<OutType>, InferError> {
     match op {
         super::Op::If(a) => {
             let cond = info(inputs, 0)?;
