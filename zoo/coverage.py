@@ -401,11 +401,14 @@ def run_model(name, work):
 
     def float_tflite():
         f = os.path.join(work, "m_float.tflite")
-        rep = json.loads(tpu_sdk(["compile", path, "--target", "tflite", "-o", f, "--json"] + sargs))
+        binds = bind_args(meta)
+        rep = json.loads(tpu_sdk(["compile", path, "--target", "tflite", "-o", f, "--json"] + sargs + binds))
         if not os.path.isfile(f):
             raise CellError("exit 0 but no file written")
+        # the inputs bound to their values are no longer inputs of the file
+        fed = [x for x, spec in zip(feeds, meta["inputs"]) if not (binds and "value" in spec)]
         perms = [i.get("layout_perm") for i in rep["inputs"]]
-        xs = [np.transpose(x, p) if p and x.ndim == len(p) else x for x, p in zip(feeds, perms)]
+        xs = [np.transpose(x, p) if p and x.ndim == len(p) else x for x, p in zip(fed, perms)]
         try:
             got = litert_run(f, xs)
         except Exception as e:
