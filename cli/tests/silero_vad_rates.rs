@@ -3,7 +3,8 @@
 //! (576 samples at 16 kHz, 288 at 8 kHz). Checked against onnxruntime, which only ever looks at the branch it
 //! takes: the library loads it with `sr` left an input (the branch that does not fit is kept as an error if
 //! taken), `run` binds `sr` to the value given so that the `If` folds (cpu and cloud-tpu on the XLA CPU
-//! plugin), and `compile --bind sr=16000` AOT-compiles it for v5e:2x2 (with `TPU_SDK_LIBTPU`). Needs
+//! plugin; also when streaming at 8 kHz with `--chunk 256 --context 32 --state-from stateN=state`), and
+//! `compile --bind sr=8000` AOT-compiles it for v5e:2x2 (with `TPU_SDK_LIBTPU`). Needs
 //! `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 
 use std::path::{Path, PathBuf};
@@ -94,8 +95,60 @@ fn both_rates_match_onnxruntime_on_the_cpu_with_sr_an_input_and_bound() {
             // `run` binds sr to the value given: the If folds to the branch of that rate
             let cli = run_cli(&model, &dir.join(format!("cli_{sr}_{seed}")), &named, &[]);
             compare(&format!("sr {sr} (run)"), &cli, &theirs);
+            // the same with the inputs given by position (sr, the last, taken out; the others keep their slots)
+            let d = dir.join(format!("pos_{sr}_{seed}"));
+            std::fs::create_dir_all(&d).unwrap();
+            let files: Vec<String> = named.iter().map(|(n, t)| {
+                let p = d.join(format!("{n}.npy"));
+                npy::write(&p, t).unwrap();
+                p.display().to_string()
+            }).collect();
+            let out = d.join("out");
+            ok(tpu_sdk(&["run", model.to_str().unwrap(), "--input", &files[0], "--input", &files[1], "--input", &files[2], "--output-dir", out.to_str().unwrap()]));
+            let pos: Vec<Tensor> = (0..2).map(|k| npy::read(&out.join(format!("output_{k}.npy"))).unwrap()).collect();
+            compare(&format!("sr {sr} (run, positional)"), &pos, &theirs);
         }
     }
+}
+
+/// onnxruntime streaming `audio` (`[1, n]`) through the model at 8 kHz the way silero's wrapper does: pieces of
+/// 256 samples after the 32 before them, the last one zero-padded, the state carried; (probabilities, final state).
+const ORT_STREAM_8K: &str = r#"
+import sys, numpy as np, onnxruntime as ort
+model, audio, out = sys.argv[1:]
+s = ort.InferenceSession(model, providers=["CPUExecutionProvider"])
+x = np.load(audio)[0]
+state, ctx, probs = np.zeros((2, 1, 128), np.float32), np.zeros(32, np.float32), []
+for start in range(0, len(x), 256):
+    piece = np.pad(x[start:start + 256], (0, 256 - len(x[start:start + 256])))
+    p, state = s.run(None, {"input": np.concatenate([ctx, piece])[None], "state": state, "sr": np.array(8000, np.int64)})
+    ctx = piece[-32:]
+    probs.append(p)
+np.save(out + "/probs.npy", np.stack(probs).astype(np.float32))
+np.save(out + "/state.npy", state)
+"#;
+
+#[test]
+fn streaming_at_8_khz_matches_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let Some(model) = model(&py) else { return };
+    let dir = fresh_dir("silero_rates_stream");
+    // two seconds: a quiet second, then a tone with noise
+    let mut r = Rng::new(9);
+    let audio: Vec<f32> = (0..16000).map(|i| if i < 8000 { 0.0 } else { 0.3 * (i as f32 / 7.0).sin() + r.uniform(-0.05, 0.05) }).collect();
+    let a = dir.join("audio.npy");
+    npy::write(&a, &Tensor::from_f32(vec![1, 16000], audio)).unwrap();
+    let sr = dir.join("sr.npy");
+    npy::write(&sr, &Tensor::from_i64(vec![], vec![8000])).unwrap();
+    let out = dir.join("ours");
+    let (input, rate) = (format!("input={}", a.display()), format!("sr={}", sr.display()));
+    ok(tpu_sdk(&["run", model.to_str().unwrap(), "--input", &input, "--input", &rate, "--chunk", "256", "--context", "32",
+                 "--state-from", "stateN=state", "--output-dir", out.to_str().unwrap()]));
+    let st = Command::new(&py).arg("-c").arg(ORT_STREAM_8K).arg(&model).arg(&a).arg(&dir).status().unwrap();
+    assert!(st.success(), "onnxruntime's stream failed");
+    let (ours, theirs) = (npy::read(&out.join("output_0.npy")).unwrap(), npy::read(&dir.join("probs.npy")).unwrap());
+    assert_eq!(ours.shape, vec![63, 1, 1]);
+    compare("8 kHz stream", &[ours, npy::read(&out.join("output_1.npy")).unwrap()], &[theirs, npy::read(&dir.join("state.npy")).unwrap()]);
 }
 
 #[test]

@@ -345,9 +345,13 @@ fn parse_value(v: &str) -> Option<Tensor> {
 /// Inputs also bound with `--bind` are dropped when they agree with it. Returns the inputs still to feed,
 /// named when any was taken out (so that positional ones keep their slots).
 pub fn bind_condition_inputs(args: &mut ModelArgs, given: Vec<(Option<String>, Tensor)>, keep: &[String]) -> Result<Vec<(Option<String>, Tensor)>> {
+    let explicit = args.options()?.input_values;
+    // (reading the file is only worth it when there is something to bind)
+    if explicit.is_empty() && given.iter().all(|(_, t)| t.len() != 1) {
+        return Ok(given);
+    }
     let Some(names) = onnx_input_names(&args.model) else { return Ok(given) };
     let conds = tpu_sdk::core::import::onnx::if_condition_inputs(&args.model).unwrap_or_default();
-    let explicit = args.options()?.input_values;
     if conds.is_empty() && explicit.is_empty() {
         return Ok(given);
     }
