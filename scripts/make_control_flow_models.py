@@ -11,6 +11,7 @@ Good models (float inputs only, so random inputs drive them):
   loop_plain     Loop with a constant trip count, no condition, a captured initializer (for the export paths).
   loop_if        Loop with its trip count an input, a data-dependent condition and an If in its body (for the
                  TFLite export: WHILE with an IF in its body subgraph).
+  loop_swap      Loop whose two carried values trade places each iteration, then an If with a constant branch.
   loop_grow      Loop whose carried value grows each iteration (Concat): a body input known only at run time.
   loop_symbolic  Loop over an input with a symbolic batch dim (loaded with --dim batch=3).
   scan_axes      Scan (opset 16) with reversed input, scan axis 1, output axis 1 and a reversed output.
@@ -209,6 +210,33 @@ def loop_if():
     return model(g)
 
 
+def loop_swap():
+    # a Loop whose carried values trade places each iteration, (a, b) -> (b + 1, a), then an If whose then-branch
+    # is a constant (for the TFLite export: a WHILE body output that is another slot's input)
+    body = h.make_graph(
+        [h.make_node("Identity", ["c"], ["co"]), h.make_node("Add", ["b", "one"], ["b1"]), h.make_node("Identity", ["a"], ["ao"])],
+        "body",
+        [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("a", T.FLOAT, [3]), vi("b", T.FLOAT, [3])],
+        [vi("co", T.BOOL, []), vi("b1", T.FLOAT, [3]), vi("ao", T.FLOAT, [3])],
+        [nh.from_array(np.array(1.0, np.float32), "one")],
+    )
+    then_g = h.make_graph([const("k", np.array([7, 8, 9], np.float32))], "constant", [], [vi("k", T.FLOAT, [3])])
+    else_g = h.make_graph([h.make_node("Neg", ["x"], ["nx"])], "negate", [], [vi("nx", T.FLOAT, [3])])
+    g = h.make_graph(
+        [
+            h.make_node("Loop", ["M", "", "x", "y"], ["p", "q"], body=body, name="swap_loop"),
+            h.make_node("ReduceSum", ["p"], ["s"], keepdims=0),
+            h.make_node("Greater", ["s", "zero"], ["pos"]),
+            h.make_node("If", ["pos"], ["r"], then_branch=then_g, else_branch=else_g),
+        ],
+        "loop_swap",
+        [vi("x", T.FLOAT, [3]), vi("y", T.FLOAT, [3])],
+        [vi("p", T.FLOAT, [3]), vi("q", T.FLOAT, [3]), vi("r", T.FLOAT, [3])],
+        [nh.from_array(np.array(3, np.int64), "M"), nh.from_array(np.array(0.0, np.float32), "zero")],
+    )
+    return model(g)
+
+
 def loop_grow():
     body = h.make_graph(
         [
@@ -382,7 +410,7 @@ def bad_region_bomb():
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_if", loop_if), ("loop_grow", loop_grow),
+    for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_if", loop_if), ("loop_swap", loop_swap), ("loop_grow", loop_grow),
                     ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62),
                     ("bad_region_bomb", bad_region_bomb)]:
         save(out, name, f())

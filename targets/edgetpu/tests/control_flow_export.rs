@@ -1,7 +1,8 @@
 //! Control flow in the float TFLite export: the IR's `If` becomes TFLite `IF` and `Loop` becomes `WHILE`, their
 //! regions further subgraphs of the file. Models from `scripts/make_control_flow_models.py` (onnx.helper): a
 //! nested If with captures two scopes up, a while loop, a loop with a constant trip count, and a Loop whose trip
-//! count is an input with an If in its body; and torch.onnx's export of a TorchScript loop and if
+//! count is an input with an If in its body, a Loop whose carried values trade places (a WHILE body output that is
+//! another slot's input: LiteRT copies outputs to inputs one by one) then an If with a constant branch; and torch.onnx's export of a TorchScript loop and if
 //! (`cli/tests/data/torchscript_loop_if.onnx`). Each is exported and run by LiteRT's builtin kernels (reference
 //! and optimized resolvers) against onnxruntime on several random inputs (so conditions go both ways); the
 //! exported file read back by our own TFLite importer runs equal to onnxruntime too; the Edge TPU rules report
@@ -58,7 +59,7 @@ fn if_and_loop_export_as_if_and_while_that_litert_runs_like_onnxruntime() {
     // (and torch.onnx's export of a TorchScript `for` over a run-time count followed by a data-dependent `if`)
     let torch = tpu_sdk_test_support::repo().join("cli/tests/data/torchscript_loop_if.onnx");
     for (name, op, subgraphs) in
-        [("if_nested", "IF", 5), ("loop_while", "WHILE", 3), ("loop_plain", "WHILE", 3), ("loop_if", "WHILE", 5), ("torchscript_loop_if", "WHILE", 5)]
+        [("if_nested", "IF", 5), ("loop_while", "WHILE", 3), ("loop_plain", "WHILE", 3), ("loop_if", "WHILE", 5), ("loop_swap", "WHILE", 5), ("torchscript_loop_if", "WHILE", 5)]
     {
         let path = if name.starts_with("torchscript") { torch.clone() } else { dir.join(format!("{name}.onnx")) };
         let g = loaded(&path);

@@ -11,6 +11,7 @@
 
 use tpu_sdk_core::format::tflite::builder::*;
 use tpu_sdk_core::format::tflite::schema::{builtin_operator as bo, builtin_options};
+use tpu_sdk_core::format::tflite::tensor_type_of;
 use tpu_sdk_core::ir::ops::control_flow::{IfAttrs, LoopAttrs};
 use tpu_sdk_core::ir::{DType, Graph, Node, Tensor, ValueId};
 use tpu_sdk_core::{Error, Result};
@@ -84,6 +85,28 @@ impl<'g> Ex<'g> {
         let x = TensorT { name: name.to_string(), buffer: 0, ..t.clone() };
         self.sg().tensors.push(x);
         self.sg_ref().tensors.len() as i32 - 1
+    }
+
+    /// A copy of tensor `t` of the current subgraph into a new tensor (an `ADD` of zero, a `LOGICAL_OR` with false
+    /// for bools: ops that write their own output).
+    fn copy_of(&mut self, t: i32, name: &str) -> Result<i32> {
+        let x = self.sg_ref().tensors[t as usize].clone();
+        let y = self.like(&x, name);
+        let zero = match x.type_ {
+            ty if ty == tensor_type_of(DType::Bool) => Tensor::scalar(false),
+            ty if ty == tensor_type_of(DType::F32) => Tensor::scalar(0f32),
+            ty if ty == tensor_type_of(DType::I32) => Tensor::scalar(0i32),
+            ty if ty == tensor_type_of(DType::I64) => Tensor::scalar(0i64),
+            _ => return Err(self.unsupported(format!("a loop variable '{}' of this type passed on to another", x.name))),
+        };
+        let z = self.constant_as(&format!("{name}/zero"), &zero, false)?;
+        if zero.dtype() == DType::Bool {
+            self.op(bo::LOGICAL_OR, 1, vec![t, z], vec![y], None);
+        } else {
+            let version = if zero.dtype() == DType::I64 { 4 } else { 1 };
+            self.op(bo::ADD, version, vec![t, z], vec![y], Some(OptionsT::arithmetic(bo::ADD, 0)));
+        }
+        Ok(y)
     }
 
     /// `If` → `IF` with a subgraph per branch.
@@ -214,6 +237,14 @@ impl<'g> Ex<'g> {
                 outs.push(self.get(o, &ident(self.rank(o)))?);
             }
             outs.extend_from_slice(&ins[3 + nc..]);
+            // LiteRT copies the body's outputs into its inputs one by one: an output that is another slot's input
+            // (a carried value passed on to another, a swap) would read a slot already overwritten, so it gets a
+            // tensor of its own
+            for k in 0..outs.len() {
+                if ins.iter().enumerate().any(|(j, &t)| t == outs[k] && j != k) {
+                    outs[k] = self.copy_of(outs[k], &format!("{name}/body/out{k}"))?;
+                }
+            }
             self.sg().outputs = outs;
             Ok::<(), Error>(())
         })();
