@@ -4,6 +4,7 @@
 //!   ones around `REVERSE_V2`, time- and batch-major; `tests/data/lstm/rnn_*.onnx`).
 //! - `BIDIRECTIONAL_SEQUENCE_LSTM`: files written here with the flatbuffer builder (random weights; time- and
 //!   batch-major, with and without peepholes and merged outputs, a cell clip).
+//!
 //! Needs `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 
 use std::path::{Path, PathBuf};
@@ -173,7 +174,8 @@ fn bidirectional_sequence_lstm_imports_like_litert() {
 fn what_the_ir_cannot_express_is_refused_by_name() {
     let c = BiLstm { time_major: true, peepholes: false, merge_outputs: true, cell_clip: 0.0, seq: 3, batch: 1, input: 2, hidden: 3 };
     // (what is changed in the operator's inputs, what the error names)
-    let cases: [(fn(&mut Vec<i32>), &str); 3] = [
+    type Change = fn(&mut Vec<i32>);
+    let cases: [(Change, &str); 3] = [
         (|ins| (ins[1], ins[5]) = (-1, -1), "an LSTM without forward input gate (CIFG)"),
         (|ins| ins[39] = 0, "an LSTM with an auxiliary input (input 39)"),
         (|ins| ins[16] = 1, "an LSTM with projection weights (input 16)"),

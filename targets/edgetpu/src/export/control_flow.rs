@@ -240,9 +240,9 @@ impl<'g> Ex<'g> {
             // LiteRT copies the body's outputs into its inputs one by one: an output that is another slot's input
             // (a carried value passed on to another, a swap) would read a slot already overwritten, so it gets a
             // tensor of its own
-            for k in 0..outs.len() {
-                if ins.iter().enumerate().any(|(j, &t)| t == outs[k] && j != k) {
-                    outs[k] = self.copy_of(outs[k], &format!("{name}/body/out{k}"))?;
+            for (k, out) in outs.iter_mut().enumerate() {
+                if ins.iter().enumerate().any(|(j, &t)| t == *out && j != k) {
+                    *out = self.copy_of(*out, &format!("{name}/body/out{k}"))?;
                 }
             }
             self.sg().outputs = outs;
