@@ -6,8 +6,11 @@
 //! (`cli/tests/data/torchscript_loop_if.onnx`). Each is exported and run by LiteRT's builtin kernels (reference
 //! and optimized resolvers) against onnxruntime on several random inputs (so conditions go both ways); the
 //! exported file read back by our own TFLite importer runs equal to onnxruntime too; the Edge TPU rules report
-//! IF/WHILE as control flow that runs on the CPU; Scan and a Loop with scan outputs are refused by name.
+//! IF/WHILE as control flow that runs on the CPU; Scan and a Loop with scan outputs are refused by name. In int8
+//! the control flow stays float between DEQUANTIZE and QUANTIZE, and our int8 runtime equals LiteRT exactly.
 //! Needs `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
+
+mod int8_support;
 
 use std::path::{Path, PathBuf};
 
@@ -119,5 +122,31 @@ fn scan_and_scan_outputs_are_refused_by_name() {
         tpu_sdk_core::passes::optimize(&mut g).unwrap();
         let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
         assert!(e.contains(want) && e.contains("TFLite export of node"), "{name}: {e}");
+    }
+}
+
+/// In int8 (the edgetpu target's quantization), `If` and `Loop` and the comparisons feeding them stay float: a
+/// DEQUANTIZE before their int8 inputs, a QUANTIZE after their outputs (with calibrated parameters), the regions
+/// float subgraphs. LiteRT runs the file; our int8 runtime equals it exactly, on the graph and on the file read back.
+#[test]
+fn int8_models_keep_control_flow_float_between_quantize_ops_equal_to_litert() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_int8");
+    for (name, op) in [("if_nested", "IF"), ("loop_plain", "WHILE"), ("loop_swap", "WHILE")] {
+        let g = loaded(&dir.join(format!("{name}.onnx")));
+        let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&g), 6, 77, -3.0, 3.0);
+        for float_io in [false, true] {
+            let q = int8_support::quantized(&g, -3.0, 3.0, float_io);
+            let ex = export(&q, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: int8 export refused: {e}"));
+            let (ops, _) = ops_of(&ex.bytes, 0);
+            assert!(ops.iter().any(|o| o == op) && ops.iter().any(|o| o == "DEQUANTIZE") && ops.iter().any(|o| o == "QUANTIZE"), "{name}: {ops:?}");
+            let label = format!("{name} int8 float_io={float_io}");
+            let ours = int8_support::ours_equal_litert(&label, &q, &ex, &eval);
+            let sqnr = int8_support::sqnr(&g, &q, &eval, &ours, 0);
+            // (a condition computed from int8 values near its threshold may take the other branch than the float
+            // graph does: a sanity bound, not an accuracy claim)
+            assert!(sqnr > 15.0, "{label}: SQNR {sqnr:.1} dB against the float graph");
+            println!("{label:<34} ops {ops:?}; SQNR {sqnr:.1} dB vs float; equal to LiteRT");
+        }
     }
 }
