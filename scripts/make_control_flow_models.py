@@ -9,6 +9,9 @@ Good models (float inputs only, so random inputs drive them):
                  carried state, a scan output (its length known only at run time), a captured outer value.
   loop_while     Loop without trip count (a while loop): doubles until the sum passes a threshold.
   loop_plain     Loop with a constant trip count, no condition, a captured initializer (for the export paths).
+  loop_if        Loop with its trip count an input, a data-dependent condition and an If in its body (for the
+                 TFLite export: WHILE with an IF in its body subgraph).
+  loop_swap      Loop whose two carried values trade places each iteration, then an If with a constant branch.
   loop_grow      Loop whose carried value grows each iteration (Concat): a body input known only at run time.
   loop_symbolic  Loop over an input with a symbolic batch dim (loaded with --dim batch=3).
   scan_axes      Scan (opset 16) with reversed input, scan axis 1, output axis 1 and a reversed output.
@@ -175,6 +178,61 @@ def loop_plain():
         [vi("x", T.FLOAT, [4])],
         [vi("y", T.FLOAT, [4])],
         [nh.from_array(np.array(3, np.int64), "M"), nh.from_array(np.array(0.5, np.float32), "half")],
+    )
+    return model(g)
+
+
+def loop_if():
+    # a Loop whose trip count is an input, with a data-dependent condition, and an If inside its body: halve the
+    # carried value while its sum is positive, else add the captured outer input; stop once the sum passes 20
+    then_g = h.make_graph([h.make_node("Mul", ["v_in", "half"], ["t"])], "halve", [], [vi("t", T.FLOAT, [4])])
+    else_g = h.make_graph([h.make_node("Add", ["v_in", "x"], ["e"])], "add_x", [], [vi("e", T.FLOAT, [4])])
+    body = h.make_graph(
+        [
+            h.make_node("ReduceSum", ["v_in"], ["s"], keepdims=0),
+            h.make_node("Greater", ["s", "zero"], ["pos"]),
+            h.make_node("If", ["pos"], ["v_out"], then_branch=then_g, else_branch=else_g),
+            h.make_node("ReduceSum", ["v_out"], ["s2"], keepdims=0),
+            h.make_node("Less", ["s2", "limit"], ["cond_out"]),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("v_in", T.FLOAT, [4])],
+        [vi("cond_out", T.BOOL, []), vi("v_out", T.FLOAT, [4])],
+    )
+    g = h.make_graph(
+        [h.make_node("Loop", ["n", "", "x"], ["y"], body=body, name="loop_with_if")],
+        "loop_if",
+        [vi("x", T.FLOAT, [4]), vi("n", T.INT64, [])],
+        [vi("y", T.FLOAT, [4])],
+        [nh.from_array(np.array(0.5, np.float32), "half"), nh.from_array(np.array(0.0, np.float32), "zero"),
+         nh.from_array(np.array(20.0, np.float32), "limit")],
+    )
+    return model(g)
+
+
+def loop_swap():
+    # a Loop whose carried values trade places each iteration, (a, b) -> (b + 1, a), then an If whose then-branch
+    # is a constant (for the TFLite export: a WHILE body output that is another slot's input)
+    body = h.make_graph(
+        [h.make_node("Identity", ["c"], ["co"]), h.make_node("Add", ["b", "one"], ["b1"]), h.make_node("Identity", ["a"], ["ao"])],
+        "body",
+        [vi("i", T.INT64, []), vi("c", T.BOOL, []), vi("a", T.FLOAT, [3]), vi("b", T.FLOAT, [3])],
+        [vi("co", T.BOOL, []), vi("b1", T.FLOAT, [3]), vi("ao", T.FLOAT, [3])],
+        [nh.from_array(np.array(1.0, np.float32), "one")],
+    )
+    then_g = h.make_graph([const("k", np.array([7, 8, 9], np.float32))], "constant", [], [vi("k", T.FLOAT, [3])])
+    else_g = h.make_graph([h.make_node("Neg", ["x"], ["nx"])], "negate", [], [vi("nx", T.FLOAT, [3])])
+    g = h.make_graph(
+        [
+            h.make_node("Loop", ["M", "", "x", "y"], ["p", "q"], body=body, name="swap_loop"),
+            h.make_node("ReduceSum", ["p"], ["s"], keepdims=0),
+            h.make_node("Greater", ["s", "zero"], ["pos"]),
+            h.make_node("If", ["pos"], ["r"], then_branch=then_g, else_branch=else_g),
+        ],
+        "loop_swap",
+        [vi("x", T.FLOAT, [3]), vi("y", T.FLOAT, [3])],
+        [vi("p", T.FLOAT, [3]), vi("q", T.FLOAT, [3]), vi("r", T.FLOAT, [3])],
+        [nh.from_array(np.array(3, np.int64), "M"), nh.from_array(np.array(0.0, np.float32), "zero")],
     )
     return model(g)
 
@@ -352,7 +410,7 @@ def bad_region_bomb():
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_grow", loop_grow),
+    for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_if", loop_if), ("loop_swap", loop_swap), ("loop_grow", loop_grow),
                     ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62),
                     ("bad_region_bomb", bad_region_bomb)]:
         save(out, name, f())

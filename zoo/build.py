@@ -15,7 +15,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import common  # noqa: E402
 
 FAST = ["keras_mobilenet_v2_035_96", "keras_transformer", "keras_unet", "ocr_ppocr_mobile_cls",
-        "mp_face_detection_short_range", "mp_hand_recrop", "silero_vad_16k"]
+        "mp_face_detection_short_range", "mp_hand_recrop", "silero_vad_16k", "silero_vad_8k16k"]
 TORCH_PINS = ["torch==2.15.0", "torchvision==0.29.2", "onnx==1.23.2", "onnxscript==0.7.2", "transformers==5.25.0"]
 
 

@@ -338,6 +338,14 @@ def shape_args(meta, path):
     return args
 
 
+def bind_args(meta):
+    """`--bind` for the inputs the zoo gives a fixed value (silero-vad's `sr`): a TPU program is compiled for
+    that value, so an `If` it decides folds (`run` binds such inputs from the files it is given)."""
+    if meta["format"] != "onnx":
+        return []
+    return sum((["--bind", f"{i['name']}={i['value']}"] for i in meta["inputs"] if "value" in i), [])
+
+
 EARLIER = " (earlier binary)"
 
 
@@ -389,15 +397,18 @@ def run_model(name, work):
         row["aot"] = earlier_aot(name) if os.environ.get("ZOO_KEEP_AOT") else None
         row["aot"] = row["aot"] or {"ok": None, "text": AOT_PENDING}
     else:
-        cell("aot", lambda: aot_compile(path, sargs, work))
+        cell("aot", lambda: aot_compile(path, sargs + bind_args(meta), work))
 
     def float_tflite():
         f = os.path.join(work, "m_float.tflite")
-        rep = json.loads(tpu_sdk(["compile", path, "--target", "tflite", "-o", f, "--json"] + sargs))
+        binds = bind_args(meta)
+        rep = json.loads(tpu_sdk(["compile", path, "--target", "tflite", "-o", f, "--json"] + sargs + binds))
         if not os.path.isfile(f):
             raise CellError("exit 0 but no file written")
+        # the inputs bound to their values are no longer inputs of the file
+        fed = [x for x, spec in zip(feeds, meta["inputs"]) if not (binds and "value" in spec)]
         perms = [i.get("layout_perm") for i in rep["inputs"]]
-        xs = [np.transpose(x, p) if p and x.ndim == len(p) else x for x, p in zip(feeds, perms)]
+        xs = [np.transpose(x, p) if p and x.ndim == len(p) else x for x, p in zip(fed, perms)]
         try:
             got = litert_run(f, xs)
         except Exception as e:
@@ -656,7 +667,7 @@ def main():
             meta = json.load(open(os.path.join(d, "meta.json")))
             path = os.path.join(d, "model." + meta["format"])
             with tempfile.TemporaryDirectory(prefix="zoo-") as work:
-                c = timed_cell(lambda: aot_compile(path, shape_args(meta, path), work))
+                c = timed_cell(lambda: aot_compile(path, shape_args(meta, path) + bind_args(meta), work))
             r = json.load(open(res))
             r["cells"]["aot"] = c
             save(res, r)

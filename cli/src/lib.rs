@@ -48,6 +48,9 @@ pub struct LoadOptions {
     pub input_shapes: HashMap<String, Vec<usize>>,
     /// Skip the optimisation passes (keep the graph as imported).
     pub no_optimize: bool,
+    /// Inputs bound to fixed values, by name: they become constants and leave the model's inputs, so an `If`
+    /// they decide folds to the branch they take (ONNX models only).
+    pub input_values: HashMap<String, Tensor>,
 }
 
 /// The model file formats, told by the file's extension.
@@ -87,9 +90,12 @@ impl Model {
                 let io = tpu_sdk_core::import::onnx::ImportOptions {
                     dims: opts.dims.clone(),
                     input_shapes: opts.input_shapes.clone(),
-                    ..Default::default()
+                    input_values: opts.input_values.clone(),
                 };
                 tpu_sdk_core::import::onnx::load(path, &io)?
+            }
+            Format::Tflite if !opts.input_values.is_empty() => {
+                return Err(Error::Unsupported(format!("binding inputs to values is supported for ONNX models, not for {}", path.display())));
             }
             Format::Tflite => {
                 let io = tpu_sdk_core::import::tflite::ImportOptions { input_shapes: opts.input_shapes.clone() };

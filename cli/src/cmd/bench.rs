@@ -50,7 +50,9 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     if a.iterations == 0 {
         return Err(super::UsageError("--iterations must be at least 1".into()).into());
     }
+    let mut a = a;
     let given = super::read_inputs(&a.inputs)?;
+    let given = super::bind_condition_inputs(&mut a.on.model, given, &[])?;
     let Opened { configured, target, model } = a.on.open(&given)?;
     let g = model.graph();
     let inputs: Vec<Tensor> = if given.is_empty() {

@@ -43,6 +43,14 @@ pub struct ModelArgs {
     /// Keep the graph exactly as imported (no optimisation passes).
     #[arg(long)]
     pub no_optimize: bool,
+    /// Bind an input to a fixed value, e.g. `--bind sr=16000` (repeatable; ONNX): it becomes a constant and is
+    /// no longer an input, so an If it decides folds to the branch it takes (needed by cloud-tpu when the other
+    /// branch does not fit the shapes). `run` binds a one-value input that decides an If by itself.
+    #[arg(long = "bind", value_name = "NAME=VALUE")]
+    pub bind: Vec<String>,
+    /// Inputs `run` bound to the values it was given (see [`bind_condition_inputs`]).
+    #[arg(skip)]
+    pub bound: Vec<(String, Tensor)>,
 }
 
 impl ModelArgs {
@@ -53,6 +61,13 @@ impl ModelArgs {
             let (k, v) = d.split_once('=').ok_or_else(|| UsageError(format!("--dim '{d}': expected NAME=SIZE")))?;
             let v: usize = v.parse().map_err(|_| UsageError(format!("--dim '{d}': '{v}' is not a size")))?;
             o.dims.insert(k.to_string(), v);
+        }
+        for b in &self.bind {
+            let (k, v) = b.split_once('=').ok_or_else(|| UsageError(format!("--bind '{b}': expected NAME=VALUE")))?;
+            o.input_values.insert(k.to_string(), parse_value(v).ok_or_else(|| UsageError(format!("--bind '{b}': '{v}' is not a number or true/false")))?);
+        }
+        for (k, t) in &self.bound {
+            o.input_values.insert(k.clone(), t.clone());
         }
         for s in &self.input_shapes {
             let (k, v) = s.split_once('=').ok_or_else(|| UsageError(format!("--input-shape '{s}': expected NAME=D0,D1,...")))?;
@@ -310,6 +325,78 @@ fn onnx_input_names(path: &Path) -> Option<Vec<String>> {
     let g = m.graph?;
     let inits: std::collections::HashSet<&str> = g.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
     Some(g.input.iter().filter_map(|v| v.name.clone()).filter(|n| !inits.contains(n.as_str())).collect())
+}
+
+/// The one-value tensor `--bind NAME=VALUE` writes: an integer (i64), a float (f64) or a bool.
+fn parse_value(v: &str) -> Option<Tensor> {
+    let v = v.trim();
+    if let Ok(i) = v.parse::<i64>() {
+        return Some(Tensor::scalar(i));
+    }
+    if let Ok(b) = v.parse::<bool>() {
+        return Some(Tensor::scalar(b));
+    }
+    v.parse::<f64>().ok().filter(|x| x.is_finite()).map(Tensor::scalar)
+}
+
+/// Binds the given inputs of `run` that decide an `If` (an ONNX model's `If` condition depends on them, see
+/// `if_condition_inputs`) and hold one value, except `keep` (state inputs): the model is loaded specialised to
+/// those values, so the `If` folds to the branch they take — the other branch may not fit the shapes given
+/// (silero-vad's 8 kHz branch with a 16 kHz chunk), and cloud-tpu needs both branches of an `If` it lowers.
+/// Inputs also bound with `--bind` are dropped when they agree with it. Returns the inputs still to feed,
+/// named when any was taken out (so that positional ones keep their slots).
+pub fn bind_condition_inputs(args: &mut ModelArgs, given: Vec<(Option<String>, Tensor)>, keep: &[String]) -> Result<Vec<(Option<String>, Tensor)>> {
+    let explicit = args.options()?.input_values;
+    // (reading the file is only worth it when there is something to bind)
+    if explicit.is_empty() && given.iter().all(|(_, t)| t.len() != 1) {
+        return Ok(given);
+    }
+    let Some(names) = onnx_input_names(&args.model) else { return Ok(given) };
+    let conds = tpu_sdk::core::import::onnx::if_condition_inputs(&args.model).unwrap_or_default();
+    if conds.is_empty() && explicit.is_empty() {
+        return Ok(given);
+    }
+    // the name each given input fills: named ones their own, positional ones the free slots in order
+    let mut taken: Vec<bool> = names.iter().map(|n| given.iter().any(|(g, _)| g.as_deref() == Some(n.as_str()))).collect();
+    let mut next = 0;
+    let resolved: Vec<Option<String>> = given
+        .iter()
+        .map(|(n, _)| match n {
+            Some(n) => Some(n.clone()),
+            None => {
+                while next < taken.len() && taken[next] {
+                    next += 1;
+                }
+                let r = names.get(next).cloned();
+                if next < taken.len() {
+                    taken[next] = true;
+                }
+                r
+            }
+        })
+        .collect();
+    let mut rest = Vec::with_capacity(given.len());
+    let mut dropped = false;
+    for ((orig, t), name) in given.into_iter().zip(resolved) {
+        if let Some(name) = &name {
+            if let Some(b) = explicit.get(name) {
+                if b.to_f64_vec() != t.to_f64_vec() {
+                    return Err(UsageError(format!("input '{name}' is given as {:?} but bound with --bind to {:?}", t.to_f64_vec(), b.to_f64_vec())).into());
+                }
+                dropped = true;
+                continue;
+            }
+            if t.len() == 1 && conds.contains(name) && !keep.contains(name) {
+                eprintln!("note: input '{name}' decides an If: the model is loaded with it bound to the value given, {}", t.to_f64_vec()[0]);
+                args.bound.push((name.clone(), t));
+                dropped = true;
+                continue;
+            }
+        }
+        rest.push((orig, name, t));
+    }
+    // when some were taken out, the rest go by name (positional ones would shift); else they stay as given
+    Ok(rest.into_iter().map(|(orig, name, t)| (if dropped { name.or(orig) } else { orig }, t)).collect())
 }
 
 /// Loads the model for `target`: a file the target runs as it is (a compiled Edge TPU model) by its interface,

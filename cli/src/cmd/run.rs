@@ -91,7 +91,10 @@ impl std::str::FromStr for ChunkSpec {
 
 /// Runs `run`.
 pub fn main(a: Args) -> Result<()> {
+    let mut a = a;
     let given = super::read_inputs(&a.inputs)?;
+    let state_inputs: Vec<String> = a.state_from.iter().map(|StatePair(_, i)| i.clone()).collect();
+    let given = super::bind_condition_inputs(&mut a.on.model, given, &state_inputs)?;
     if a.chunk.is_some() || !a.state_from.is_empty() {
         return stream(a, given);
     }

@@ -87,8 +87,7 @@ pub fn human(n: u64) -> String {
 
 fn name_of(g: &Graph, v: ValueId) -> String {
     let val = g.value(v);
-    if val.constant.is_some() && val.numel() <= 4 && !val.dynamic {
-        let c = val.constant.as_ref().expect("checked");
+    if let Some(c) = val.constant.as_ref().filter(|_| val.numel() <= 4 && !val.dynamic) {
         let vals: Vec<String> = c.to_f64_vec().iter().map(|x| format!("{x}")).collect();
         return format!("{}={{{}}}", val.name, vals.join(","));
     }
@@ -139,7 +138,13 @@ fn write_body(f: &mut fmt::Formatter<'_>, g: &Graph, indent: &str) -> fmt::Resul
             Op::Loop(_) | Op::Scan(_) => &["body"],
             _ => &[],
         };
-        for (label, r) in labels.iter().zip(super::ops::control_flow::regions(&n.op)) {
+        for (k, (label, r)) in labels.iter().zip(super::ops::control_flow::regions(&n.op)).enumerate() {
+            if let Op::If(a) = &n.op {
+                if let Some(why) = &a.unrunnable[k] {
+                    writeln!(f, "{indent}  {label} '{}' cannot run with these shapes (an error if taken): {why}", r.name)?;
+                    continue;
+                }
+            }
             writeln!(f, "{indent}  {label} '{}' {{", r.name)?;
             write_body(f, r, &format!("{indent}    "))?;
             writeln!(f, "{indent}  }}")?;

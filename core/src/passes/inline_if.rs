@@ -42,11 +42,18 @@ pub fn inline_region(g: &mut Graph, region: &Graph, inputs: &[Option<ValueId>], 
 }
 
 /// The branch an `If` with a constant condition takes, if its condition is constant.
-pub fn taken_branch<'a>(g: &Graph, n: &'a Node) -> Option<&'a Graph> {
-    let Op::If(IfAttrs { then_branch, else_branch }) = &n.op else { return None };
+/// `Err` when the branch it takes cannot run (see [`IfAttrs::unrunnable`]).
+pub fn taken_branch<'a>(g: &Graph, n: &'a Node) -> Option<std::result::Result<&'a Graph, String>> {
+    let Op::If(a) = &n.op else { return None };
     let c = g.constant(n.input(0)?)?;
     let v = c.to_f64_vec();
-    (v.len() == 1).then(|| if v[0] != 0.0 { &**then_branch } else { &**else_branch })
+    if v.len() != 1 {
+        return None;
+    }
+    Some(match a.branch(v[0] != 0.0) {
+        (b, None) => Ok(b),
+        (_, Some(why)) => Err(IfAttrs::unrunnable_error(v[0] != 0.0, why)),
+    })
 }
 
 /// Inlines every `If` whose condition is constant; returns how many. Shapes are inferred again afterwards.
@@ -54,9 +61,13 @@ pub fn run(g: &mut Graph) -> Result<usize> {
     let mut count = 0;
     let mut i = 0;
     while i < g.nodes.len() {
-        let Some(branch) = taken_branch(g, &g.nodes[i]).cloned() else {
-            i += 1;
-            continue;
+        let branch = match taken_branch(g, &g.nodes[i]) {
+            None => {
+                i += 1;
+                continue;
+            }
+            Some(Ok(b)) => b.clone(),
+            Some(Err(m)) => return Err(crate::Error::node(&g.nodes[i], i, m)),
         };
         let n = g.nodes[i].clone();
         let prefix = if n.name.is_empty() { format!("if{i}") } else { n.name.clone() };

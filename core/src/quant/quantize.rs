@@ -15,7 +15,9 @@
 //! With `float_io` the graph keeps float inputs and outputs: a `QuantizeLinear` follows each input and a
 //! `DequantizeLinear` precedes each output. Otherwise inputs and outputs are int8 with the parameters given in
 //! their values. An op the int8 spec (or the exporters) cannot handle is an [`Error::Unsupported`] naming the
-//! node: this pass never leaves part of a model in float.
+//! node: this pass never leaves part of a model in float, except control flow (`If`, `Loop`): those nodes and
+//! their regions stay float between a dequantize of their int8 inputs and a quantize of their outputs (LiteRT
+//! runs `IF`/`WHILE` on the CPU; the Edge TPU takes neither).
 
 use std::collections::HashMap;
 
@@ -128,7 +130,9 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | ReverseSequence { .. }
         | DequantizeLinear { .. }
         | QuantizeLinear { .. } => Err(format!("{} has no int8 quantization here", op.name())),
-        If(_) | Loop(_) | Scan(_) => Err(format!("{} (control flow) is not supported by int8 quantization; its regions would need quantizing too", op.name())),
+        // float islands: see `float_islands`
+        If(_) | Loop(_) => Ok(false),
+        Scan(_) => Err("Scan (control flow) is not supported by int8 quantization (it has no TFLite form)".into()),
         // Checked by `lstm::refusal` (GRU and RNN have no integer kernel).
         Rnn(_) => Ok(false),
     }
@@ -177,6 +181,9 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
     // time, since one float constant may be quantized differently for different users.
     for &k in &live {
         let n = g.nodes[k].clone();
+        if is_float_island(&n.op) {
+            continue; // keeps its float constants
+        }
         match &n.op {
             Op::Conv(_) => quantize_conv_weights(g, &mut q, k, &n)?,
             Op::ConvTranspose(_) => quantize_conv_transpose_weights(g, &mut q, k, &n)?,
@@ -190,6 +197,7 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
         }
     }
     add_requantizations(g, &mut q, &acts.requant);
+    float_islands(&mut q);
     if opts.float_io {
         add_float_edges(&mut q);
     }
@@ -221,6 +229,54 @@ fn add_requantizations(g: &Graph, q: &mut Graph, edges: &[(usize, usize)]) {
     for (k, n) in nodes.into_iter().enumerate() {
         q.nodes.extend(before.remove(&k).unwrap_or_default());
         q.nodes.push(n);
+    }
+}
+
+/// Whether `op` stays a float island in an int8 graph: `If` and `Loop` (their regions are not quantized; LiteRT
+/// runs `IF`/`WHILE` on the CPU whatever their tensors hold, and the Edge TPU runs neither).
+/// Comparisons (bool outputs, as conditions of `If`/`Loop`) stay float too: a dequantize before them.
+fn is_float_island(op: &Op) -> bool {
+    use BinaryOp::*;
+    matches!(op, Op::If(_) | Op::Loop(_) | Op::Binary(Equal | Less | LessOrEqual | Greater | GreaterOrEqual, _))
+}
+
+/// Makes every float island of `q` (quantized around it) take float values: a `DequantizeLinear` before each of
+/// its int8 inputs, a `QuantizeLinear` after each of its int8 outputs (with the parameters calibration gave
+/// that output), so its regions run in float.
+fn float_islands(q: &mut Graph) {
+    let islands: Vec<usize> = (0..q.nodes.len()).filter(|&k| is_float_island(&q.nodes[k].op)).collect();
+    if islands.is_empty() {
+        return;
+    }
+    let mut before: HashMap<usize, Vec<Node>> = HashMap::new();
+    let mut after: HashMap<usize, Vec<Node>> = HashMap::new();
+    for k in islands {
+        let name = q.nodes[k].name.clone();
+        for i in 0..q.nodes[k].inputs.len() {
+            let Some(x) = q.nodes[k].inputs[i] else { continue };
+            let Some(p) = q.value(x).quant.clone().filter(|_| q.value(x).dtype == DType::I8) else { continue };
+            let vname = format!("{}/float_for_{name}", q.value(x).name);
+            let f = q.add_value(vname.clone(), DType::F32, q.value(x).shape.clone());
+            dequantize_node(q, x, f, &p, &vname);
+            before.entry(k).or_default().push(q.nodes.pop().expect("just added"));
+            q.nodes[k].inputs[i] = Some(f);
+        }
+        for j in 0..q.nodes[k].outputs.len() {
+            let y = q.nodes[k].outputs[j];
+            let Some(p) = q.value(y).quant.clone().filter(|_| q.value(y).dtype == DType::I8) else { continue };
+            let vname = format!("{}/float", q.value(y).name);
+            let f = q.add_value(vname.clone(), DType::F32, q.value(y).shape.clone());
+            q.value_mut(f).dynamic = q.value(y).dynamic;
+            q.nodes[k].outputs[j] = f;
+            quantize_node(q, f, y, &p, &format!("{}/quantize", q.value(y).name));
+            after.entry(k).or_default().push(q.nodes.pop().expect("just added"));
+        }
+    }
+    let nodes = std::mem::take(&mut q.nodes);
+    for (k, n) in nodes.into_iter().enumerate() {
+        q.nodes.extend(before.remove(&k).unwrap_or_default());
+        q.nodes.push(n);
+        q.nodes.extend(after.remove(&k).unwrap_or_default());
     }
 }
 
@@ -267,6 +323,15 @@ impl Activations {
     fn mark_node(&mut self, g: &Graph, k: usize) -> Result<()> {
         let n = &g.nodes[k];
         let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' ({}): {why}", n.name, n.op.name()));
+        if is_float_island(&n.op) {
+            // its float outputs are int8 activations of their own (each quantized after the node)
+            for &o in &n.outputs {
+                if g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
+                    self.is_act[o.0] = true;
+                }
+            }
+            return Ok(());
+        }
         let tie = classify(&n.op).map_err(what)?;
         if let Op::Rnn(a) = &n.op {
             if let Some(why) = super::lstm::refusal(g, n, a) {

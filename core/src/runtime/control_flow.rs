@@ -7,7 +7,7 @@
 //! hang). Accumulated scan outputs are checked against the memory budget as they grow.
 
 use super::Session;
-use crate::ir::ops::control_flow::{LoopAttrs, ScanAttrs, MAX_REGION_DEPTH};
+use crate::ir::ops::control_flow::{IfAttrs, LoopAttrs, ScanAttrs, MAX_REGION_DEPTH};
 use crate::ir::ops::control_flow::{check_signature, regions};
 use crate::ir::{DType, Element, Op, Tensor, TensorData};
 use crate::{limits, with_data};
@@ -58,8 +58,11 @@ impl Regions {
         // a graph that skipped the verifier (constant folding) must not index past the regions' signatures
         check_signature(op, inputs.len(), outputs.len())?;
         match op {
-            Op::If(_) => {
+            Op::If(a) => {
                 let cond = truth(inputs.first().copied().flatten(), "the condition")?;
+                if let (_, Some(why)) = a.branch(cond) {
+                    return Err(IfAttrs::unrunnable_error(cond, why));
+                }
                 let caps = present(&inputs[1..], "captured value")?;
                 let (k, name) = if cond { (0, "then_branch") } else { (1, "else_branch") };
                 self.sessions[k].run_into(&caps, outputs).map_err(|e| format!("in {name}: {e}"))
@@ -99,7 +102,7 @@ impl Regions {
         }
         let max = limits::max_loop_iterations();
         let mut it: u64 = 0;
-        while cond && trips.map_or(true, |m| it < m) {
+        while cond && trips.is_none_or(|m| it < m) {
             if it >= max {
                 return Err(limits::loop_limit_message(it));
             }

@@ -185,6 +185,8 @@ pub fn analyze(model: &schema::Model, file: &[u8], opts: &RulesOptions) -> Resul
             check_op(code, &name, &op, &ins, &outs, opts, &mut recent_used)
         };
         let (placement, st, reason) = match (&state, verdict) {
+            // control flow says why it stays on the CPU wherever it stands
+            (State::After(..), Err((st, why))) if matches!(code, bo::IF | bo::WHILE) => (Placement::Cpu, st.to_string(), why),
             (State::After(k, kname), _) => (
                 Placement::Cpu,
                 status::AFTER_UNSUPPORTED.to_string(),
@@ -244,6 +246,9 @@ fn fused(o: Option<i8>) -> i8 {
 
 fn check_op(code: i32, name: &str, op: &schema::Operator, ins: &[TensorInfo], outs: &[TensorInfo], opts: &RulesOptions, recent_used: &mut bool) -> Verdict {
     // 1. The op kind (DEQUANTIZE is declined for its float output, as the compiler reports it).
+    if matches!(code, bo::IF | bo::WHILE) {
+        return Err((status::NOT_SUPPORTED, format!("{name} is control flow, which the Edge TPU does not run: the op and its subgraphs run on the CPU")));
+    }
     if !SUPPORTED.contains(&code) && code != bo::DEQUANTIZE {
         if RECENT.contains(&code) {
             if !opts.assume_recent_runtime {

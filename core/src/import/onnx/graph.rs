@@ -488,6 +488,55 @@ fn tensor_type<'a>(t: Option<&'a TypeProto>, what: &str) -> Result<(i32, Option<
     }
 }
 
+/// The constant that graph input `name` (declared `dtype` with `dims`) is bound to: `t`, converted to `dtype`
+/// when it holds another numeric type and every value converts exactly; its shape must fit the declared one.
+fn bound_value(name: &str, t: &Tensor, dtype: DType, dims: Option<&[super::proto::tensor_shape_proto::Dimension]>) -> Result<Tensor> {
+    let mut t = Cow::Borrowed(t);
+    if let Some(d) = dims {
+        // one value (`--bind sr=16000`) fits any shape of one element
+        if t.len() == 1 && d.len() != t.shape.len() && d.iter().all(|d| !matches!(d.value, Some(Dim::DimValue(v)) if v != 1)) {
+            let mut r = t.as_ref().clone();
+            r.shape = vec![1; d.len()];
+            t = Cow::Owned(r);
+        }
+        let fits = d.len() == t.shape.len()
+            && d.iter().zip(&t.shape).all(|(d, &s)| !matches!(d.value, Some(Dim::DimValue(v)) if v >= 0 && v as u64 != s as u64));
+        if !fits {
+            let declared: Vec<String> = d
+                .iter()
+                .map(|d| match &d.value {
+                    Some(Dim::DimValue(v)) => v.to_string(),
+                    Some(Dim::DimParam(p)) => p.clone(),
+                    None => "?".into(),
+                })
+                .collect();
+            return Err(Error::InputMismatch(format!(
+                "the value bound to input '{name}' has shape {:?}, the model declares [{}]",
+                t.shape,
+                declared.join(", ")
+            )));
+        }
+    }
+    if t.dtype() == dtype {
+        return Ok(t.into_owned());
+    }
+    let v = t.to_f64_vec();
+    let bad = || Error::InputMismatch(format!("the value bound to input '{name}' is {}, and not every value converts exactly to the input's {dtype}", t.dtype()));
+    let ints = || v.iter().all(|x| x.fract() == 0.0);
+    let shape = t.shape.clone();
+    let out = match dtype {
+        DType::F32 => Tensor::from_vec(shape, v.iter().map(|&x| x as f32).collect::<Vec<f32>>()).filter(|_| v.iter().all(|&x| (x as f32) as f64 == x)),
+        DType::F64 => Tensor::from_vec(shape, v),
+        DType::I64 if ints() && v.iter().all(|&x| x.abs() < 2f64.powi(53)) => Tensor::from_vec(shape, v.iter().map(|&x| x as i64).collect::<Vec<i64>>()),
+        DType::I32 if ints() && v.iter().all(|&x| x >= i32::MIN as f64 && x <= i32::MAX as f64) => {
+            Tensor::from_vec(shape, v.iter().map(|&x| x as i32).collect::<Vec<i32>>())
+        }
+        DType::Bool if v.iter().all(|&x| x == 0.0 || x == 1.0) => Tensor::from_vec(shape, v.iter().map(|&x| x != 0.0).collect::<Vec<bool>>()),
+        _ => None,
+    };
+    out.ok_or_else(bad)
+}
+
 /// Resolves the shape of graph input `vi`.
 fn input_shape(
     name: &str,
@@ -584,6 +633,11 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
         let what = format!("input '{name}'");
         let (elem, dims) = tensor_type(vi.r#type.as_ref(), &what)?;
         let dtype = dtype_for(elem, &what)?;
+        if let Some(t) = opts.input_values.get(name) {
+            let v = cx.g.add_constant(name, bound_value(name, t, dtype, dims)?);
+            cx.names.insert(name.to_string(), v);
+            continue;
+        }
         let shape = input_shape(name, dims, opts, &mut used_dims, notes)?;
         let bytes = shape.iter().try_fold(dtype.size_bytes(), |acc, &d| acc.checked_mul(d)).filter(|&b| b <= isize::MAX as usize);
         if bytes.is_none() {
@@ -601,6 +655,13 @@ pub fn import(model: &ModelProto, base_dir: Option<&Path>, opts: &ImportOptions,
             "--input-shape is given for '{k}', which is not a graph input (inputs: {})",
             all.join(", ")
         )));
+    }
+    let mut unknown_values: Vec<&String> = opts.input_values.keys().filter(|k| !input_names.contains(k.as_str())).collect();
+    unknown_values.sort();
+    if let Some(k) = unknown_values.first() {
+        let mut all: Vec<&str> = input_names.iter().copied().collect();
+        all.sort();
+        return Err(Error::InputMismatch(format!("a value is bound to '{k}', which is not a graph input (inputs: {})", all.join(", "))));
     }
     let mut unused_dims: Vec<&String> = opts.dims.keys().filter(|k| !used_dims.contains(k.as_str())).collect();
     unused_dims.sort();

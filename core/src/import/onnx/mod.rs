@@ -47,6 +47,11 @@ pub struct ImportOptions {
     /// Full shapes for graph inputs by name; they override the declared shapes (the rank must match when the
     /// model declares one).
     pub input_shapes: HashMap<String, Vec<usize>>,
+    /// Graph inputs bound to fixed values: each becomes a constant (and is no longer an input of the graph), so
+    /// what depends only on it folds, and an `If` whose condition it decides keeps only the branch it takes
+    /// (silero-vad's sample rate `sr`). A value of another numeric dtype than the input's is converted when
+    /// that is exact.
+    pub input_values: HashMap<String, crate::ir::Tensor>,
 }
 
 /// Loads an ONNX model file into a verified graph with inferred shapes.
@@ -101,6 +106,35 @@ pub fn declared_inputs(path: &Path) -> Result<Vec<super::DeclaredInput>> {
             });
             super::DeclaredInput { name: vi.name.clone().unwrap_or_default(), dims }
         })
+        .collect())
+}
+
+/// The graph inputs (initializers left out) that the condition of an `If` in the model's main graph depends on,
+/// in declaration order: binding them to values ([`ImportOptions::input_values`]) folds those `If`s. Reads the
+/// model without importing it.
+pub fn if_condition_inputs(path: &Path) -> Result<Vec<String>> {
+    let bytes = std::fs::read(path).map_err(|source| Error::Io { path: path.display().to_string(), source })?;
+    let model = graph::decode(&bytes)?;
+    let Some(graph) = model.graph.as_ref() else { return Ok(Vec::new()) };
+    let producer: HashMap<&str, &proto::NodeProto> =
+        graph.node.iter().flat_map(|n| n.output.iter().map(move |o| (o.as_str(), n))).collect();
+    let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+    let mut todo: Vec<&str> = graph.node.iter().filter(|n| n.op_type.as_deref() == Some("If")).filter_map(|n| n.input.first()).map(|s| s.as_str()).collect();
+    while let Some(v) = todo.pop() {
+        if v.is_empty() || !seen.insert(v) {
+            continue;
+        }
+        if let Some(n) = producer.get(v) {
+            todo.extend(n.input.iter().map(|s| s.as_str()));
+        }
+    }
+    let inits: std::collections::HashSet<&str> = graph.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
+    Ok(graph
+        .input
+        .iter()
+        .filter_map(|vi| vi.name.as_deref())
+        .filter(|n| seen.contains(n) && !inits.contains(n))
+        .map(str::to_string)
         .collect())
 }
 

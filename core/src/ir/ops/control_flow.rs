@@ -23,6 +23,46 @@ pub struct IfAttrs {
     pub then_branch: Box<Graph>,
     /// Runs when the condition is false.
     pub else_branch: Box<Graph>,
+    /// Why a branch cannot run with the types it was imported with (then, else), when it cannot: such a branch
+    /// is a stub ([`unrunnable_branch`]) and taking it is a run-time error with this message. ONNX models pick a
+    /// branch by an input (silero-vad's sample rate) and only the branch taken has to fit the shapes given; at
+    /// most one branch is unrunnable (the import refuses an `If` whose branches both fail).
+    pub unrunnable: [Option<String>; 2],
+}
+
+impl IfAttrs {
+    /// An `If` whose two branches can run.
+    pub fn new(then_branch: Graph, else_branch: Graph) -> IfAttrs {
+        IfAttrs { then_branch: Box::new(then_branch), else_branch: Box::new(else_branch), unrunnable: [None, None] }
+    }
+
+    /// The branch the condition `cond` takes and why it cannot run (if it cannot).
+    pub fn branch(&self, cond: bool) -> (&Graph, Option<&str>) {
+        let k = usize::from(!cond);
+        (if cond { &self.then_branch } else { &self.else_branch }, self.unrunnable[k].as_deref())
+    }
+
+    /// The error of taking an unrunnable branch (`then_branch` when `cond`): it names the branch and why.
+    pub fn unrunnable_error(cond: bool, why: &str) -> String {
+        let name = if cond { "then_branch" } else { "else_branch" };
+        format!("the condition takes {name}, which cannot run with the input shapes the model was loaded with ({why}); load the model with shapes that fit this branch, or give the input that picks it a value that takes the other branch")
+    }
+}
+
+/// A stub for a branch that cannot run, standing beside `other` (the branch that can): the same inputs, and one
+/// empty constant per output of `other`'s dtype. It is never run (see [`IfAttrs::unrunnable`]).
+pub fn unrunnable_branch(name: &str, other: &Graph) -> Graph {
+    let mut g = Graph::new(name);
+    for &i in &other.inputs {
+        let v = other.value(i);
+        let id = g.add_input(&v.name, v.dtype, v.shape.clone());
+        g.value_mut(id).dynamic = v.dynamic;
+    }
+    for (k, &o) in other.outputs.iter().enumerate() {
+        let c = g.add_constant(format!("unrunnable{k}"), crate::ir::Tensor::zeros(other.value(o).dtype, vec![0]));
+        g.outputs.push(c);
+    }
+    g
 }
 
 /// `Loop`: runs its body while the trip count and the condition allow.
@@ -149,14 +189,17 @@ pub fn check_signature(op: &super::Op, n_inputs: usize, n_outputs: usize) -> Res
     }
 }
 
+/// The dtype of a value and its shape (`None`: known only at run time).
+pub type OutType = (DType, Option<Vec<usize>>);
+
 /// The declared (dtype, shape, dynamic) of region output `i`.
-fn region_out(g: &Graph, i: usize) -> (DType, Option<Vec<usize>>) {
+fn region_out(g: &Graph, i: usize) -> OutType {
     let v = g.value(g.outputs[i]);
     (v.dtype, (!v.dynamic).then(|| v.shape.clone()))
 }
 
 /// Output dtypes and shapes (`None`: known only at run time) of a control-flow op.
-pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<(DType, Option<Vec<usize>>)>, InferError> {
+pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<OutType>, InferError> {
     match op {
         super::Op::If(a) => {
             let cond = info(inputs, 0)?;
@@ -164,8 +207,18 @@ pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<
                 return Err(InferError::Invalid(format!("the condition must hold one element, it has shape {:?}", cond.shape)));
             }
             if let Some(c) = cond.value {
-                let b = if c.to_f64_vec()[0] != 0.0 { &a.then_branch } else { &a.else_branch };
+                let taken = c.to_f64_vec()[0] != 0.0;
+                let (b, why) = a.branch(taken);
+                if let Some(why) = why {
+                    return Err(InferError::Invalid(IfAttrs::unrunnable_error(taken, why)));
+                }
                 return Ok((0..b.outputs.len()).map(|i| region_out(b, i)).collect());
+            }
+            // an unrunnable branch never produces values: the If has the types of the other one
+            match &a.unrunnable {
+                [Some(_), None] => return Ok((0..a.else_branch.outputs.len()).map(|i| region_out(&a.else_branch, i)).collect()),
+                [None, Some(_)] => return Ok((0..a.then_branch.outputs.len()).map(|i| region_out(&a.then_branch, i)).collect()),
+                _ => {}
             }
             let (t, e) = (&a.then_branch, &a.else_branch);
             if t.outputs.len() != e.outputs.len() {
@@ -287,7 +340,7 @@ pub fn infer(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, In
 /// Output dtypes when some shape is not static.
 pub fn fallback_dtypes(op: &super::Op, n_out: usize) -> Vec<DType> {
     let (g, skip) = match op {
-        super::Op::If(a) => (&*a.then_branch, 0),
+        super::Op::If(a) => (if a.unrunnable[0].is_some() { &*a.else_branch } else { &*a.then_branch }, 0),
         super::Op::Loop(a) => (&*a.body, 1),
         super::Op::Scan(a) => (&*a.body, 0),
         _ => return vec![DType::F32; n_out],
@@ -322,7 +375,7 @@ mod tests {
         };
         let x = g.add_input("x", DType::F32, vec![2]);
         let y = g.add_value("y", DType::F32, vec![]);
-        let attrs = IfAttrs { then_branch: Box::new(branch("then", UnaryOp::Neg)), else_branch: Box::new(branch("else", UnaryOp::Abs)) };
+        let attrs = IfAttrs::new(branch("then", UnaryOp::Neg), branch("else", UnaryOp::Abs));
         g.add_node("if", Op::If(attrs), vec![Some(c), Some(x)], vec![y]);
         g.outputs.push(y);
         infer_graph(&mut g, &CpuEval).unwrap();
@@ -351,6 +404,36 @@ mod tests {
         verify(&g).unwrap();
         let ops: Vec<String> = g.nodes.iter().map(|n| n.op.name()).collect();
         assert_eq!(ops, ["Abs", "Identity"]);
+    }
+
+    #[test]
+    fn an_unrunnable_branch_is_an_error_only_when_taken() {
+        let then_b = branch("then", UnaryOp::Neg);
+        let stub = unrunnable_branch("else", &then_b);
+        let mut g = Graph::new("if");
+        let c = g.add_input("c", DType::Bool, vec![]);
+        let x = g.add_input("x", DType::F32, vec![2]);
+        let y = g.add_value("y", DType::F32, vec![]);
+        let attrs = IfAttrs { then_branch: Box::new(then_b), else_branch: Box::new(stub), unrunnable: [None, Some("Reshape needs 3 values".into())] };
+        g.add_node("if", Op::If(attrs), vec![Some(c), Some(x)], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        verify(&g).unwrap();
+        // the If has the types of the branch that runs
+        assert_eq!(g.value(y).shape, vec![2]);
+        assert!(g.to_string().contains("else 'else' cannot run with these shapes (an error if taken): Reshape needs 3 values"));
+        let mut s = Session::new(g.clone()).unwrap();
+        let x = Tensor::from_f32(vec![2], vec![1.5, -2.0]);
+        assert_eq!(s.run(&[Tensor::scalar(true), x.clone()]).unwrap()[0].as_f32().unwrap(), &[-1.5, 2.0]);
+        let e = s.run(&[Tensor::scalar(false), x.clone()]).unwrap_err().to_string();
+        assert!(e.contains("'if'") && e.contains("takes else_branch, which cannot run") && e.contains("Reshape needs 3 values"), "{e}");
+        // still usable after the error
+        assert_eq!(s.run(&[Tensor::scalar(true), x]).unwrap()[0].as_f32().unwrap(), &[-1.5, 2.0]);
+        // a constant condition that takes it: inlining says so
+        let c2 = g.add_constant("c2", Tensor::scalar(false));
+        g.nodes[0].inputs[0] = Some(c2);
+        let e = crate::passes::inline_if::run(&mut g).unwrap_err().to_string();
+        assert!(e.contains("takes else_branch, which cannot run"), "{e}");
     }
 
     #[test]

@@ -48,6 +48,16 @@ fn scalar_cond(cx: &mut Cx, c: V) -> V {
 }
 
 pub(super) fn if_op(cx: &mut Cx, node: &Node, a: &IfAttrs) -> Result<Vec<V>> {
+    for (label, why) in ["then_branch", "else_branch"].iter().zip(&a.unrunnable) {
+        if let Some(why) = why {
+            return Err(cx.unsupported(
+                node,
+                format!(
+                    "{label} cannot run with the input shapes the model was loaded with ({why}); a TPU program needs both branches: give the inputs the condition depends on fixed values (`--bind NAME=VALUE`, or their .npy with `run`) so that the If folds to the branch they take"
+                ),
+            ));
+        }
+    }
     let c = cx.input(node, 0)?;
     let cond = scalar_cond(cx, c);
     let caps = (1..node.inputs.len()).map(|i| cx.input(node, i)).collect::<Result<Vec<_>>>()?;

@@ -26,7 +26,14 @@ use tpu_sdk_core::{Error, Result};
 
 /// Checks every operator and quantized tensor of `m`'s first subgraph (see the module docs).
 pub(super) fn check(m: &ModelT) -> Result<()> {
-    let sg = &m.subgraphs[0];
+    for sg in &m.subgraphs {
+        check_subgraph(m, sg)?;
+    }
+    Ok(())
+}
+
+/// [`check`] of one subgraph (the main one, or the body of an IF or WHILE).
+fn check_subgraph(m: &ModelT, sg: &SubGraphT) -> Result<()> {
     for (i, t) in sg.tensors.iter().enumerate() {
         check_tensor(sg, i).map_err(|why| Error::InvalidModel(format!("int8 TFLite export: tensor '{}': {why}", t.name)))?;
     }

@@ -123,9 +123,16 @@ impl Ex<'_> {
             BinaryOp::Min => Some(bo::MINIMUM),
             BinaryOp::Pow => Some(bo::POW),
             BinaryOp::PRelu => Some(bo::PRELU),
+            // comparisons and logic (bool outputs: conditions of IF/WHILE)
+            BinaryOp::Equal => Some(bo::EQUAL),
+            BinaryOp::Less => Some(bo::LESS),
+            BinaryOp::LessOrEqual => Some(bo::LESS_EQUAL),
+            BinaryOp::Greater => Some(bo::GREATER),
+            BinaryOp::GreaterOrEqual => Some(bo::GREATER_EQUAL),
+            BinaryOp::And => Some(bo::LOGICAL_AND),
+            BinaryOp::Or => Some(bo::LOGICAL_OR),
             // Not exported (each named, so that a new binary op must decide here too).
-            BinaryOp::Mod | BinaryOp::Fmod | BinaryOp::And | BinaryOp::Or | BinaryOp::Xor => None,
-            BinaryOp::Equal | BinaryOp::Less | BinaryOp::LessOrEqual | BinaryOp::Greater | BinaryOp::GreaterOrEqual => None,
+            BinaryOp::Mod | BinaryOp::Fmod | BinaryOp::Xor => None,
             BinaryOp::BitAnd | BinaryOp::BitOr | BinaryOp::BitXor => None,
         };
         let code = code.ok_or_else(|| self.unsupported(format!("binary op {bop:?}")))?;

@@ -22,6 +22,7 @@
 
 mod array;
 mod checks;
+mod control_flow;
 mod layout;
 mod math;
 mod nn;
@@ -90,7 +91,7 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
     } else {
         g
     };
-    let mut ex = Ex { g, m: ModelT::default(), codes: HashMap::new(), layouts: HashMap::new(), copies: HashMap::new() };
+    let mut ex = Ex { g, m: ModelT::default(), codes: HashMap::new(), layouts: HashMap::new(), copies: HashMap::new(), cur: 0 };
     ex.m.version = 3;
     ex.m.description = Some(opts.description.clone());
     ex.m.buffers.push(BufferT::default());
@@ -111,15 +112,7 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
         ex.layouts.insert(i, (t, perm.clone()));
         inputs.push(ExportedInput { name: v.name.clone(), shape, perm });
     }
-    for (k, n) in g.nodes.iter().enumerate() {
-        if n.outputs.iter().all(|o| g.value(*o).constant.is_some()) {
-            continue; // folded at import
-        }
-        ex.node(k).map_err(|e| match e {
-            Error::Unsupported(m) => Error::Unsupported(format!("TFLite export of node '{}' ({}): {m}", n.name, n.op.name())),
-            other => other,
-        })?;
-    }
+    ex.nodes()?;
     for &o in &g.outputs {
         let r = g.value(o).shape.len();
         let t = ex.get(o, &ident(r))?;
@@ -147,14 +140,32 @@ struct Ex<'g> {
     layouts: HashMap<ValueId, (i32, Vec<usize>)>,
     /// (IR value, layout) → tensor, for transposed copies and permuted constants.
     copies: HashMap<(ValueId, Vec<usize>), i32>,
+    /// The subgraph being written: 0, or that of a control-flow region (`g` is then the region's graph).
+    cur: usize,
 }
 
 impl<'g> Ex<'g> {
     fn sg(&mut self) -> &mut SubGraphT {
-        &mut self.m.subgraphs[0]
+        &mut self.m.subgraphs[self.cur]
     }
     fn sg_ref(&self) -> &SubGraphT {
-        &self.m.subgraphs[0]
+        &self.m.subgraphs[self.cur]
+    }
+
+    /// Writes the nodes of `g` (those not folded to constants) in order.
+    fn nodes(&mut self) -> Result<()> {
+        let g = self.g;
+        for (k, n) in g.nodes.iter().enumerate() {
+            if n.outputs.iter().all(|o| g.value(*o).constant.is_some()) {
+                continue; // folded at import
+            }
+            self.node(k).map_err(|e| match e {
+                Error::Unsupported(m) if m.starts_with("TFLite export of node") => Error::Unsupported(m),
+                Error::Unsupported(m) => Error::Unsupported(format!("TFLite export of node '{}' ({}): {m}", n.name, n.op.name())),
+                other => other,
+            })?;
+        }
+        Ok(())
     }
 
     fn unsupported(&self, what: impl std::fmt::Display) -> Error {

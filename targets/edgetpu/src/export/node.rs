@@ -57,11 +57,13 @@ impl Ex<'_> {
             | Op::Range | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
-            // Control flow (regions): TFLite's WHILE/IF subgraphs are not written, and the Edge TPU runs neither.
-            Op::If(_) | Op::Loop(_) | Op::Scan(_) => Err(self.unsupported(format!(
-                "op {} (control flow) is not supported on edgetpu or in TFLite export; the CPU target runs it",
-                n.op.name()
-            ))),
+            // Control flow: TFLite's IF and WHILE with their regions as subgraphs (LiteRT runs them on the CPU;
+            // the Edge TPU runs neither). Scan has no TFLite form.
+            Op::If(a) => self.if_op(n, a),
+            Op::Loop(a) => self.loop_op(n, a),
+            Op::Scan(_) => Err(self.unsupported(
+                "op Scan (control flow) has no TFLite export (TFLite's WHILE cannot stack scan outputs in static shapes); the CPU and cloud-tpu targets run it",
+            )),
             Op::Rnn(a) => self.rnn(n, a),
             Op::Cast { .. } => self.cast(n),
         }

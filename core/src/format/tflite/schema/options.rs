@@ -119,6 +119,15 @@ fb_options! {
     SplitVOptions = SPLIT_V { 0 num_splits: scalar<i32>; }
     /// CUMSUM options.
     CumsumOptions = CUMSUM { 0 exclusive: scalar<bool>; 1 reverse: scalar<bool>; }
+    /// UNIDIRECTIONAL_SEQUENCE_RNN options (the `SequenceRNNOptions` table).
+    SequenceRNNOptions = SEQUENCE_RNN {
+        0 time_major: scalar<bool>; 1 fused_activation_function: scalar<i8>; 2 asymmetric_quantize_inputs: scalar<bool>;
+    }
+    /// BIDIRECTIONAL_SEQUENCE_LSTM options (`time_major` defaults to true here, unlike the unidirectional op).
+    BidirectionalSequenceLSTMOptions = BIDIRECTIONAL_SEQUENCE_LSTM {
+        0 fused_activation_function: scalar<i8>; 1 cell_clip: scalar<f32>; 2 proj_clip: scalar<f32>; 3 merge_outputs: scalar<bool>;
+        4 time_major: scalar<bool> = true; 5 asymmetric_quantize_inputs: scalar<bool>;
+    }
     /// UNIDIRECTIONAL_SEQUENCE_LSTM options.
     UnidirectionalSequenceLSTMOptions = UNIDIRECTIONAL_SEQUENCE_LSTM {
         0 fused_activation_function: scalar<i8>; 1 cell_clip: scalar<f32>; 2 proj_clip: scalar<f32>; 3 time_major: scalar<bool>;

@@ -7,7 +7,7 @@
 use super::MapFn;
 use crate::import::onnx::graph::{free_names, Cx, Formal, NodeIn};
 use crate::import::onnx::proto::GraphProto;
-use crate::ir::ops::control_flow::{IfAttrs, LoopAttrs, ScanAttrs};
+use crate::ir::ops::control_flow::{unrunnable_branch, IfAttrs, LoopAttrs, ScanAttrs};
 use crate::ir::{DType, Graph, Op, ValueId};
 use crate::passes::inline_if::inline_region;
 use crate::{Error, Result};
@@ -72,8 +72,20 @@ fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
         let branch = cx.import_region(branch_g, &[], &outer, n.opset).map_err(|e| in_region(n, branch_g, e))?;
         return inline(cx, n, &branch, &caps);
     }
-    let then_branch = cx.import_region(then_g, &[], &outer, n.opset).map_err(|e| in_region(n, then_g, e))?;
-    let else_branch = cx.import_region(else_g, &[], &outer, n.opset).map_err(|e| in_region(n, else_g, e))?;
+    let then_r = cx.import_region(then_g, &[], &outer, n.opset).map_err(|e| in_region(n, then_g, e));
+    let else_r = cx.import_region(else_g, &[], &outer, n.opset).map_err(|e| in_region(n, else_g, e));
+    // Only the branch the condition takes has to fit the shapes the model is loaded with (onnxruntime looks
+    // at no other): a branch whose shapes do not work out is kept as an error raised if it is ever taken.
+    let stub = |g: &GraphProto, other: &Graph| unrunnable_branch(g.name.as_deref().unwrap_or(""), other);
+    let (then_branch, else_branch, unrunnable) = match (then_r, else_r) {
+        (Ok(t), Ok(e)) => (t, e, [None, None]),
+        (Err(te), Ok(e)) if runs_only_if_taken(&te) => (stub(then_g, &e), e, [Some(reason(n, te)), None]),
+        (Ok(t), Err(ee)) if runs_only_if_taken(&ee) => {
+            let e = stub(else_g, &t);
+            (t, e, [None, Some(reason(n, ee))])
+        }
+        (Err(e), _) | (_, Err(e)) => return Err(e),
+    };
     for (k, (t, e)) in then_branch.outputs.iter().zip(&else_branch.outputs).enumerate() {
         let (dt, de) = (then_branch.value(*t).dtype, else_branch.value(*e).dtype);
         if dt != de {
@@ -82,7 +94,7 @@ fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     }
     let mut inputs = vec![Some(cond)];
     inputs.extend(caps);
-    let op = Op::If(IfAttrs { then_branch: Box::new(then_branch), else_branch: Box::new(else_branch) });
+    let op = Op::If(IfAttrs { then_branch: Box::new(then_branch), else_branch: Box::new(else_branch), unrunnable });
     cx.emit(n.name.clone(), op, inputs, n.outputs.clone())
 }
 
@@ -94,6 +106,21 @@ fn inline(cx: &mut Cx, n: &NodeIn, region: &Graph, caps: &[Option<ValueId>]) -> 
         cx.emit(node.name, node.op, node.inputs, node.outputs)?;
     }
     Ok(())
+}
+
+/// Whether a branch that failed to import with error `e` may still be loaded as "an error if taken": its shapes
+/// or values do not work out with the types given (shape inference, constant folding). An unsupported op, a
+/// nesting limit or a resource limit is an error of the model whichever branch runs.
+fn runs_only_if_taken(e: &Error) -> bool {
+    matches!(e, Error::InvalidModel(m) if !m.starts_with("control flow is nested"))
+}
+
+/// The message of an import error inside a region of `n` (without the error kind's prefix and `n`'s name).
+fn reason(n: &NodeIn, e: Error) -> String {
+    match e {
+        Error::InvalidModel(m) => m.strip_prefix(&format!("{}, ", n.desc)).map(str::to_string).unwrap_or(m),
+        other => other.to_string(),
+    }
 }
 
 /// An import error inside a region, with the node it belongs to.

@@ -169,11 +169,11 @@ fn if_else(imp: &mut Importer, o: &OpIn) -> Result<Vec<ValueId>> {
         set_outputs(&mut r, &outs)?;
         branches.push(r);
     }
-    let else_branch = Box::new(branches.pop().expect("two branches"));
-    let then_branch = Box::new(branches.pop().expect("two branches"));
+    let else_branch = branches.pop().expect("two branches");
+    let then_branch = branches.pop().expect("two branches");
     let mut inputs = vec![Some(cond)];
     inputs.extend(args.iter().map(|&v| Some(v)));
-    imp.node_n(Op::If(IfAttrs { then_branch, else_branch }), inputs, base, o.outs.len())
+    imp.node_n(Op::If(IfAttrs::new(then_branch, else_branch)), inputs, base, o.outs.len())
 }
 
 /// The one bool a condition subgraph gives.

@@ -38,7 +38,8 @@ const FAMILIES: [&[(i32, ImportFn)]; 8] =
     [nn::OPS, math::OPS, array::OPS, quant::OPS, shape::OPS, index::OPS, space_batch::OPS, recurrent::OPS];
 
 /// The tables of the ops with several outputs.
-const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 3] = [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS, control_flow::MULTI_OUTPUT_OPS];
+const MULTI_OUTPUT: [&[(i32, ImportManyFn)]; 4] =
+    [shape::MULTI_OUTPUT_OPS, index::MULTI_OUTPUT_OPS, control_flow::MULTI_OUTPUT_OPS, recurrent::MULTI_OUTPUT_OPS];
 
 /// One operator as the import functions see it.
 struct OpIn<'a> {

@@ -1,5 +1,8 @@
 //! Recurrent layers: UNIDIRECTIONAL_SEQUENCE_LSTM (what TensorFlow's converter fuses a Keras 2 `LSTM` into; a
-//! `Bidirectional` one becomes two of them around REVERSE_V2) → one forward [`Op::Rnn`] LSTM.
+//! `Bidirectional` one becomes two of them around REVERSE_V2) → one forward [`Op::Rnn`] LSTM;
+//! BIDIRECTIONAL_SEQUENCE_LSTM → one bidirectional LSTM (its outputs merged on the last axis or split per
+//! direction); UNIDIRECTIONAL_SEQUENCE_RNN → one forward simple RNN. LiteRT has builtin kernels for the last two,
+//! which TF's converter does not emit for Keras layers.
 //!
 //! TFLite's 24 inputs: x; input weights i, f, c, o; recurrent weights i, f, c, o; peepholes i, f, o; biases
 //! i, f, c, o; projection weights and bias; output state; cell state; four layer-norm coefficient vectors. The
@@ -11,7 +14,7 @@
 //! normalization, diagonal recurrent weights, quantized weights. TFLite's `cell_clip` (10 in converted Keras
 //! models) clamps the cell state after each update: [`RnnAttrs::cell_clip`].
 
-use super::{ImportFn, OpIn};
+use super::{ImportFn, ImportManyFn, OpIn};
 use crate::format::tflite::schema::{self, activation, builtin_operator as bo};
 use crate::import::tflite::importer::Importer;
 use crate::ir::ops::recurrent::{RnnActivation, RnnAttrs, RnnCell, RnnDirection};
@@ -19,7 +22,13 @@ use crate::ir::{DType, Op, QuantParams, Tensor, ValueId};
 use crate::Result;
 
 /// The ops of this family.
-pub(super) const OPS: &[(i32, ImportFn)] = &[(bo::UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm)];
+pub(super) const OPS: &[(i32, ImportFn)] = &[
+    (bo::UNIDIRECTIONAL_SEQUENCE_LSTM, unidirectional_sequence_lstm),
+    (bo::UNIDIRECTIONAL_SEQUENCE_RNN, unidirectional_sequence_rnn),
+];
+
+/// The ops of this family with several outputs.
+pub(super) const MULTI_OUTPUT_OPS: &[(i32, ImportManyFn)] = &[(bo::BIDIRECTIONAL_SEQUENCE_LSTM, bidirectional_sequence_lstm)];
 
 /// The f32 data of constant input `k` of `o` with `len` elements.
 fn weights(imp: &mut Importer, o: &OpIn, k: usize, what: &str, len: usize) -> Result<Vec<f32>> {
@@ -237,4 +246,197 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
     let y = imp.node(Op::Rnn(attrs), ins, format!("{base}/lstm"))?;
     let out: Vec<i64> = if time_major { vec![seq as i64, batch as i64, hid as i64] } else { vec![batch as i64, seq as i64, hid as i64] };
     imp.op_with_i64(Op::Reshape { allowzero: false }, y, format!("{base}/shape"), out, base.clone())
+}
+
+/// The initial state of variable tensor input `k` (`[batch, hidden]` data): zeros when it holds no data (as on a
+/// fresh LiteRT interpreter), else its constant data.
+fn initial_state(imp: &mut Importer, o: &OpIn, k: usize, what: &str, len: usize) -> Result<Vec<f32>> {
+    let t = imp.req(o, k)?;
+    let tensor = imp.tensor(t)?;
+    let empty = schema::buffer_data(&imp.model, imp.file, tensor.buffer()).map(|d| d.is_empty()).unwrap_or(false);
+    if empty && tensor.is_variable() {
+        Ok(vec![0f32; len])
+    } else {
+        weights(imp, o, k, what, len)
+    }
+}
+
+/// The cell activation of a fused activation code (tanh, relu or none: what the recurrent kernels apply).
+fn cell_activation(imp: &Importer, code: i8) -> Result<RnnActivation> {
+    match code {
+        activation::TANH => Ok(RnnActivation::Tanh),
+        activation::RELU => Ok(RnnActivation::Relu),
+        activation::NONE => Ok(RnnActivation::Affine { alpha: 1.0, beta: 0.0 }),
+        other => Err(imp.unsupported(format!("recurrent cell activation {}", activation::name(other)))),
+    }
+}
+
+/// UNIDIRECTIONAL_SEQUENCE_RNN (an Elman RNN: `h = act(W x + R h + b)`): inputs x, weights [H, input], recurrent
+/// weights [H, H], bias [H], hidden state (variable) [batch, H] → one forward ONNX-semantics RNN.
+fn unidirectional_sequence_rnn(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
+    let base = &o.base;
+    let opt = opts!(imp, o, schema::SequenceRNNOptions);
+    let act = cell_activation(imp, opt.fused_activation_function())?;
+    let x = imp.value(imp.req(o, 0)?)?;
+    if imp.dtype(x) != DType::F32 {
+        return Err(imp.unsupported(format!("a {} RNN (float RNNs only)", imp.dtype(x))));
+    }
+    let xs = imp.shape(x);
+    if xs.len() != 3 {
+        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
+    }
+    let time_major = opt.time_major();
+    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let rw = imp.declared(imp.req(o, 2)?)?.1;
+    if rw.len() != 2 || rw[0] != rw[1] {
+        return Err(imp.invalid(format!("recurrent weights must be [units, units], got {rw:?}")));
+    }
+    let hid = rw[0];
+    let w = weights(imp, o, 1, "input weights", hid * input)?;
+    let r = weights(imp, o, 2, "recurrent weights", hid * hid)?;
+    let mut b = weights(imp, o, 3, "bias", hid)?;
+    b.resize(2 * hid, 0.0);
+    let h0 = initial_state(imp, o, 4, "hidden state", batch * hid)?;
+    let constant = |imp: &mut Importer, name: &str, shape: Vec<usize>, data: Vec<f32>| imp.g.add_constant(format!("{base}/{name}"), Tensor::from_f32(shape, data));
+    let wv = constant(imp, "W", vec![1, hid, input], w);
+    let rv = constant(imp, "R", vec![1, hid, hid], r);
+    let bv = constant(imp, "B", vec![1, 2 * hid], b);
+    let hv = constant(imp, "initial_h", if time_major { vec![1, batch, hid] } else { vec![batch, 1, hid] }, h0);
+    let attrs = RnnAttrs {
+        cell: RnnCell::Simple,
+        direction: RnnDirection::Forward,
+        hidden_size: hid,
+        activations: vec![act],
+        clip: None,
+        batch_major: !time_major,
+        linear_before_reset: false,
+        input_forget: false,
+        cell_clip: None,
+    };
+    let y = imp.node(Op::Rnn(attrs), vec![Some(x), Some(wv), Some(rv), Some(bv), None, Some(hv)], format!("{base}/rnn"))?;
+    let out: Vec<i64> = if time_major { vec![seq as i64, batch as i64, hid as i64] } else { vec![batch as i64, seq as i64, hid as i64] };
+    imp.op_with_i64(Op::Reshape { allowzero: false }, y, format!("{base}/shape"), out, base.clone())
+}
+
+/// BIDIRECTIONAL_SEQUENCE_LSTM → one bidirectional ONNX-semantics LSTM. Inputs (48): x; forward input weights
+/// i, f, c, o (1-4), recurrent weights (5-8), peepholes i, f, o (9-11), biases (12-15), projection (16, 17); the
+/// same for backward (18-34); forward output and cell state (35, 36), backward (37, 38); an auxiliary input and
+/// its weights (39-47). Outputs: with `merge_outputs`, one `[.., 2H]` sequence (forward then backward on the last
+/// axis); else the forward and the backward sequences. Refused by name: CIFG, projection, auxiliary inputs,
+/// quantized weights.
+fn bidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<Vec<ValueId>> {
+    let base = o.base.clone();
+    let opt = opts!(imp, o, schema::BidirectionalSequenceLSTMOptions);
+    for (k, what) in [(1, "forward input gate (CIFG)"), (5, "forward input gate (CIFG)"), (18, "backward input gate (CIFG)"), (22, "backward input gate (CIFG)")] {
+        if o.input(k).is_none() {
+            return Err(imp.unsupported(format!("an LSTM without {what}: TFLite couples i = 1 - f, which ONNX's input_forget does not express")));
+        }
+    }
+    for (k, what) in [(16, "projection weights"), (17, "projection bias"), (33, "projection weights"), (34, "projection bias"), (39, "an auxiliary input")] {
+        if o.input(k).is_some() {
+            return Err(imp.unsupported(format!("an LSTM with {what} (input {k})")));
+        }
+    }
+    let c = opt.cell_clip();
+    let cell_clip = if c > 0.0 && c.is_finite() {
+        Some(c)
+    } else if c == 0.0 {
+        None
+    } else {
+        return Err(imp.invalid(format!("cell_clip {c}")));
+    };
+    let act = cell_activation(imp, opt.fused_activation_function())?;
+    let x = imp.value(imp.req(o, 0)?)?;
+    if imp.dtype(x) != DType::F32 {
+        return Err(imp.unsupported(format!("a {} bidirectional LSTM (float only)", imp.dtype(x))));
+    }
+    let xs = imp.shape(x);
+    if xs.len() != 3 {
+        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
+    }
+    let time_major = opt.time_major();
+    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let rw = imp.declared(imp.req(o, 5)?)?.1;
+    if rw.len() != 2 || rw[0] != rw[1] {
+        return Err(imp.unsupported(format!("recurrent weights {rw:?} (not [cells, cells]: a projection)")));
+    }
+    let hid = rw[0];
+    // per direction, the first input of each group: input weights, recurrent weights, peepholes, biases
+    let groups = [(1, 5, 9, 12), (18, 22, 26, 29)];
+    let order = [0, 3, 1, 2]; // TFLite i, f, c, o → ONNX i, o, f, c
+    let (mut w, mut r, mut b) = (Vec::new(), Vec::new(), vec![0f32; 2 * 8 * hid]);
+    let mut p: Vec<f32> = Vec::new();
+    let mut peepholes = Vec::new();
+    for (d, &(wi, ri, pi, bi)) in groups.iter().enumerate() {
+        for (slot, &g) in order.iter().enumerate() {
+            w.extend(weights(imp, o, wi + g, "input weights", hid * input)?);
+            r.extend(weights(imp, o, ri + g, "recurrent weights", hid * hid)?);
+            let at = d * 8 * hid + slot * hid;
+            b[at..at + hid].copy_from_slice(&weights(imp, o, bi + g, "gate bias", hid)?);
+        }
+        let n = (pi..pi + 3).filter(|&k| o.input(k).is_some()).count();
+        peepholes.push(n);
+        if n == 3 {
+            for k in [pi, pi + 2, pi + 1] {
+                p.extend(weights(imp, o, k, "peephole weights", hid)?);
+            }
+        } else if n != 0 {
+            return Err(imp.invalid(format!("has {n} of the 3 peephole weight vectors of a direction")));
+        }
+    }
+    let p = match peepholes[..] {
+        [0, 0] => None,
+        [3, 3] => Some(p),
+        _ => return Err(imp.unsupported("peepholes in one direction only")),
+    };
+    let state_shape = if time_major { vec![2, batch, hid] } else { vec![batch, 2, hid] };
+    let mut h0 = Vec::new();
+    let mut c0 = Vec::new();
+    for (hk, ck) in [(35, 36), (37, 38)] {
+        h0.push(initial_state(imp, o, hk, "output state", batch * hid)?);
+        c0.push(initial_state(imp, o, ck, "cell state", batch * hid)?);
+    }
+    // [2, batch, H] (time-major) or [batch, 2, H]
+    let stack = |s: &[Vec<f32>]| -> Vec<f32> {
+        if time_major {
+            s.concat()
+        } else {
+            (0..batch).flat_map(|bt| (0..2).flat_map(move |d| s[d][bt * hid..(bt + 1) * hid].to_vec())).collect()
+        }
+    };
+    let (h0, c0) = (stack(&h0), stack(&c0));
+    let constant = |imp: &mut Importer, name: &str, shape: Vec<usize>, data: Vec<f32>| imp.g.add_constant(format!("{base}/{name}"), Tensor::from_f32(shape, data));
+    let wv = constant(imp, "W", vec![2, 4 * hid, input], w);
+    let rv = constant(imp, "R", vec![2, 4 * hid, hid], r);
+    let bv = constant(imp, "B", vec![2, 8 * hid], b);
+    let pv = p.map(|p| constant(imp, "P", vec![2, 3 * hid], p));
+    let hv = constant(imp, "initial_h", state_shape.clone(), h0);
+    let cv = constant(imp, "initial_c", state_shape, c0);
+    let attrs = RnnAttrs {
+        cell: RnnCell::Lstm,
+        direction: RnnDirection::Bidirectional,
+        hidden_size: hid,
+        activations: vec![RnnActivation::Sigmoid, act, act, RnnActivation::Sigmoid, act, act],
+        clip: None,
+        batch_major: !time_major,
+        linear_before_reset: false,
+        input_forget: false,
+        cell_clip,
+    };
+    let ins = vec![Some(x), Some(wv), Some(rv), Some(bv), None, Some(hv), Some(cv), pv];
+    let y = imp.node(Op::Rnn(attrs), ins, format!("{base}/lstm"))?;
+    // Y: [seq, 2, batch, H] (time-major) or [batch, seq, 2, H]; TFLite's outputs have the direction next to H
+    let y = if time_major { imp.transpose(y, &[0, 2, 1, 3], format!("{base}/dirs_last"))? } else { y };
+    let (a, bsz) = if time_major { (seq, batch) } else { (batch, seq) };
+    if opt.merge_outputs() {
+        let out = vec![a as i64, bsz as i64, 2 * hid as i64];
+        return Ok(vec![imp.op_with_i64(Op::Reshape { allowzero: false }, y, format!("{base}/shape"), out, base.clone())?]);
+    }
+    let parts = imp.node_n(Op::Split { axis: 2, split: None, num_outputs: 2 }, vec![Some(y)], format!("{base}/directions"), 2)?;
+    let mut outs = Vec::new();
+    for (d, v) in parts.into_iter().enumerate() {
+        let out = vec![a as i64, bsz as i64, hid as i64];
+        outs.push(imp.op_with_i64(Op::Reshape { allowzero: false }, v, format!("{base}/shape{d}"), out, format!("{base}/out{d}"))?);
+    }
+    Ok(outs)
 }

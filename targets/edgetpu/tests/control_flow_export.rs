@@ -1,0 +1,152 @@
+//! Control flow in the float TFLite export: the IR's `If` becomes TFLite `IF` and `Loop` becomes `WHILE`, their
+//! regions further subgraphs of the file. Models from `scripts/make_control_flow_models.py` (onnx.helper): a
+//! nested If with captures two scopes up, a while loop, a loop with a constant trip count, and a Loop whose trip
+//! count is an input with an If in its body, a Loop whose carried values trade places (a WHILE body output that is
+//! another slot's input: LiteRT copies outputs to inputs one by one) then an If with a constant branch; and torch.onnx's export of a TorchScript loop and if
+//! (`cli/tests/data/torchscript_loop_if.onnx`). Each is exported and run by LiteRT's builtin kernels (reference
+//! and optimized resolvers) against onnxruntime on several random inputs (so conditions go both ways); the
+//! exported file read back by our own TFLite importer runs equal to onnxruntime too; the Edge TPU rules report
+//! IF/WHILE as control flow that runs on the CPU; Scan and a Loop with scan outputs are refused by name. In int8
+//! the control flow stays float between DEQUANTIZE and QUANTIZE, and our int8 runtime equals LiteRT exactly.
+//! Needs `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
+
+mod int8_support;
+
+use std::path::{Path, PathBuf};
+
+use tpu_sdk_core::import::onnx::{load, ImportOptions};
+use tpu_sdk_core::ir::{Graph, Tensor};
+use tpu_sdk_core::runtime::Session;
+use tpu_sdk_edgetpu::export::{export, ExportOptions};
+use tpu_sdk_edgetpu::report::Placement;
+use tpu_sdk_edgetpu::rules::{analyze_bytes, RulesOptions};
+use tpu_sdk_test_support::{fresh_dir, litert, onnxruntime, oracle, random_inputs, relative_to_mean};
+
+/// The models, written into a folder of the test's own (`name`).
+fn models(py: &Path, name: &str) -> PathBuf {
+    let dir = fresh_dir(name);
+    oracle::run_script(py, "scripts/make_control_flow_models.py", &[&dir]);
+    dir
+}
+
+fn loaded(path: &Path) -> Graph {
+    let mut g = load(path, &ImportOptions::default()).unwrap();
+    tpu_sdk_core::passes::optimize(&mut g).unwrap();
+    g
+}
+
+/// The TFLite op names of subgraph `sg` of a model, in order, and the number of subgraphs.
+fn ops_of(bytes: &[u8], sg: usize) -> (Vec<String>, usize) {
+    use tpu_sdk_core::format::tflite::schema;
+    let m = schema::parse_model(bytes).unwrap();
+    let sgs = m.subgraphs().unwrap();
+    let codes = m.operator_codes().unwrap();
+    (sgs.get(sg).operators().unwrap().iter().map(|o| codes.get(o.opcode_index() as usize).name()).collect(), sgs.len())
+}
+
+fn compare(what: &str, ours: &[Tensor], theirs: &[Tensor]) -> f64 {
+    assert_eq!(ours.len(), theirs.len(), "{what}: outputs");
+    let mut worst = 0.0f64;
+    for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        assert_eq!(a.shape, b.shape, "{what}: output {k}");
+        worst = worst.max(relative_to_mean(what, k, a, b, "onnxruntime", 1e-4).unwrap_or_else(|e| panic!("{e}")));
+    }
+    worst
+}
+
+#[test]
+fn if_and_loop_export_as_if_and_while_that_litert_runs_like_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_litert");
+    // (model, the op the main subgraph must hold, subgraphs in the file)
+    // (and torch.onnx's export of a TorchScript `for` over a run-time count followed by a data-dependent `if`)
+    let torch = tpu_sdk_test_support::repo().join("cli/tests/data/torchscript_loop_if.onnx");
+    for (name, op, subgraphs) in
+        [("if_nested", "IF", 5), ("loop_while", "WHILE", 3), ("loop_plain", "WHILE", 3), ("loop_if", "WHILE", 5), ("loop_swap", "WHILE", 5), ("torchscript_loop_if", "WHILE", 5)]
+    {
+        let path = if name.starts_with("torchscript") { torch.clone() } else { dir.join(format!("{name}.onnx")) };
+        let g = loaded(&path);
+        let ex = export(&g, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: export refused: {e}"));
+        let (ops, n_sg) = ops_of(&ex.bytes, 0);
+        assert!(ops.iter().any(|o| o == op) && n_sg == subgraphs, "{name}: main ops {ops:?}, {n_sg} subgraphs");
+        // the file read back by our TFLite importer
+        let back = tpu_sdk_core::import::tflite::load_bytes(&ex.bytes, &Default::default()).unwrap_or_else(|e| panic!("{name}: import of the export: {e}"));
+        let mut back = Session::new(back).unwrap();
+        let mut worst = [0.0f64; 3];
+        for seed in 1..=6 {
+            let inputs = random_inputs(&g, seed * 10);
+            let inputs: Vec<Tensor> = inputs
+                .into_iter()
+                .map(|t| match t.as_f32() {
+                    // a wider spread than [-1, 1): loop_if's If goes both ways and its loop stops early
+                    Some(v) => Tensor::from_f32(t.shape.clone(), v.iter().map(|x| x * 4.0).collect()),
+                    None => t,
+                })
+                .collect();
+            let named: Vec<(String, Tensor)> = g.inputs.iter().zip(&inputs).map(|(&i, t)| (g.value(i).name.clone(), t.clone())).collect();
+            let ort = onnxruntime::run_model(&py, &path, &named, &dir.join(format!("{name}_{seed}")));
+            let file_inputs: Vec<Tensor> = inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
+            for (k, resolver) in [litert::REFERENCE, litert::OPTIMIZED].into_iter().enumerate() {
+                let lite = litert::run_bytes(&py, &ex.bytes, resolver, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("{name}: LiteRT: {e}")).remove(0);
+                worst[k] = worst[k].max(compare(&format!("{name} seed {seed} LiteRT {resolver}"), &lite, &ort));
+            }
+            let ours = back.run(&file_inputs).unwrap_or_else(|e| panic!("{name}: run of the import: {e}"));
+            worst[2] = worst[2].max(compare(&format!("{name} seed {seed} re-imported"), &ours, &ort));
+        }
+        println!(
+            "{name:<12} {n_sg} subgraphs; worst relative error vs onnxruntime: LiteRT reference {:.1e}, optimized {:.1e}, re-imported {:.1e}",
+            worst[0], worst[1], worst[2]
+        );
+    }
+}
+
+#[test]
+fn the_rules_report_control_flow_as_cpu_ops() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_rules");
+    for (name, op) in [("if_nested", "IF"), ("loop_if", "WHILE")] {
+        let ex = export(&loaded(&dir.join(format!("{name}.onnx"))), &ExportOptions::default()).unwrap();
+        let r = analyze_bytes(&ex.bytes, &RulesOptions::default()).unwrap();
+        let m = r.ops.iter().find(|m| m.op == op).unwrap_or_else(|| panic!("{name}: no {op} in {:?}", r.ops));
+        assert!(m.placement == Placement::Cpu && m.reason.contains("control flow, which the Edge TPU does not run"), "{name}: {m:?}");
+    }
+}
+
+#[test]
+fn scan_and_scan_outputs_are_refused_by_name() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_refused");
+    for (name, want) in [("scan_axes", "op Scan (control flow) has no TFLite export"), ("loop_symbolic", "scan outputs; TFLite's WHILE keeps static shapes")] {
+        let opts = ImportOptions { dims: [("batch".to_string(), 3)].into(), ..Default::default() };
+        let mut g = load(&dir.join(format!("{name}.onnx")), &opts).unwrap();
+        tpu_sdk_core::passes::optimize(&mut g).unwrap();
+        let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
+        assert!(e.contains(want) && e.contains("TFLite export of node"), "{name}: {e}");
+    }
+}
+
+/// In int8 (the edgetpu target's quantization), `If` and `Loop` and the comparisons feeding them stay float: a
+/// DEQUANTIZE before their int8 inputs, a QUANTIZE after their outputs (with calibrated parameters), the regions
+/// float subgraphs. LiteRT runs the file; our int8 runtime equals it exactly, on the graph and on the file read back.
+#[test]
+fn int8_models_keep_control_flow_float_between_quantize_ops_equal_to_litert() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_int8");
+    for (name, op) in [("if_nested", "IF"), ("loop_plain", "WHILE"), ("loop_swap", "WHILE")] {
+        let g = loaded(&dir.join(format!("{name}.onnx")));
+        let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&g), 6, 77, -3.0, 3.0);
+        for float_io in [false, true] {
+            let q = int8_support::quantized(&g, -3.0, 3.0, float_io);
+            let ex = export(&q, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: int8 export refused: {e}"));
+            let (ops, _) = ops_of(&ex.bytes, 0);
+            assert!(ops.iter().any(|o| o == op) && ops.iter().any(|o| o == "DEQUANTIZE") && ops.iter().any(|o| o == "QUANTIZE"), "{name}: {ops:?}");
+            let label = format!("{name} int8 float_io={float_io}");
+            let ours = int8_support::ours_equal_litert(&label, &q, &ex, &eval);
+            let sqnr = int8_support::sqnr(&g, &q, &eval, &ours, 0);
+            // (a condition computed from int8 values near its threshold may take the other branch than the float
+            // graph does: a sanity bound, not an accuracy claim)
+            assert!(sqnr > 15.0, "{label}: SQNR {sqnr:.1} dB against the float graph");
+            println!("{label:<34} ops {ops:?}; SQNR {sqnr:.1} dB vs float; equal to LiteRT");
+        }
+    }
+}
