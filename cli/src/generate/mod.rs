@@ -525,17 +525,8 @@ impl Tokens<'_> {
         }
         let p = self.g.programs.get_mut(&key).expect("compiled above");
         if let Exe::Resident(exe) = &mut p.exe {
-            let mut inputs = Vec::with_capacity(p.roles.len());
-            for r in &p.roles {
-                inputs.push(match *r {
-                    Role::Ids => padded_ids(&new_ids, seq),
-                    Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
-                    Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
-                    Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
-                    Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
-                    Role::Past(_) => unreachable!("resident inputs are not given"),
-                });
-            }
+            let inputs: Vec<Tensor> =
+                p.roles.iter().map(|&r| step_feed(r, &new_ids, seq, past, len).expect("resident inputs are not given")).collect();
             let t0 = Instant::now();
             let outs = exe.run(&inputs)?;
             let el = t0.elapsed();
@@ -547,17 +538,14 @@ impl Tokens<'_> {
             cache.resize(past)?;
         }
         debug_assert_eq!(cache.len, len);
-        let mut inputs = Vec::with_capacity(p.roles.len());
-        for r in &p.roles {
-            inputs.push(match *r {
-                Role::Ids => padded_ids(&new_ids, seq),
-                // the filled cache positions and this step's real tokens (after the `past` cache positions)
-                Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
-                Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
+        let inputs: Vec<Tensor> = p
+            .roles
+            .iter()
+            .map(|&r| match r {
                 Role::Past(k) => std::mem::take(&mut cache.tensors[k]),
-                Role::CacheLen | Role::NewCount => unreachable!("host programs take the cache itself"),
-            });
-        }
+                r => step_feed(r, &new_ids, seq, past, len).expect("every other input is fed by step_feed"),
+            })
+            .collect();
         let t0 = Instant::now();
         let result = exe.run(&inputs);
         let el = t0.elapsed();
@@ -634,6 +622,21 @@ impl Iterator for Tokens<'_> {
         }
         Some(r)
     }
+}
+
+/// What feeds input `role` in a step of a cache-form model that runs `new_ids` (padded to `seq`) after `len`
+/// filled positions of a `past`-position cache; `None` for the cache itself.
+fn step_feed(role: Role, new_ids: &[i64], seq: usize, past: usize, len: usize) -> Option<Tensor> {
+    let n = new_ids.len();
+    Some(match role {
+        Role::Ids => padded_ids(new_ids, seq),
+        // the filled cache positions and this step's real tokens (after the `past` cache positions)
+        Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
+        Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
+        Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
+        Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
+        Role::Past(_) => return None,
+    })
 }
 
 fn check_ids(ids: &[i64], vocab: usize) -> Result<()> {
