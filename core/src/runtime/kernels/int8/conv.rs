@@ -18,7 +18,9 @@ use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
-use super::{activation_range, arg, as_i8, out0, Ctx, Int8Kernel, Qp, Q8};
+use super::packed_dot::PackedDot;
+use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
+use super::{activation_range, arg, as_i8, out0, parallel, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{Activation, ConvAttrs, DType, Tensor};
 use crate::ir::ops::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -137,6 +139,11 @@ struct Conv {
     rounding: Rounding,
     /// int8 DEPTHWISE_CONV_2D: whole blocks of 8 channels round the NEON way (see `run_into`).
     dw_neon_blocks: bool,
+    /// The weights of each group packed for [`gemm`] (the im2col path with symmetric weights; empty for
+    /// depthwise and for the legacy uint8 models with weight zero points, which run [`gemm_rows`] on `w`).
+    packed: Vec<PackedWeights>,
+    /// Each output channel's output stage for [`gemm`] (`bias`, multiplier, zero point, activation range).
+    rq: Vec<RowQuant>,
 }
 
 pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel>, String> {
@@ -175,13 +182,23 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel
     let rounding = if depthwise { Rounding::Double } else { Rounding::Neon };
     let dw_neon_blocks = depthwise && xv.dtype == DType::I8;
     let asym = wzp.iter().any(|&z| z != 0);
-    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m: multipliers(x, &ws, y), x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks }))
+    let m = multipliers(x, &ws, y);
+    let (packed, rq) = if depthwise || asym {
+        (Vec::new(), Vec::new())
+    } else {
+        let og = o / group;
+        let packed = (0..group).map(|gi| PackedWeights::new(&w[gi * og * kk..(gi + 1) * og * kk], og, kk)).collect();
+        (packed, (0..o).map(|r| RowQuant { bias: bias[r], m: m[r], zp: y.zp, lo: act.0, hi: act.1 }).collect())
+    };
+    // the packed weights replace the plain ones
+    let w = if packed.is_empty() { w } else { Vec::new() };
+    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m, x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks, packed, rq }))
 }
 
 impl Int8Kernel for Conv {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let Scratch { i8: col, i8b: xbuf, .. } = scratch;
+        let Scratch { i8: col, i8b: xbuf, u8: xp, .. } = scratch;
         let x = as_i8(xt, xbuf, "the input")?;
         let (n, c) = (xt.shape[0], xt.shape[1]);
         let g = &self.geom;
@@ -191,15 +208,15 @@ impl Int8Kernel for Conv {
         let shape = [n, self.bias.len(), g.oh, g.ow];
         let out = out0(outputs)?;
         match self.ydt {
-            DType::U8 => self.run_into(x, n, c, out.reset::<u8>(&shape), col),
-            _ => self.run_into(x, n, c, out.reset::<i8>(&shape), col),
+            DType::U8 => self.run_into(x, n, c, out.reset::<u8>(&shape), col, xp),
+            _ => self.run_into(x, n, c, out.reset::<i8>(&shape), col, xp),
         }
         Ok(())
     }
 }
 
 impl Conv {
-    fn run_into<T: Q8>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], col: &mut Vec<i8>) {
+    fn run_into<T: Q8>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], col: &mut Vec<i8>, xp: &mut Vec<u8>) {
         let g = &self.geom;
         let o = self.bias.len();
         let (p, plane) = (g.oh * g.ow, g.ih * g.iw);
@@ -218,6 +235,31 @@ impl Conv {
         let pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.oh == g.ih && g.ow == g.iw;
         if !pointwise {
             col.resize(p * kk, 0);
+        }
+        if !self.packed.is_empty() {
+            for b in 0..n {
+                for (gi, pw) in self.packed.iter().enumerate() {
+                    let xs = &x[(b * c + gi * cg) * plane..(b * c + (gi + 1) * cg) * plane];
+                    let cols: &[i8] = if pointwise {
+                        xs
+                    } else {
+                        im2col(xs, cg, g, self.x.zp as i8, col);
+                        &col[..p * kk]
+                    };
+                    pack_cols(pw, cols, p, xp);
+                    let xp = &xp[..];
+                    let ob = bytes_mut(&mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p]);
+                    let rq = &self.rq[gi * og..(gi + 1) * og];
+                    if parallel(og * kk * p) {
+                        // whole blocks of rows, about two tasks per thread
+                        let per = og.div_ceil(RB).div_ceil(2 * rayon::current_num_threads()).max(1) * RB;
+                        ob.par_chunks_mut(per * p).enumerate().for_each(|(i, ch)| gemm(pw, i * per, xp, p, Out::Quant(ch, rq)));
+                    } else {
+                        gemm(pw, 0, xp, p, Out::Quant(ob, rq));
+                    }
+                }
+            }
+            return;
         }
         let mut colsum = vec![0i32; if self.asym { p } else { 0 }];
         for b in 0..n {
@@ -262,6 +304,13 @@ impl Conv {
     }
 }
 
+/// 8-bit output data as bytes.
+fn bytes_mut<T: Q8>(s: &mut [T]) -> &mut [u8] {
+    assert_eq!(std::mem::size_of::<T>(), 1);
+    // SAFETY: T is i8 or u8 (one byte, any bit pattern valid); the slice is borrowed for the result's life
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut u8, s.len()) }
+}
+
 /// `clamp(zp + scale(acc[j] + bias), lo, hi)` over a row, with [`mul_neon_rshl`] (`neon`) or
 /// [`mul_double_round`]: the same arithmetic written without branches so that LLVM vectorises it (64-bit
 /// lanes for the high multiply), compiled a second time for AVX2 on x86-64 and picked at run time. Exact for
@@ -269,6 +318,9 @@ impl Conv {
 /// `i32::MIN`, cannot occur).
 #[inline]
 fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+    if super::requantize::available() {
+        return super::requantize::row(acc, bias, m, neon, zp, range, bytes_mut(out));
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked above)
@@ -341,6 +393,15 @@ impl DwPlan {
                 continue;
             }
             let src = &xp[iy as usize * g.iw..][..g.iw];
+            if g.sw == 1 {
+                // one phase: left padding, the row, right padding
+                let l = g.pl.min(self.pw);
+                let v = g.iw.min(self.pw - l);
+                row[..l].fill(0);
+                row[l..l + v].iter_mut().zip(&src[..v]).for_each(|(d, &s)| *d = (s as i32 - zp) as i16);
+                row[l + v..].fill(0);
+                continue;
+            }
             for (r, &off) in self.phase_off.iter().enumerate() {
                 for (j, pc) in (r..self.pw).step_by(g.sw).enumerate() {
                     let ix = pc as isize - g.pl as isize;
@@ -378,9 +439,21 @@ unsafe fn dw_row_avx2(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usiz
     dw_row_generic(acc, pad, rows, taps, w, bias)
 }
 
-/// [`dw_row_generic`], compiled for AVX2 as well on x86-64 and picked at run time (the same integer sums).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+unsafe fn dw_row_avx512(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+    dw_row_generic(acc, pad, rows, taps, w, bias)
+}
+
+/// [`dw_row_generic`], compiled for AVX-512 and AVX2 as well on x86-64 and picked at run time (the same
+/// integer sums).
 #[inline]
 fn dw_row(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+    #[cfg(target_arch = "x86_64")]
+    if std::is_x86_feature_detected!("avx512bw") {
+        // SAFETY: the CPU supports AVX-512 F/BW (checked above)
+        return unsafe { dw_row_avx512(acc, pad, rows, taps, w, bias) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked above)
@@ -400,24 +473,29 @@ impl Conv {
         let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
         let plan = DwPlan::new(g);
         let zp = self.x.zp;
-        out[..n * o * p].par_chunks_mut(mult * p).enumerate().for_each_init(
-            || (vec![0i16; plan.ph * plan.pw], vec![0i32; g.ow], vec![0usize; g.kh]),
-            |(pad, acc, rows), (i, planes)| {
-                let ch = i % c;
-                plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
-                for (m, oplane) in planes.chunks_mut(p).enumerate() {
-                    let oc = ch * mult + m;
-                    let w = &self.w16[oc * kk..(oc + 1) * kk];
-                    for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
-                        for (ky, r) in rows.iter_mut().enumerate() {
-                            *r = (oy * g.sh + ky * g.dh) * plan.pw;
-                        }
-                        dw_row(acc, pad, rows, &plan.tap_off, w, self.bias[oc]);
-                        fin(acc, oc, orow);
+        let init = || (vec![0i16; plan.ph * plan.pw], vec![0i32; g.ow], vec![0usize; g.kh]);
+        let per_channel = |(pad, acc, rows): &mut (Vec<i16>, Vec<i32>, Vec<usize>), (i, planes): (usize, &mut [T])| {
+            let ch = i % c;
+            plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
+            for (m, oplane) in planes.chunks_mut(p).enumerate() {
+                let oc = ch * mult + m;
+                let w = &self.w16[oc * kk..(oc + 1) * kk];
+                for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
+                    for (ky, r) in rows.iter_mut().enumerate() {
+                        *r = (oy * g.sh + ky * g.dh) * plan.pw;
                     }
+                    dw_row(acc, pad, rows, &plan.tap_off, w, self.bias[oc]);
+                    fin(acc, oc, orow);
                 }
-            },
-        );
+            }
+        };
+        let out = &mut out[..n * o * p];
+        if parallel(n * o * p * kk) {
+            out.par_chunks_mut(mult * p).enumerate().for_each_init(init, per_channel);
+        } else {
+            let mut bufs = init();
+            out.chunks_mut(mult * p).enumerate().for_each(|ip| per_channel(&mut bufs, ip));
+        }
     }
 }
 
@@ -438,6 +516,8 @@ struct Fc {
     act: (i32, i32),
     k: usize,
     rounding: Rounding,
+    /// The weights packed for the VNNI dot products, where the CPU has them.
+    dot: Option<PackedDot>,
 }
 
 /// Gemm's attributes (MatMul: no transposes, no activation, alpha = beta = 1).
@@ -483,7 +563,8 @@ pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn Int8Kernel>, S
     let per_tensor = cx.input(1)?.quant.as_ref().is_some_and(|q| q.scale.len() == 1);
     let m = if per_tensor { vec![quantize_multiplier((x.scale * ws[0]) as f64 / y.scale as f64); nn] } else { multipliers(x, &ws, y) };
     let asym = wzp.iter().any(|&z| z != 0);
-    Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon }))
+    let dot = PackedDot::new(&w, nn, k);
+    Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon, dot }))
 }
 
 impl Int8Kernel for Fc {
@@ -493,8 +574,10 @@ impl Int8Kernel for Fc {
         let mut shape = xt.shape.clone();
         *shape.last_mut().expect("rank >= 1") = self.bias.len();
         let out = out0(outputs)?;
-        match self.ydt {
-            DType::U8 => self.run_into(x, out.reset::<u8>(&shape)),
+        match (self.ydt, &self.dot) {
+            (DType::U8, Some(d)) => self.run_packed(d, x, out.reset::<u8>(&shape), &mut scratch.u8),
+            (_, Some(d)) => self.run_packed(d, x, out.reset::<i8>(&shape), &mut scratch.u8),
+            (DType::U8, None) => self.run_into(x, out.reset::<u8>(&shape)),
             _ => self.run_into(x, out.reset::<i8>(&shape)),
         }
         Ok(())
@@ -502,6 +585,28 @@ impl Int8Kernel for Fc {
 }
 
 impl Fc {
+    /// The rows through the VNNI dot products.
+    fn run_packed<T: Q8>(&self, d: &PackedDot, x: &[i8], out: &mut [T], buf: &mut Vec<u8>) {
+        let (k, nn) = (self.k, self.bias.len());
+        let (lo, hi) = self.act;
+        let run_row = |r: usize, orow: &mut [T], buf: &mut Vec<u8>, acc: &mut Vec<i32>| {
+            let xr = &x[r * k..(r + 1) * k];
+            acc.resize(nn, 0);
+            d.dots(xr, buf, acc);
+            let xsum: i32 = if self.asym { xr.iter().map(|&v| v as i32).sum() } else { 0 };
+            for (j, (o, &a)) in orow.iter_mut().zip(acc.iter()).enumerate() {
+                *o = T::from_i32((scale(a - self.wzp[j] * xsum + self.bias[j], self.m[j], self.rounding) + self.y.zp).clamp(lo, hi));
+            }
+        };
+        let rows = x.len() / k.max(1);
+        if rows > 1 && parallel(rows * nn * k) {
+            out.par_chunks_mut(nn).enumerate().for_each_init(|| (Vec::new(), Vec::new()), |(b, a), (r, o)| run_row(r, o, b, a));
+        } else {
+            let mut acc = Vec::new();
+            out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o, buf, &mut acc));
+        }
+    }
+
     fn run_into<T: Q8>(&self, x: &[i8], out: &mut [T]) {
         let k = self.k;
         let nn = self.bias.len();
@@ -606,6 +711,8 @@ mod tests {
                 depthwise: true,
                 rounding: Rounding::Double,
                 dw_neon_blocks: false,
+                packed: Vec::new(),
+                rq: Vec::new(),
             };
             let mut got = vec![0i32; n * o * oh * ow];
             conv.depthwise_into(&x, n, c, &mut got, |a, _, o| o.copy_from_slice(a));

@@ -50,6 +50,9 @@ mod batch_matmul;
 mod binary;
 mod conv;
 mod gemm;
+mod packed_dot;
+mod packed_gemm;
+mod requantize;
 mod pool;
 mod recurrent;
 mod reduce;
@@ -182,6 +185,15 @@ fn reduced_axes(cx: &Ctx, attr: Option<&[usize]>, noop: bool) -> Result<Vec<usiz
     let listed = listed.filter(|l| !l.is_empty());
     let mask = reduce_mask(listed.as_deref(), rank, noop)?;
     Ok((0..rank).filter(|&d| mask[d]).collect())
+}
+
+/// Whether a kernel should split `work` (multiply-adds or elements touched) across rayon's threads: only
+/// with more than one thread (a one-thread pool still hands every parallel call from the caller's thread to
+/// its worker and back, which costs more than small kernels) and enough work per call.
+pub(crate) fn parallel(work: usize) -> bool {
+    /// Least work worth a fork-join (about 20 µs of one core).
+    const PAR_MIN: usize = 1 << 17;
+    work >= PAR_MIN && rayon::current_num_threads() > 1
 }
 
 /// [min, max] of an 8-bit dtype.
