@@ -110,6 +110,17 @@ impl Int8Kernel for Binary {
                 // optimized_integer_ops::AddElementwiseInt8: the NEON loop covers whole blocks of 16, the tail
                 // runs the reference arithmetic
                 let vec_end = a.count() / 16 * 16;
+                if let (Bytes::I8(a), Bytes::I8(b)) = (&a, &b) {
+                    // the same on slices, without the per-element dispatch of `Bytes::get`
+                    let o = out.reset::<i8>(&shape);
+                    for ((o, a), b) in o[..vec_end].iter_mut().zip(&a[..vec_end]).zip(&b[..vec_end]) {
+                        *o = self.add_neon_elementwise(*a as i32, *b as i32, *m1, *m2, *mo) as i8;
+                    }
+                    for ((o, a), b) in o[vec_end..].iter_mut().zip(&a[vec_end..]).zip(&b[vec_end..]) {
+                        *o = self.f(*a as i32, *b as i32) as i8;
+                    }
+                    return Ok(());
+                }
                 write_out(out, self.dtype, &shape, |i| if i < vec_end { self.add_neon_elementwise(a.get(i), b.get(i), *m1, *m2, *mo) } else { self.f(a.get(i), b.get(i)) });
                 return Ok(());
             }

@@ -10,9 +10,10 @@
 //! blocks of 8 the same NEON way, the rest with TFLite's `MultiplyByQuantizedMultiplier` (half away from
 //! zero). Both established against LiteRT on random inputs (`tests/tflite_int8.rs`).
 //!
-//! The depthwise loop is vectorised over output columns ([`Conv::depthwise_into`]): i16 inputs minus the
-//! zero point, i32 row accumulators, plain Rust that LLVM vectorises, compiled a second time for AVX2 on
-//! x86-64 and picked at run time.
+//! The depthwise loop is vectorised over whole output planes ([`Conv::depthwise_into`]): i16 inputs minus the
+//! zero point, a flat i32 accumulator per output plane, plain Rust that LLVM vectorises, compiled again for
+//! AVX-512 and AVX2 on x86-64 and picked at run time. CONV_2D and FULLY_CONNECTED run the packed VNNI
+//! kernels ([`super::packed_gemm`], [`super::packed_dot`]) where the CPU has them.
 
 use rayon::prelude::*;
 
@@ -356,37 +357,59 @@ fn requantize_row_generic<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bo
     }
 }
 
-/// Depthwise geometry over a zero-padded input plane whose rows are split by column phase (see
-/// [`Conv::depthwise_into`]).
+/// Depthwise geometry over a zero-padded input plane split by phase modulo the strides (see
+/// [`Conv::depthwise_into`]), so that every tap of every output pixel is one constant offset away in a flat
+/// array: output pixel `(oy, ox)` sits at `oy·pw + ox` of a plane `pw` wide (columns from `ow` on are
+/// computed and dropped), and its tap `t` reads the padded plane at that index plus `offs[t]`.
 struct DwPlan {
     /// Padded plane height and width (the rows and columns the output reads).
     ph: usize,
     pw: usize,
     /// Start of column phase `r` (columns `r, r + sw, ...`) within a padded row.
     phase_off: Vec<usize>,
-    /// Start of tap `kx`'s contiguous run of `ow` values within a padded row.
-    tap_off: Vec<usize>,
+    /// First (phase-split) row of row phase `r` (padded rows `r, r + sh, ...`).
+    row_start: Vec<usize>,
+    /// Per tap `ky·kw + kx`: its offset in the flat padded plane.
+    offs: Vec<usize>,
+    /// Length of the flat output (`oh · pw`).
+    len: usize,
+    /// Length of the padded plane with the slack that the dropped columns of the last row read.
+    pad_len: usize,
 }
 
 impl DwPlan {
     fn new(g: &Geom2) -> DwPlan {
         let ph = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
         let pw = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-        let mut phase_off = Vec::with_capacity(g.sw);
-        let mut off = 0;
-        for r in 0..g.sw {
-            phase_off.push(off);
-            off += if r < pw { (pw - r).div_ceil(g.sw) } else { 0 };
+        let split = |n: usize, s: usize| {
+            let mut starts = Vec::with_capacity(s);
+            let mut off = 0;
+            for r in 0..s {
+                starts.push(off);
+                off += if r < n { (n - r).div_ceil(s) } else { 0 };
+            }
+            starts
+        };
+        let (phase_off, row_start) = (split(pw, g.sw), split(ph, g.sh));
+        // column ox·sw + kx·dw is element ox + (kx·dw)/sw of column phase (kx·dw) % sw, and row oy·sh + ky·dh
+        // row oy + (ky·dh)/sh of row phase (ky·dh) % sh
+        let mut offs = Vec::with_capacity(g.kh * g.kw);
+        for ky in 0..g.kh {
+            for kx in 0..g.kw {
+                let row = row_start[ky * g.dh % g.sh] + ky * g.dh / g.sh;
+                offs.push(row * pw + phase_off[kx * g.dw % g.sw] + kx * g.dw / g.sw);
+            }
         }
-        // column ox·sw + kx·dw is element ox + (kx·dw)/sw of phase (kx·dw) % sw
-        let tap_off = (0..g.kw).map(|kx| phase_off[kx * g.dw % g.sw] + kx * g.dw / g.sw).collect();
-        DwPlan { ph, pw, phase_off, tap_off }
+        let len = g.oh * pw;
+        let pad_len = (ph * pw).max(offs.iter().max().copied().unwrap_or(0) + len);
+        DwPlan { ph, pw, phase_off, row_start, offs, len, pad_len }
     }
 
-    /// Fills `pad` (`ph × pw`) with `x - zp` of one input plane, 0 in the padding, each row phase-split.
+    /// Fills `pad` with `x - zp` of one input plane, 0 in the padding, split by row and column phase.
     fn fill(&self, g: &Geom2, xp: &[i8], zp: i32, pad: &mut [i16]) {
         for pr in 0..self.ph {
-            let row = &mut pad[pr * self.pw..(pr + 1) * self.pw];
+            let dst = self.row_start[pr % g.sh] + pr / g.sh;
+            let row = &mut pad[dst * self.pw..(dst + 1) * self.pw];
             let iy = pr as isize - g.pt as isize;
             if iy < 0 || iy as usize >= g.ih {
                 row.fill(0);
@@ -421,71 +444,65 @@ fn mac_row(acc: &mut [i32], x: &[i16], w: i16) {
     }
 }
 
-/// One output row of a depthwise convolution: `acc = bias + Σ_taps w · row`, taps over `kh` padded rows.
+/// A depthwise output plane, flat (see [`DwPlan`]): `acc = bias + Σ_t w[t] · pad[offs[t]..]`.
 #[inline(always)]
-fn dw_row_generic(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+fn dw_plane_generic(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
     acc.fill(bias);
-    let (kw, ow) = (taps.len(), acc.len());
-    for (ky, &r) in rows.iter().enumerate() {
-        for (kx, &t) in taps.iter().enumerate() {
-            mac_row(acc, &pad[r + t..][..ow], w[ky * kw + kx]);
-        }
+    let n = acc.len();
+    for (&off, &wt) in offs.iter().zip(w) {
+        mac_row(acc, &pad[off..off + n], wt);
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dw_row_avx2(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
-    dw_row_generic(acc, pad, rows, taps, w, bias)
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx512f,avx512bw")]
-unsafe fn dw_row_avx512(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
-    dw_row_generic(acc, pad, rows, taps, w, bias)
+unsafe fn dw_plane_avx512(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
+    dw_plane_generic(acc, pad, offs, w, bias)
 }
 
-/// [`dw_row_generic`], compiled for AVX-512 and AVX2 as well on x86-64 and picked at run time (the same
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dw_plane_avx2(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
+    dw_plane_generic(acc, pad, offs, w, bias)
+}
+
+/// [`dw_plane_generic`], compiled for AVX-512 and AVX2 as well on x86-64 and picked at run time (the same
 /// integer sums).
 #[inline]
-fn dw_row(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+fn dw_plane(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx512bw") {
         // SAFETY: the CPU supports AVX-512 F/BW (checked above)
-        return unsafe { dw_row_avx512(acc, pad, rows, taps, w, bias) };
+        return unsafe { dw_plane_avx512(acc, pad, offs, w, bias) };
     }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked above)
-        return unsafe { dw_row_avx2(acc, pad, rows, taps, w, bias) };
+        return unsafe { dw_plane_avx2(acc, pad, offs, w, bias) };
     }
-    dw_row_generic(acc, pad, rows, taps, w, bias)
+    dw_plane_generic(acc, pad, offs, w, bias)
 }
 
 impl Conv {
-    /// DEPTHWISE_CONV_2D, vectorised over output columns: per input channel, the plane is copied once as
-    /// `x - zp` (i16) with its zero padding, each row split by column phase modulo the stride, so that every
-    /// tap reads `ow` contiguous values; the i32 row accumulator then takes `kh·kw` multiply-adds of whole
-    /// rows. Integer sums are exact, so the result is the scalar loop's.
+    /// DEPTHWISE_CONV_2D, vectorised over whole output planes: per input channel, the plane is copied once
+    /// as `x - zp` (i16) with its zero padding, split by row and column phase modulo the strides, so that
+    /// every tap is one offset into it ([`DwPlan`]); the flat i32 accumulator of the output plane then takes
+    /// `kh·kw` multiply-adds of whole planes. Integer sums are exact, so the result is the scalar loop's.
     fn depthwise_into<T: Copy + Send>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
         let g = &self.geom;
         let o = self.bias.len();
         let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
         let plan = DwPlan::new(g);
         let zp = self.x.zp;
-        let init = || (vec![0i16; plan.ph * plan.pw], vec![0i32; g.ow], vec![0usize; g.kh]);
-        let per_channel = |(pad, acc, rows): &mut (Vec<i16>, Vec<i32>, Vec<usize>), (i, planes): (usize, &mut [T])| {
+        let init = || (vec![0i16; plan.pad_len], vec![0i32; plan.len]);
+        let per_channel = |(pad, acc): &mut (Vec<i16>, Vec<i32>), (i, planes): (usize, &mut [T])| {
             let ch = i % c;
             plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
             for (m, oplane) in planes.chunks_mut(p).enumerate() {
                 let oc = ch * mult + m;
-                let w = &self.w16[oc * kk..(oc + 1) * kk];
+                dw_plane(acc, pad, &plan.offs, &self.w16[oc * kk..(oc + 1) * kk], self.bias[oc]);
                 for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
-                    for (ky, r) in rows.iter_mut().enumerate() {
-                        *r = (oy * g.sh + ky * g.dh) * plan.pw;
-                    }
-                    dw_row(acc, pad, rows, &plan.tap_off, w, self.bias[oc]);
-                    fin(acc, oc, orow);
+                    fin(&acc[oy * plan.pw..oy * plan.pw + g.ow], oc, orow);
                 }
             }
         };

@@ -213,8 +213,20 @@ impl Int8Kernel for Mean {
             ost[d] = if self.axes.contains(&d) { 0 } else { s };
             s *= self.out_shape[d];
         }
+        // the reduced axes, if they are the trailing ones (a global pool over NCHW's H and W): contiguous runs
+        let reduced: Vec<usize> = (0..rank).filter(|d| self.axes.contains(d)).collect();
+        let trailing = !reduced.is_empty() && reduced.iter().copied().eq(rank - reduced.len()..rank);
+        let inner: usize = shape[rank - reduced.len()..].iter().product();
         let mut idx = vec![0usize; rank];
-        for i in 0..x.count() {
+        if trailing && inner > 0 && x.count() == nout * inner {
+            for (o, s) in sums.iter_mut().enumerate() {
+                *s = match x {
+                    Bytes::I8(v) => v[o * inner..(o + 1) * inner].iter().map(|&b| b as i32).sum(),
+                    Bytes::U8(v) => v[o * inner..(o + 1) * inner].iter().map(|&b| b as i32).sum(),
+                };
+            }
+        }
+        for i in 0..if trailing && inner > 0 && x.count() == nout * inner { 0 } else { x.count() } {
             let o: usize = idx.iter().zip(&ost).map(|(i, s)| i * s).sum();
             sums[o] += x.get(i);
             for d in (0..rank).rev() {
