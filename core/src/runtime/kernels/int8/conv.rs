@@ -221,6 +221,9 @@ impl Conv {
         let g = &self.geom;
         let o = self.bias.len();
         let (p, plane) = (g.oh * g.ow, g.ih * g.iw);
+        if p == 0 || out.is_empty() {
+            return;
+        }
         let (lo, hi) = self.act;
         let zp_out = self.y.zp;
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
@@ -362,19 +365,19 @@ fn requantize_row_generic<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bo
 /// array: output pixel `(oy, ox)` sits at `oy·pw + ox` of a plane `pw` wide (columns from `ow` on are
 /// computed and dropped), and its tap `t` reads the padded plane at that index plus `offs[t]`.
 struct DwPlan {
-    /// Padded plane height and width (the rows and columns the output reads).
-    ph: usize,
+    /// Padded plane width (the columns the output reads).
     pw: usize,
     /// Start of column phase `r` (columns `r, r + sw, ...`) within a padded row.
     phase_off: Vec<usize>,
-    /// First (phase-split) row of row phase `r` (padded rows `r, r + sh, ...`).
-    row_start: Vec<usize>,
     /// Per tap `ky·kw + kx`: its offset in the flat padded plane.
     offs: Vec<usize>,
     /// Length of the flat output (`oh · pw`).
     len: usize,
     /// Length of the padded plane with the slack that the dropped columns of the last row read.
     pad_len: usize,
+    /// Per padded row: its row in the plane split by row phase (padded rows `r, r + sh, ...` one after the
+    /// other for each phase `r`).
+    dst_row: Vec<usize>,
 }
 
 impl DwPlan {
@@ -402,33 +405,63 @@ impl DwPlan {
         }
         let len = g.oh * pw;
         let pad_len = (ph * pw).max(offs.iter().max().copied().unwrap_or(0) + len);
-        DwPlan { ph, pw, phase_off, row_start, offs, len, pad_len }
+        let dst_row = (0..ph).map(|pr| row_start[pr % g.sh] + pr / g.sh).collect();
+        DwPlan { pw, phase_off, offs, len, pad_len, dst_row }
     }
 
-    /// Fills `pad` with `x - zp` of one input plane, 0 in the padding, split by row and column phase.
+    /// Writes `x - zp` of one input plane into `pad`, split by row and column phase. Only the positions of
+    /// input values are written: the padding stays as the buffer was made, zero (a buffer serves one
+    /// geometry, and every plane writes the same positions).
     fn fill(&self, g: &Geom2, xp: &[i8], zp: i32, pad: &mut [i16]) {
-        for pr in 0..self.ph {
-            let dst = self.row_start[pr % g.sh] + pr / g.sh;
+        if g.iw == 0 {
+            return;
+        }
+        for (iy, src) in xp.chunks_exact(g.iw).take(g.ih).enumerate() {
+            let Some(&dst) = self.dst_row.get(iy + g.pt) else { break };
             let row = &mut pad[dst * self.pw..(dst + 1) * self.pw];
-            let iy = pr as isize - g.pt as isize;
-            if iy < 0 || iy as usize >= g.ih {
-                row.fill(0);
-                continue;
-            }
-            let src = &xp[iy as usize * g.iw..][..g.iw];
+            let widen = |d: &mut i16, &s: &i8| *d = (s as i32 - zp) as i16;
             if g.sw == 1 {
-                // one phase: left padding, the row, right padding
                 let l = g.pl.min(self.pw);
                 let v = g.iw.min(self.pw - l);
-                row[..l].fill(0);
-                row[l..l + v].iter_mut().zip(&src[..v]).for_each(|(d, &s)| *d = (s as i32 - zp) as i16);
-                row[l + v..].fill(0);
+                row[l..l + v].iter_mut().zip(&src[..v]).for_each(|(d, s)| widen(d, s));
+                continue;
+            }
+            if g.sw == 2 {
+                // data column ix is padded column pc = pl + ix: element pc / 2 of phase pc % 2; in pairs
+                // from the first even pc, the two phases side by side
+                let put = |row: &mut [i16], ix: usize| {
+                    let pc = g.pl + ix;
+                    if pc < self.pw {
+                        widen(&mut row[self.phase_off[pc % 2] + pc / 2], &src[ix]);
+                    }
+                };
+                let e = (g.pl % 2).min(g.iw);
+                for ix in 0..e {
+                    put(row, ix);
+                }
+                let j0 = (g.pl + e) / 2;
+                let (p0, p1) = row.split_at_mut(self.phase_off[1]);
+                let pairs = ((g.iw - e) / 2).min(p0.len().saturating_sub(j0)).min(p1.len().saturating_sub(j0));
+                if pairs > 0 {
+                    for ((a, b), c) in p0[j0..j0 + pairs].iter_mut().zip(&mut p1[j0..j0 + pairs]).zip(src[e..e + 2 * pairs].chunks_exact(2)) {
+                        widen(a, &c[0]);
+                        widen(b, &c[1]);
+                    }
+                }
+                for ix in e + 2 * pairs..g.iw {
+                    put(row, ix);
+                }
                 continue;
             }
             for (r, &off) in self.phase_off.iter().enumerate() {
-                for (j, pc) in (r..self.pw).step_by(g.sw).enumerate() {
-                    let ix = pc as isize - g.pl as isize;
-                    row[off + j] = if ix >= 0 && (ix as usize) < g.iw { (src[ix as usize] as i32 - zp) as i16 } else { 0 };
+                // phase r holds padded columns r + j·sw, j < count; those from pl to pl + iw - 1 are data
+                let count = if r < self.pw { (self.pw - r).div_ceil(g.sw) } else { 0 };
+                let dst = &mut row[off..off + count];
+                let j0 = g.pl.saturating_sub(r).div_ceil(g.sw).min(count);
+                let j1 = (g.pl + g.iw).saturating_sub(r).div_ceil(g.sw).clamp(j0, count);
+                if j1 > j0 {
+                    let first = r + j0 * g.sw - g.pl;
+                    dst[j0..j1].iter_mut().zip(src[first..].iter().step_by(g.sw)).for_each(|(d, s)| widen(d, s));
                 }
             }
         }
@@ -454,10 +487,41 @@ fn dw_plane_generic(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bia
     }
 }
 
+/// [`dw_plane_generic`] with AVX-512 intrinsics: 64 outputs in four registers through all taps (each tap a
+/// sign-extending load and a `vpmaddwd` against the weight in the low half of each lane, exact), the last
+/// block under masks.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
 unsafe fn dw_plane_avx512(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
-    dw_plane_generic(acc, pad, offs, w, bias)
+    use std::arch::x86_64::*;
+    let n = acc.len();
+    assert!(offs.iter().all(|&o| o + n <= pad.len()) && w.len() >= offs.len(), "the plane reads outside the padded input");
+    let b = _mm512_set1_epi32(bias);
+    let mut q = 0;
+    while q < n {
+        let rem = n - q;
+        let mask = |v: usize| -> __mmask16 {
+            let r = rem.saturating_sub(16 * v);
+            if r >= 16 {
+                !0
+            } else {
+                ((1u32 << r) - 1) as u16
+            }
+        };
+        let mut a = [b; 4];
+        for (&off, &wt) in offs.iter().zip(w) {
+            let wv = _mm512_set1_epi32(wt as u16 as i32);
+            let src = pad.as_ptr().add(off + q);
+            for (v, av) in a.iter_mut().enumerate() {
+                let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask(v), src.add(16 * v)));
+                *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
+            }
+        }
+        for (v, &av) in a.iter().enumerate() {
+            _mm512_mask_storeu_epi32(acc.as_mut_ptr().add(q + 16 * v), mask(v), av);
+        }
+        q += 64;
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -471,8 +535,8 @@ unsafe fn dw_plane_avx2(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16],
 #[inline]
 fn dw_plane(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
     #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx512bw") {
-        // SAFETY: the CPU supports AVX-512 F/BW (checked above)
+    if super::requantize::available() {
+        // SAFETY: the CPU supports AVX-512 F/BW/VL (checked above)
         return unsafe { dw_plane_avx512(acc, pad, offs, w, bias) };
     }
     #[cfg(target_arch = "x86_64")]
@@ -488,21 +552,27 @@ impl Conv {
     /// as `x - zp` (i16) with its zero padding, split by row and column phase modulo the strides, so that
     /// every tap is one offset into it ([`DwPlan`]); the flat i32 accumulator of the output plane then takes
     /// `kh·kw` multiply-adds of whole planes. Integer sums are exact, so the result is the scalar loop's.
-    fn depthwise_into<T: Copy + Send>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
+    fn depthwise_into<T: Copy + Send + Default>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
         let g = &self.geom;
         let o = self.bias.len();
         let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
         let plan = DwPlan::new(g);
         let zp = self.x.zp;
-        let init = || (vec![0i16; plan.pad_len], vec![0i32; plan.len]);
-        let per_channel = |(pad, acc): &mut (Vec<i16>, Vec<i32>), (i, planes): (usize, &mut [T])| {
+        let init = || (vec![0i16; plan.pad_len], vec![0i32; plan.len], vec![T::default(); plan.len]);
+        let per_channel = |(pad, acc, flat): &mut (Vec<i16>, Vec<i32>, Vec<T>), (i, planes): (usize, &mut [T])| {
             let ch = i % c;
             plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
             for (m, oplane) in planes.chunks_mut(p).enumerate() {
                 let oc = ch * mult + m;
                 dw_plane(acc, pad, &plan.offs, &self.w16[oc * kk..(oc + 1) * kk], self.bias[oc]);
+                // the whole flat plane in one call, then its columns before `ow`
+                if plan.pw == g.ow {
+                    fin(acc, oc, oplane);
+                    continue;
+                }
+                fin(acc, oc, flat);
                 for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
-                    fin(&acc[oy * plan.pw..oy * plan.pw + g.ow], oc, orow);
+                    orow.copy_from_slice(&flat[oy * plan.pw..oy * plan.pw + g.ow]);
                 }
             }
         };

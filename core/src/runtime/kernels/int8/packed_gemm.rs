@@ -93,11 +93,12 @@ impl PackedWeights {
 /// [`gemm`] with `w`: `[K4][P][4]` u8 for the VNNI kernel, a plain copy otherwise. `out` is resized.
 pub fn pack_cols(w: &PackedWeights, col: &[i8], p: usize, out: &mut Vec<u8>) {
     let k = w.k;
-    out.clear();
     if w.data.is_empty() {
+        out.clear();
         out.extend(col[..k * p].iter().map(|&v| v as u8));
         return;
     }
+    // every byte is written below: no clearing
     out.resize(w.k4 * p * 4, 0x80);
     for g in 0..w.k4 {
         let dst = &mut out[g * p * 4..(g + 1) * p * 4];

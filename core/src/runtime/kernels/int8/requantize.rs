@@ -54,6 +54,19 @@ pub(crate) mod x86 {
         }
     }
 
+    /// gemmlowp's `SaturatingRoundingDoublingHighMul(x, m)` on 16 lanes for a multiplier `m` ≥ 0 (in both
+    /// halves of each 64-bit lane of `mult`), which is `(x·m + 2^30) >> 31`: for a negative product the
+    /// nudge `1 - 2^30` and the division truncating toward zero add up to the same floor.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(crate) unsafe fn high_mul(x: __m512i, mult: __m512i) -> __m512i {
+        let round = _mm512_set1_epi64(1 << 30);
+        let even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), round);
+        let odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64::<32>(x), mult), round);
+        // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
+        _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<31>(even), _mm512_slli_epi64::<1>(odd))
+    }
+
     /// `clamp(zp + scale(a, m), lo, hi)` on 16 lanes, bit-exact, `left`/`right` the multiplier's shifts.
     /// The rounding doubling high multiply is `(a·m + 2^30) >> 31`: the nudge and the truncating division
     /// of gemmlowp's `SaturatingRoundingDoublingHighMul` fold into that for a multiplier ≥ 0 (TFLite's
@@ -64,12 +77,7 @@ pub(crate) mod x86 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn requant(a: __m512i, left: __m128i, right: i32, double: bool, mult: __m512i, zp: __m512i, lo: __m512i, hi: __m512i) -> __m512i {
-        let x = _mm512_sll_epi32(a, left);
-        let round = _mm512_set1_epi64(1 << 30);
-        let even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), round);
-        let odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64::<32>(x), mult), round);
-        // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
-        let h = _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<31>(even), _mm512_slli_epi64::<1>(odd));
+        let h = high_mul(_mm512_sll_epi32(a, left), mult);
         let one = _mm512_set1_epi32(1);
         let r = if double {
             let mask = _mm512_set1_epi32(((1i64 << right) - 1) as i32);
