@@ -229,9 +229,24 @@ impl Conv {
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
-        let fin_dw = |acc: &[i32], oc: usize, orow: &mut [T]| requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), orow);
         if self.depthwise {
-            self.depthwise_into(x, n, c, out, fin_dw);
+            let kk = g.kh * g.kw;
+            #[cfg(target_arch = "x86_64")]
+            if super::requantize::available() {
+                // the output stage in the plane kernel's registers
+                let plane = |pad: &[i16], offs: &[usize], oc: usize, _: &mut [i32], dst: &mut [T]| {
+                    let q = RowQuant { bias: self.bias[oc], m: self.m[oc], zp: zp_out, lo, hi };
+                    // SAFETY: the CPU has AVX-512 F/BW/VL (checked above)
+                    unsafe { dw_plane_quant_avx512(bytes_mut(dst), pad, offs, &self.w16[oc * kk..(oc + 1) * kk], q, oc < neon_end) }
+                };
+                self.depthwise_into(x, n, c, out, plane);
+                return;
+            }
+            let plane = |pad: &[i16], offs: &[usize], oc: usize, acc: &mut [i32], dst: &mut [T]| {
+                dw_plane(acc, pad, offs, &self.w16[oc * kk..(oc + 1) * kk], self.bias[oc]);
+                requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), dst);
+            };
+            self.depthwise_into(x, n, c, out, plane);
             return;
         }
         let (cg, og) = (c / self.group, o / self.group);
@@ -530,6 +545,50 @@ unsafe fn dw_plane_avx2(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16],
     dw_plane_generic(acc, pad, offs, w, bias)
 }
 
+/// [`dw_plane_avx512`] with the output stage in registers ([`super::requantize::x86::requant`]): `out`
+/// gets `clamp(zp + scale(acc + bias), lo, hi)` as bytes, rounding as [`requantize_row`] does (`neon`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn dw_plane_quant_avx512(out: &mut [u8], pad: &[i16], offs: &[usize], w: &[i16], q: RowQuant, neon: bool) {
+    use super::requantize::x86::requant;
+    use std::arch::x86_64::*;
+    let n = out.len();
+    assert!(offs.iter().all(|&o| o + n <= pad.len()) && w.len() >= offs.len(), "the plane reads outside the padded input");
+    let b = _mm512_set1_epi32(q.bias);
+    let left = _mm_cvtsi32_si128(q.m.shift.max(0));
+    let right = (-q.m.shift).max(0);
+    let mult = _mm512_set1_epi64(q.m.multiplier as i64);
+    let (zp, lo, hi) = (_mm512_set1_epi32(q.zp), _mm512_set1_epi32(q.lo), _mm512_set1_epi32(q.hi));
+    let mut j = 0;
+    while j < n {
+        let rem = n - j;
+        let mask = |v: usize| -> __mmask16 {
+            let r = rem.saturating_sub(16 * v);
+            if r >= 16 {
+                !0
+            } else {
+                ((1u32 << r) - 1) as u16
+            }
+        };
+        let mut a = [b; 4];
+        for (&off, &wt) in offs.iter().zip(w) {
+            let wv = _mm512_set1_epi32(wt as u16 as i32);
+            let src = pad.as_ptr().add(off + j);
+            for (v, av) in a.iter_mut().enumerate() {
+                let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask(v), src.add(16 * v)));
+                *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
+            }
+        }
+        for (v, &av) in a.iter().enumerate() {
+            if mask(v) != 0 {
+                let y = requant(av, left, right, !neon, mult, zp, lo, hi);
+                _mm_mask_storeu_epi8(out.as_mut_ptr().add(j + 16 * v) as *mut i8, mask(v), _mm512_cvtepi32_epi8(y));
+            }
+        }
+        j += 64;
+    }
+}
+
 /// [`dw_plane_generic`], compiled for AVX-512 and AVX2 as well on x86-64 and picked at run time (the same
 /// integer sums).
 #[inline]
@@ -552,7 +611,10 @@ impl Conv {
     /// as `x - zp` (i16) with its zero padding, split by row and column phase modulo the strides, so that
     /// every tap is one offset into it ([`DwPlan`]); the flat i32 accumulator of the output plane then takes
     /// `kh·kw` multiply-adds of whole planes. Integer sums are exact, so the result is the scalar loop's.
-    fn depthwise_into<T: Copy + Send + Default>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
+    ///
+    /// `plane(pad, offs, oc, acc, dst)` computes output channel `oc`'s flat plane into `dst` (`acc` is its
+    /// scratch), [`dw_plane`] then the output stage.
+    fn depthwise_into<T: Copy + Send + Default>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], plane_fn: impl Fn(&[i16], &[usize], usize, &mut [i32], &mut [T]) + Sync) {
         let g = &self.geom;
         let o = self.bias.len();
         let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
@@ -564,13 +626,12 @@ impl Conv {
             plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
             for (m, oplane) in planes.chunks_mut(p).enumerate() {
                 let oc = ch * mult + m;
-                dw_plane(acc, pad, &plan.offs, &self.w16[oc * kk..(oc + 1) * kk], self.bias[oc]);
                 // the whole flat plane in one call, then its columns before `ow`
                 if plan.pw == g.ow {
-                    fin(acc, oc, oplane);
+                    plane_fn(pad, &plan.offs, oc, acc, oplane);
                     continue;
                 }
-                fin(acc, oc, flat);
+                plane_fn(pad, &plan.offs, oc, acc, flat);
                 for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
                     orow.copy_from_slice(&flat[oy * plan.pw..oy * plan.pw + g.ow]);
                 }
@@ -802,7 +863,10 @@ mod tests {
                 rq: Vec::new(),
             };
             let mut got = vec![0i32; n * o * oh * ow];
-            conv.depthwise_into(&x, n, c, &mut got, |a, _, o| o.copy_from_slice(a));
+            conv.depthwise_into(&x, n, c, &mut got, |pad, offs, oc, acc, dst| {
+                dw_plane(acc, pad, offs, &w16[oc * kh * kw..(oc + 1) * kh * kw], bias[oc]);
+                dst.copy_from_slice(acc);
+            });
             for b in 0..n {
                 for oc in 0..o {
                     for oy in 0..oh {

@@ -239,6 +239,7 @@ mod vnni {
             }
             let rem = p - j;
             if rem > 0 {
+                // 1 to NV registers, the last one under a mask
                 let nv = rem.div_ceil(L);
                 let last: __mmask16 = if rem % L == 0 { !0 } else { (1u16 << (rem % L)) - 1 };
                 match nv {
@@ -246,7 +247,8 @@ mod vnni {
                     2 => tile::<2>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
                     3 => tile::<3>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
                     4 => tile::<4>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
-                    _ => tile::<5>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
+                    5 => tile::<5>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
+                    _ => tile::<NV>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
                 }
             }
         }
@@ -340,7 +342,7 @@ mod tests {
     #[test]
     fn packed_gemm_matches_a_scalar_loop() {
         let mut rnd = rng(3);
-        for &(rows, k, p) in &[(1, 1, 1), (3, 5, 17), (4, 4, 16), (5, 27, 97), (9, 48, 2304 / 8), (8, 3, 200), (13, 131, 9), (16, 192, 36)] {
+        for &(rows, k, p) in &[(1, 1, 1), (3, 5, 17), (4, 4, 16), (5, 27, 97), (9, 48, 2304 / 8), (8, 3, 200), (13, 131, 9), (16, 192, 36), (6, 18, 190), (3, 7, 96 + 95)] {
             let w: Vec<i8> = (0..rows * k).map(|i| if i % 7 == 0 { -128 } else { rnd() as i8 }).collect();
             let col: Vec<i8> = (0..k * p).map(|i| if i % 5 == 0 { -128 } else { rnd() as i8 }).collect();
             let want: Vec<i32> = (0..rows * p).map(|i| (0..k).map(|t| w[i / p * k + t] as i32 * col[t * p + i % p] as i32).sum()).collect();
