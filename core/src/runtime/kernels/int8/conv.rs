@@ -772,8 +772,8 @@ impl Fc {
                 }
                 j += 4;
             }
-            for j in j..nn {
-                orow[j] = fin(dot(&self.w[j * k..][..k], xr) - self.wzp[j] * xsum, j);
+            for (j, o) in orow.iter_mut().enumerate().take(nn).skip(j) {
+                *o = fin(dot(&self.w[j * k..][..k], xr) - self.wzp[j] * xsum, j);
             }
         };
         if rows * nn * k >= 1 << 16 && rows > 1 {

@@ -80,14 +80,14 @@ mod x86 {
             }
             j += 4;
         }
-        for j in j..n {
+        for (j, o) in out.iter_mut().enumerate().take(n).skip(j) {
             let mut a = _mm512_setzero_si512();
             let mut k = 0;
             while k < kp {
                 a = _mm512_dpbusd_epi32(a, _mm512_loadu_si512(x.add(k) as *const _), _mm512_loadu_si512(row(j).add(k) as *const _));
                 k += V;
             }
-            out[j] = _mm512_reduce_add_epi32(a).wrapping_add(w.corr[j]);
+            *o = _mm512_reduce_add_epi32(a).wrapping_add(w.corr[j]);
         }
     }
 }

@@ -75,10 +75,6 @@ impl PackedWeights {
         PackedWeights { rows, k, k4, data, corr, plain: Vec::new() }
     }
 
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
     /// Bytes [`pack_cols`] needs for `p` pixels.
     pub fn packed_len(&self, p: usize) -> usize {
         if self.data.is_empty() {
@@ -153,7 +149,9 @@ pub struct RowQuant {
 
 /// Where [`gemm`] writes rows `r0..r0 + n` (`n` = the slice's rows), each `p` long.
 pub enum Out<'a> {
-    /// The exact sums `Σ_k w[r][k] · x[k][j]`, `[n][p]`.
+    /// The exact sums `Σ_k w[r][k] · x[k][j]`, `[n][p]` (what the legacy uint8 convolutions with weight zero
+    /// points would need; only the tests use it yet).
+    #[cfg_attr(not(test), allow(dead_code))]
     Acc(&'a mut [i32]),
     /// Requantized bytes `[n][p]` (i8 or u8 data; the range in each [`RowQuant`]), with one [`RowQuant`]
     /// per row of the whole weight matrix.
@@ -241,7 +239,7 @@ mod vnni {
             if rem > 0 {
                 // 1 to NV registers, the last one under a mask
                 let nv = rem.div_ceil(L);
-                let last: __mmask16 = if rem % L == 0 { !0 } else { (1u16 << (rem % L)) - 1 };
+                let last: __mmask16 = if rem.is_multiple_of(L) { !0 } else { (1u16 << (rem % L)) - 1 };
                 match nv {
                     1 => tile::<1>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
                     2 => tile::<2>(wb, k4, xp.as_ptr(), p, j, last, init, rows, b * RB, &mut out, blk * RB),
@@ -274,10 +272,8 @@ mod vnni {
     ) {
         let mask = |v: usize| if v + 1 == V { last } else { !0 };
         let mut c: [[__m512i; V]; RB] = [[_mm512_setzero_si512(); V]; RB];
-        for r in 0..RB {
-            for v in 0..V {
-                c[r][v] = _mm512_set1_epi32(init[r]);
-            }
+        for (cr, &i) in c.iter_mut().zip(&init) {
+            cr.fill(_mm512_set1_epi32(i));
         }
         let mut x = xp.add(4 * j);
         let mut wp = wb as *const i32;
@@ -300,7 +296,7 @@ mod vnni {
                 for (r, cr) in c.iter().enumerate().take(rows) {
                     let dst = a.as_mut_ptr().add((orow + r) * p + j);
                     for (v, &cv) in cr.iter().enumerate() {
-                        _mm512_mask_storeu_epi32(dst.add(v * L) as *mut i32, mask(v), cv);
+                        _mm512_mask_storeu_epi32(dst.add(v * L), mask(v), cv);
                     }
                 }
             }
