@@ -9,6 +9,7 @@ const V: usize = 64;
 
 /// Weight rows padded for [`PackedDot::dots`].
 #[derive(Debug)]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub struct PackedDot {
     n: usize,
     k: usize,

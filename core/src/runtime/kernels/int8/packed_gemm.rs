@@ -29,6 +29,7 @@ pub struct PackedWeights {
     /// `[⌈rows/RB⌉][k4][RB][4]` (VNNI), empty otherwise.
     data: Vec<i8>,
     /// `-128 · Σ_k w[r][k]` per row (padded to whole blocks), the correction for the `+128` of the activations.
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     corr: Vec<i32>,
     /// Plain `[rows][K]` weights for the portable kernel (empty when the VNNI kernel runs).
     plain: Vec<i8>,
@@ -105,6 +106,7 @@ pub fn pack_cols(w: &PackedWeights, col: &[i8], p: usize, out: &mut Vec<u8>) {
 
 /// `dst[4j + t] = rows[t][j] ^ 0x80` (128 for a missing row).
 fn interleave4(rows: [Option<&[i8]>; 4], p: usize, dst: &mut [u8]) {
+    #[cfg_attr(not(target_arch = "x86_64"), allow(unused_mut))]
     let mut j = 0;
     #[cfg(target_arch = "x86_64")]
     if let [Some(a), Some(b), Some(c), Some(d)] = rows {

@@ -29,6 +29,8 @@ pub fn row(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, (lo, hi):
     unsafe {
         x86::row(acc, bias, m, neon, zp, lo, hi, out)
     }
+    #[cfg(not(target_arch = "x86_64"))]
+    unreachable!("AVX-512 on {:?}", (acc.len(), bias, m, neon, zp, lo, hi, out.len()))
 }
 
 #[cfg(target_arch = "x86_64")]
