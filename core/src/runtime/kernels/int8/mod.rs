@@ -43,6 +43,12 @@
 //! GEMM with their row sums (so the input zero point folds into the bias), lookup tables (LOGISTIC, TANH,
 //! GELU, SOFTMAX's exp table). Shape inference (`ir::ops::quantize::infer_quantized`) uses the float rules with the
 //! quantized dtypes.
+//!
+//! Where the CPU has AVX-512 VNNI, CONV_2D's weights are packed there for the `vpdpbusd` GEMM
+//! ([`packed_gemm`]) and FULLY_CONNECTED's for `vpdpbusd` dot products ([`packed_dot`]); the output stages run
+//! 16 lanes at a time ([`requantize`]), bit-exact. Elsewhere the portable loops of [`gemm`] run: integer
+//! sums in any order are the same, so both give LiteRT's values. Kernels split work across rayon's threads
+//! only above [`parallel`]'s threshold.
 
 pub mod fixedpoint;
 
