@@ -1,7 +1,7 @@
 //! Property tests of the reference CPU kernels (the oracle of every other target) against naive loops
 //! written here: convolution (strides, dilations, groups including depthwise, pads, 1-D and 2-D),
 //! broadcasting binary ops (random ranks and broadcastable shapes), reductions (random axes, keepdims) and
-//! the int8 fully-connected kernel with its output stage (TFLite's integer arithmetic).
+//! the int8 fully-connected and convolution kernels with their output stages (TFLite's integer arithmetic).
 //!
 //! Every graph is built with the public IR API, inferred, and run by a [`Session`] in [`run_node`].
 
@@ -518,5 +518,175 @@ proptest! {
         prop_assert_eq!(&y.shape, &vec![c.rows, c.n]);
         let got: Vec<i32> = y.to_i64_vec().into_iter().map(|v| v as i32).collect();
         prop_assert_eq!(got, naive_fc(&c));
+    }
+}
+
+// int8 CONV_2D and DEPTHWISE_CONV_2D (Conv on quantized values, per-channel symmetric weights), TFLite's
+// integer arithmetic: the packed VNNI GEMM and the vectorised depthwise kernel against a naive loop over odd
+// shapes (channels not a multiple of the vector widths, strides, dilations, asymmetric pads, groups).
+
+#[derive(Clone, Debug)]
+struct QConvCase {
+    n: usize,
+    groups: usize,
+    cg: usize,
+    og: usize,
+    ih: usize,
+    iw: usize,
+    kh: usize,
+    kw: usize,
+    stride: [usize; 2],
+    dilation: [usize; 2],
+    pads: [usize; 4],
+    x: Vec<i32>,
+    w: Vec<i32>,
+    bias: Vec<i32>,
+    w_scales: Vec<f32>,
+    x_q: (f32, i32),
+    y_q: (f32, i32),
+    act: Option<Activation>,
+}
+
+impl QConvCase {
+    fn c(&self) -> usize {
+        self.groups * self.cg
+    }
+    fn o(&self) -> usize {
+        self.groups * self.og
+    }
+    fn out_hw(&self) -> (usize, usize) {
+        let [pt, pl, pb, pr] = self.pads;
+        let oh = (self.ih + pt + pb - (self.kh - 1) * self.dilation[0] - 1) / self.stride[0] + 1;
+        let ow = (self.iw + pl + pr - (self.kw - 1) * self.dilation[1] - 1) / self.stride[1] + 1;
+        (oh, ow)
+    }
+}
+
+fn qconv_case() -> impl Strategy<Value = QConvCase> {
+    let act = prop_oneof![Just(None), Just(Some(Activation::Relu)), Just(Some(Activation::Relu6))];
+    // (groups, channels per group, outputs per group): depthwise (one input channel per group, a depth
+    // multiplier of 1 or 2), or up to 3 groups with channel counts around the vector widths
+    let layout = prop_oneof![
+        (1usize..=37, 1usize..=2).prop_map(|(c, mult)| (c, 1, mult)),
+        (1usize..=3, 1usize..=21, 1usize..=19),
+    ];
+    (layout, 1usize..=2, 1usize..=3, 1usize..=3, 1usize..=2, 1usize..=2, 1usize..=2, act).prop_flat_map(|((groups, cg, og), n, kh, kw, sh, sw, dh, act)| {
+        let dw = if kw > 1 { 1usize..=2 } else { 1usize..=1 };
+        (Just((groups, cg, og, n, kh, kw, sh, sw, dh, act)), dw, 0usize..=2, 0usize..=2, 0usize..=2, 0usize..=2, 1usize..=12, 1usize..=19)
+    })
+    .prop_filter("the window fits the padded input", |&((_, _, _, _, kh, kw, _, _, dh, _), dw, pt, pl, pb, pr, ih, iw)| {
+        ih + pt + pb > (kh - 1) * dh && iw + pl + pr > (kw - 1) * dw
+    })
+    .prop_flat_map(|((groups, cg, og, n, kh, kw, sh, sw, dh, act), dw, pt, pl, pb, pr, ih, iw)| {
+        let (c, o) = (groups * cg, groups * og);
+        (
+            prop::collection::vec(-128i32..=127, n * c * ih * iw),
+            prop::collection::vec(-127i32..=127, o * cg * kh * kw),
+            prop::collection::vec(-30000i32..=30000, o),
+            prop::collection::vec(scale(), o),
+            (scale(), -128i32..=127),
+            (scale(), -128i32..=127),
+        )
+            .prop_map(move |(x, w, bias, w_scales, x_q, y_q)| QConvCase {
+                n,
+                groups,
+                cg,
+                og,
+                ih,
+                iw,
+                kh,
+                kw,
+                stride: [sh, sw],
+                dilation: [dh, dw],
+                pads: [pt, pl, pb, pr],
+                x,
+                w,
+                bias,
+                w_scales,
+                x_q,
+                y_q,
+                act,
+            })
+    })
+}
+
+/// gemmlowp `RoundingDivideByPOT` after the high multiply: TFLite's `MultiplyByQuantizedMultiplier` (half
+/// away from zero), what DEPTHWISE_CONV_2D's scalar channels compute.
+fn multiply_by_quantized_multiplier_double(x: i32, (q, shift): (i32, i32)) -> i32 {
+    let (left, right) = (shift.max(0), (-shift).max(0));
+    let h = srdhm(x.wrapping_mul(1 << left), q);
+    let mask = ((1i64 << right) - 1) as i32;
+    let threshold = (mask >> 1) + (h < 0) as i32;
+    (h >> right) + ((h & mask) > threshold) as i32
+}
+
+/// The naive reference: per output, `Σ (x - zx)·w + bias` over the taps inside the input (padding is the
+/// zero point, contributing 0), scaled by `sx·sw[c]/sy`: CONV_2D's output stage everywhere, DEPTHWISE_CONV_2D's
+/// in whole blocks of 8 channels and `MultiplyByQuantizedMultiplier` in the rest; plus the output zero
+/// point, clamped to the activation's range.
+fn naive_qconv(c: &QConvCase) -> Vec<i32> {
+    let (cin, o) = (c.c(), c.o());
+    let (oh, ow) = c.out_hw();
+    let range = activation_range(c.act, c.y_q.0, c.y_q.1, (-128, 127));
+    // the runtime's depthwise kernel runs one input channel per group (as DEPTHWISE_CONV_2D), whatever the
+    // strategy meant
+    let depthwise = c.cg == 1 && c.groups > 1;
+    let neon_end = if depthwise { o / 8 * 8 } else { o };
+    let mut out = Vec::with_capacity(c.n * o * oh * ow);
+    for b in 0..c.n {
+        for oc in 0..o {
+            let gi = oc / c.og;
+            let m = quantize_multiplier(c.x_q.0 as f64 * c.w_scales[oc] as f64 / c.y_q.0 as f64);
+            for oy in 0..oh {
+                for ox in 0..ow {
+                    let mut acc = c.bias[oc];
+                    for ic in 0..c.cg {
+                        for ky in 0..c.kh {
+                            for kx in 0..c.kw {
+                                let iy = (oy * c.stride[0] + ky * c.dilation[0]) as isize - c.pads[0] as isize;
+                                let ix = (ox * c.stride[1] + kx * c.dilation[1]) as isize - c.pads[1] as isize;
+                                if iy < 0 || ix < 0 || iy as usize >= c.ih || ix as usize >= c.iw {
+                                    continue;
+                                }
+                                let xv = c.x[((b * cin + gi * c.cg + ic) * c.ih + iy as usize) * c.iw + ix as usize];
+                                acc += (xv - c.x_q.1) * c.w[((oc * c.cg + ic) * c.kh + ky) * c.kw + kx];
+                            }
+                        }
+                    }
+                    let scaled = if oc < neon_end { multiply_by_quantized_multiplier(acc, m) } else { multiply_by_quantized_multiplier_double(acc, m) };
+                    out.push((scaled + c.y_q.1).clamp(range.0, range.1));
+                }
+            }
+        }
+    }
+    out
+}
+
+proptest! {
+    #![proptest_config(config())]
+
+    #[test]
+    fn int8_conv_equals_tflite_integer_arithmetic(c in qconv_case()) {
+        let (cin, o) = (c.c(), c.o());
+        let attrs = ConvAttrs {
+            kernel_shape: vec![c.kh, c.kw],
+            strides: c.stride.to_vec(),
+            dilations: c.dilation.to_vec(),
+            pads: c.pads.to_vec(),
+            auto_pad: AutoPad::NotSet,
+            group: c.groups,
+            activation: c.act,
+        };
+        let per_channel = |scales: Vec<f32>| Some(QuantParams { zero_point: vec![0; scales.len()], scale: scales, axis: Some(0) });
+        let args = vec![
+            Some(Arg::Input(q8(false, vec![c.n, cin, c.ih, c.iw], &c.x), quant(c.x_q.0, c.x_q.1))),
+            Some(Arg::Const(q8(false, vec![o, c.cg, c.kh, c.kw], &c.w), per_channel(c.w_scales.clone()))),
+            Some(Arg::Const(Tensor::from_vec(vec![o], c.bias.clone()).unwrap(), per_channel(c.w_scales.iter().map(|&s| s * c.x_q.0).collect()))),
+        ];
+        let y = run_node(Op::Conv(attrs), args, quant(c.y_q.0, c.y_q.1));
+        let (oh, ow) = c.out_hw();
+        prop_assert_eq!(&y.shape, &vec![c.n, o, oh, ow]);
+        let got: Vec<i32> = y.to_i64_vec().into_iter().map(|v| v as i32).collect();
+        prop_assert_eq!(got, naive_qconv(&c));
     }
 }

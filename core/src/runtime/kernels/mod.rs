@@ -43,6 +43,8 @@ pub struct Scratch {
     pub i8: Vec<i8>,
     /// A second i8 workspace (uint8 inputs shifted to int8).
     pub i8b: Vec<i8>,
+    /// u8 workspace (int8 activations packed for the VNNI GEMM).
+    pub u8: Vec<u8>,
 }
 
 impl Scratch {

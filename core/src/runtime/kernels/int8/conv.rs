@@ -10,15 +10,18 @@
 //! blocks of 8 the same NEON way, the rest with TFLite's `MultiplyByQuantizedMultiplier` (half away from
 //! zero). Both established against LiteRT on random inputs (`tests/tflite_int8.rs`).
 //!
-//! The depthwise loop is vectorised over output columns ([`Conv::depthwise_into`]): i16 inputs minus the
-//! zero point, i32 row accumulators, plain Rust that LLVM vectorises, compiled a second time for AVX2 on
-//! x86-64 and picked at run time.
+//! The depthwise loop is vectorised over whole output planes ([`Conv::depthwise_into`]): i16 inputs minus the
+//! zero point, a flat i32 accumulator per output plane, plain Rust that LLVM vectorises, compiled again for
+//! AVX-512 and AVX2 on x86-64 and picked at run time. CONV_2D and FULLY_CONNECTED run the packed VNNI
+//! kernels ([`super::packed_gemm`], [`super::packed_dot`]) where the CPU has them.
 
 use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
-use super::{activation_range, arg, as_i8, out0, Ctx, Int8Kernel, Qp, Q8};
+use super::packed_dot::PackedDot;
+use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
+use super::{activation_range, arg, as_i8, out0, parallel, Ctx, Int8Kernel, Qp, Q8};
 use crate::ir::{Activation, ConvAttrs, DType, Tensor};
 use crate::ir::ops::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -137,6 +140,11 @@ struct Conv {
     rounding: Rounding,
     /// int8 DEPTHWISE_CONV_2D: whole blocks of 8 channels round the NEON way (see `run_into`).
     dw_neon_blocks: bool,
+    /// The weights of each group packed for [`gemm`] (the im2col path with symmetric weights; empty for
+    /// depthwise and for the legacy uint8 models with weight zero points, which run [`gemm_rows`] on `w`).
+    packed: Vec<PackedWeights>,
+    /// Each output channel's output stage for [`gemm`] (`bias`, multiplier, zero point, activation range).
+    rq: Vec<RowQuant>,
 }
 
 pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel>, String> {
@@ -175,13 +183,23 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel
     let rounding = if depthwise { Rounding::Double } else { Rounding::Neon };
     let dw_neon_blocks = depthwise && xv.dtype == DType::I8;
     let asym = wzp.iter().any(|&z| z != 0);
-    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m: multipliers(x, &ws, y), x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks }))
+    let m = multipliers(x, &ws, y);
+    let (packed, rq) = if depthwise || asym {
+        (Vec::new(), Vec::new())
+    } else {
+        let og = o / group;
+        let packed = (0..group).map(|gi| PackedWeights::new(&w[gi * og * kk..(gi + 1) * og * kk], og, kk)).collect();
+        (packed, (0..o).map(|r| RowQuant { bias: bias[r], m: m[r], zp: y.zp, lo: act.0, hi: act.1 }).collect())
+    };
+    // the packed weights replace the plain ones
+    let w = if packed.is_empty() { w } else { Vec::new() };
+    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m, x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks, packed, rq }))
 }
 
 impl Int8Kernel for Conv {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
-        let Scratch { i8: col, i8b: xbuf, .. } = scratch;
+        let Scratch { i8: col, i8b: xbuf, u8: xp, .. } = scratch;
         let x = as_i8(xt, xbuf, "the input")?;
         let (n, c) = (xt.shape[0], xt.shape[1]);
         let g = &self.geom;
@@ -191,26 +209,44 @@ impl Int8Kernel for Conv {
         let shape = [n, self.bias.len(), g.oh, g.ow];
         let out = out0(outputs)?;
         match self.ydt {
-            DType::U8 => self.run_into(x, n, c, out.reset::<u8>(&shape), col),
-            _ => self.run_into(x, n, c, out.reset::<i8>(&shape), col),
+            DType::U8 => self.run_into(x, n, c, out.reset::<u8>(&shape), col, xp),
+            _ => self.run_into(x, n, c, out.reset::<i8>(&shape), col, xp),
         }
         Ok(())
     }
 }
 
 impl Conv {
-    fn run_into<T: Q8>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], col: &mut Vec<i8>) {
+    fn run_into<T: Q8>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], col: &mut Vec<i8>, xp: &mut Vec<u8>) {
         let g = &self.geom;
         let o = self.bias.len();
         let (p, plane) = (g.oh * g.ow, g.ih * g.iw);
+        if p == 0 || out.is_empty() {
+            return;
+        }
         let (lo, hi) = self.act;
         let zp_out = self.y.zp;
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
-        let fin_dw = |acc: &[i32], oc: usize, orow: &mut [T]| requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), orow);
         if self.depthwise {
-            self.depthwise_into(x, n, c, out, fin_dw);
+            let kk = g.kh * g.kw;
+            #[cfg(target_arch = "x86_64")]
+            if super::requantize::available() {
+                // the output stage in the plane kernel's registers
+                let plane = |pad: &[i16], offs: &[usize], oc: usize, _: &mut [i32], dst: &mut [T]| {
+                    let q = RowQuant { bias: self.bias[oc], m: self.m[oc], zp: zp_out, lo, hi };
+                    // SAFETY: the CPU has AVX-512 F/BW/VL (checked above)
+                    unsafe { dw_plane_quant_avx512(bytes_mut(dst), pad, offs, &self.w16[oc * kk..(oc + 1) * kk], q, oc < neon_end) }
+                };
+                self.depthwise_into(x, n, c, out, plane);
+                return;
+            }
+            let plane = |pad: &[i16], offs: &[usize], oc: usize, acc: &mut [i32], dst: &mut [T]| {
+                dw_plane(acc, pad, offs, &self.w16[oc * kk..(oc + 1) * kk], self.bias[oc]);
+                requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), dst);
+            };
+            self.depthwise_into(x, n, c, out, plane);
             return;
         }
         let (cg, og) = (c / self.group, o / self.group);
@@ -218,6 +254,31 @@ impl Conv {
         let pointwise = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pl == 0 && g.oh == g.ih && g.ow == g.iw;
         if !pointwise {
             col.resize(p * kk, 0);
+        }
+        if !self.packed.is_empty() {
+            for b in 0..n {
+                for (gi, pw) in self.packed.iter().enumerate() {
+                    let xs = &x[(b * c + gi * cg) * plane..(b * c + (gi + 1) * cg) * plane];
+                    let cols: &[i8] = if pointwise {
+                        xs
+                    } else {
+                        im2col(xs, cg, g, self.x.zp as i8, col);
+                        &col[..p * kk]
+                    };
+                    pack_cols(pw, cols, p, xp);
+                    let xp = &xp[..];
+                    let ob = bytes_mut(&mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p]);
+                    let rq = &self.rq[gi * og..(gi + 1) * og];
+                    if parallel(og * kk * p) {
+                        // whole blocks of rows, about two tasks per thread
+                        let per = og.div_ceil(RB).div_ceil(2 * rayon::current_num_threads()).max(1) * RB;
+                        ob.par_chunks_mut(per * p).enumerate().for_each(|(i, ch)| gemm(pw, i * per, xp, p, Out::Quant(ch, rq)));
+                    } else {
+                        gemm(pw, 0, xp, p, Out::Quant(ob, rq));
+                    }
+                }
+            }
+            return;
         }
         let mut colsum = vec![0i32; if self.asym { p } else { 0 }];
         for b in 0..n {
@@ -262,6 +323,13 @@ impl Conv {
     }
 }
 
+/// 8-bit output data as bytes.
+fn bytes_mut<T: Q8>(s: &mut [T]) -> &mut [u8] {
+    assert_eq!(std::mem::size_of::<T>(), 1);
+    // SAFETY: T is i8 or u8 (one byte, any bit pattern valid); the slice is borrowed for the result's life
+    unsafe { std::slice::from_raw_parts_mut(s.as_mut_ptr() as *mut u8, s.len()) }
+}
+
 /// `clamp(zp + scale(acc[j] + bias), lo, hi)` over a row, with [`mul_neon_rshl`] (`neon`) or
 /// [`mul_double_round`]: the same arithmetic written without branches so that LLVM vectorises it (64-bit
 /// lanes for the high multiply), compiled a second time for AVX2 on x86-64 and picked at run time. Exact for
@@ -269,6 +337,9 @@ impl Conv {
 /// `i32::MIN`, cannot occur).
 #[inline]
 fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+    if super::requantize::available() {
+        return super::requantize::row(acc, bias, m, neon, zp, range, bytes_mut(out));
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked above)
@@ -304,47 +375,108 @@ fn requantize_row_generic<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bo
     }
 }
 
-/// Depthwise geometry over a zero-padded input plane whose rows are split by column phase (see
-/// [`Conv::depthwise_into`]).
+/// Depthwise geometry over a zero-padded input plane split by phase modulo the strides (see
+/// [`Conv::depthwise_into`]), so that every tap of every output pixel is one constant offset away in a flat
+/// array: output pixel `(oy, ox)` sits at `oy·pw + ox` of a plane `pw` wide (columns from `ow` on are
+/// computed and dropped), and its tap `t` reads the padded plane at that index plus `offs[t]`.
 struct DwPlan {
-    /// Padded plane height and width (the rows and columns the output reads).
-    ph: usize,
+    /// Padded plane width (the columns the output reads).
     pw: usize,
     /// Start of column phase `r` (columns `r, r + sw, ...`) within a padded row.
     phase_off: Vec<usize>,
-    /// Start of tap `kx`'s contiguous run of `ow` values within a padded row.
-    tap_off: Vec<usize>,
+    /// Per tap `ky·kw + kx`: its offset in the flat padded plane.
+    offs: Vec<usize>,
+    /// Length of the flat output (`oh · pw`).
+    len: usize,
+    /// Length of the padded plane with the slack that the dropped columns of the last row read.
+    pad_len: usize,
+    /// Per padded row: its row in the plane split by row phase (padded rows `r, r + sh, ...` one after the
+    /// other for each phase `r`).
+    dst_row: Vec<usize>,
 }
 
 impl DwPlan {
     fn new(g: &Geom2) -> DwPlan {
         let ph = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
         let pw = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-        let mut phase_off = Vec::with_capacity(g.sw);
-        let mut off = 0;
-        for r in 0..g.sw {
-            phase_off.push(off);
-            off += if r < pw { (pw - r).div_ceil(g.sw) } else { 0 };
+        let split = |n: usize, s: usize| {
+            let mut starts = Vec::with_capacity(s);
+            let mut off = 0;
+            for r in 0..s {
+                starts.push(off);
+                off += if r < n { (n - r).div_ceil(s) } else { 0 };
+            }
+            starts
+        };
+        let (phase_off, row_start) = (split(pw, g.sw), split(ph, g.sh));
+        // column ox·sw + kx·dw is element ox + (kx·dw)/sw of column phase (kx·dw) % sw, and row oy·sh + ky·dh
+        // row oy + (ky·dh)/sh of row phase (ky·dh) % sh
+        let mut offs = Vec::with_capacity(g.kh * g.kw);
+        for ky in 0..g.kh {
+            for kx in 0..g.kw {
+                let row = row_start[ky * g.dh % g.sh] + ky * g.dh / g.sh;
+                offs.push(row * pw + phase_off[kx * g.dw % g.sw] + kx * g.dw / g.sw);
+            }
         }
-        // column ox·sw + kx·dw is element ox + (kx·dw)/sw of phase (kx·dw) % sw
-        let tap_off = (0..g.kw).map(|kx| phase_off[kx * g.dw % g.sw] + kx * g.dw / g.sw).collect();
-        DwPlan { ph, pw, phase_off, tap_off }
+        let len = g.oh * pw;
+        let pad_len = (ph * pw).max(offs.iter().max().copied().unwrap_or(0) + len);
+        let dst_row = (0..ph).map(|pr| row_start[pr % g.sh] + pr / g.sh).collect();
+        DwPlan { pw, phase_off, offs, len, pad_len, dst_row }
     }
 
-    /// Fills `pad` (`ph × pw`) with `x - zp` of one input plane, 0 in the padding, each row phase-split.
+    /// Writes `x - zp` of one input plane into `pad`, split by row and column phase. Only the positions of
+    /// input values are written: the padding stays as the buffer was made, zero (a buffer serves one
+    /// geometry, and every plane writes the same positions).
     fn fill(&self, g: &Geom2, xp: &[i8], zp: i32, pad: &mut [i16]) {
-        for pr in 0..self.ph {
-            let row = &mut pad[pr * self.pw..(pr + 1) * self.pw];
-            let iy = pr as isize - g.pt as isize;
-            if iy < 0 || iy as usize >= g.ih {
-                row.fill(0);
+        if g.iw == 0 {
+            return;
+        }
+        for (iy, src) in xp.chunks_exact(g.iw).take(g.ih).enumerate() {
+            let Some(&dst) = self.dst_row.get(iy + g.pt) else { break };
+            let row = &mut pad[dst * self.pw..(dst + 1) * self.pw];
+            let widen = |d: &mut i16, &s: &i8| *d = (s as i32 - zp) as i16;
+            if g.sw == 1 {
+                let l = g.pl.min(self.pw);
+                let v = g.iw.min(self.pw - l);
+                row[l..l + v].iter_mut().zip(&src[..v]).for_each(|(d, s)| widen(d, s));
                 continue;
             }
-            let src = &xp[iy as usize * g.iw..][..g.iw];
+            if g.sw == 2 {
+                // data column ix is padded column pc = pl + ix: element pc / 2 of phase pc % 2; in pairs
+                // from the first even pc, the two phases side by side
+                let put = |row: &mut [i16], ix: usize| {
+                    let pc = g.pl + ix;
+                    if pc < self.pw {
+                        widen(&mut row[self.phase_off[pc % 2] + pc / 2], &src[ix]);
+                    }
+                };
+                let e = (g.pl % 2).min(g.iw);
+                for ix in 0..e {
+                    put(row, ix);
+                }
+                let j0 = (g.pl + e) / 2;
+                let (p0, p1) = row.split_at_mut(self.phase_off[1]);
+                let pairs = ((g.iw - e) / 2).min(p0.len().saturating_sub(j0)).min(p1.len().saturating_sub(j0));
+                if pairs > 0 {
+                    for ((a, b), c) in p0[j0..j0 + pairs].iter_mut().zip(&mut p1[j0..j0 + pairs]).zip(src[e..e + 2 * pairs].chunks_exact(2)) {
+                        widen(a, &c[0]);
+                        widen(b, &c[1]);
+                    }
+                }
+                for ix in e + 2 * pairs..g.iw {
+                    put(row, ix);
+                }
+                continue;
+            }
             for (r, &off) in self.phase_off.iter().enumerate() {
-                for (j, pc) in (r..self.pw).step_by(g.sw).enumerate() {
-                    let ix = pc as isize - g.pl as isize;
-                    row[off + j] = if ix >= 0 && (ix as usize) < g.iw { (src[ix as usize] as i32 - zp) as i16 } else { 0 };
+                // phase r holds padded columns r + j·sw, j < count; those from pl to pl + iw - 1 are data
+                let count = if r < self.pw { (self.pw - r).div_ceil(g.sw) } else { 0 };
+                let dst = &mut row[off..off + count];
+                let j0 = g.pl.saturating_sub(r).div_ceil(g.sw).min(count);
+                let j1 = (g.pl + g.iw).saturating_sub(r).div_ceil(g.sw).clamp(j0, count);
+                if j1 > j0 {
+                    let first = r + j0 * g.sw - g.pl;
+                    dst[j0..j1].iter_mut().zip(src[first..].iter().step_by(g.sw)).for_each(|(d, s)| widen(d, s));
                 }
             }
         }
@@ -360,64 +492,158 @@ fn mac_row(acc: &mut [i32], x: &[i16], w: i16) {
     }
 }
 
-/// One output row of a depthwise convolution: `acc = bias + Σ_taps w · row`, taps over `kh` padded rows.
+/// A depthwise output plane, flat (see [`DwPlan`]): `acc = bias + Σ_t w[t] · pad[offs[t]..]`.
 #[inline(always)]
-fn dw_row_generic(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+fn dw_plane_generic(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
     acc.fill(bias);
-    let (kw, ow) = (taps.len(), acc.len());
-    for (ky, &r) in rows.iter().enumerate() {
-        for (kx, &t) in taps.iter().enumerate() {
-            mac_row(acc, &pad[r + t..][..ow], w[ky * kw + kx]);
+    let n = acc.len();
+    for (&off, &wt) in offs.iter().zip(w) {
+        mac_row(acc, &pad[off..off + n], wt);
+    }
+}
+
+/// [`dw_plane_generic`] with AVX-512 intrinsics: 64 outputs in four registers through all taps (each tap a
+/// sign-extending load and a `vpmaddwd` against the weight in the low half of each lane, exact), the last
+/// block under masks.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn dw_plane_avx512(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
+    use std::arch::x86_64::*;
+    let n = acc.len();
+    assert!(offs.iter().all(|&o| o + n <= pad.len()) && w.len() >= offs.len(), "the plane reads outside the padded input");
+    let b = _mm512_set1_epi32(bias);
+    let mut q = 0;
+    while q < n {
+        let rem = n - q;
+        let mask = |v: usize| -> __mmask16 {
+            let r = rem.saturating_sub(16 * v);
+            if r >= 16 {
+                !0
+            } else {
+                ((1u32 << r) - 1) as u16
+            }
+        };
+        let mut a = [b; 4];
+        for (&off, &wt) in offs.iter().zip(w) {
+            let wv = _mm512_set1_epi32(wt as u16 as i32);
+            let src = pad.as_ptr().add(off + q);
+            for (v, av) in a.iter_mut().enumerate() {
+                let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask(v), src.add(16 * v)));
+                *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
+            }
         }
+        for (v, &av) in a.iter().enumerate() {
+            _mm512_mask_storeu_epi32(acc.as_mut_ptr().add(q + 16 * v), mask(v), av);
+        }
+        q += 64;
     }
 }
 
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2")]
-unsafe fn dw_row_avx2(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
-    dw_row_generic(acc, pad, rows, taps, w, bias)
+unsafe fn dw_plane_avx2(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
+    dw_plane_generic(acc, pad, offs, w, bias)
 }
 
-/// [`dw_row_generic`], compiled for AVX2 as well on x86-64 and picked at run time (the same integer sums).
+/// [`dw_plane_avx512`] with the output stage in registers ([`super::requantize::x86::requant`]): `out`
+/// gets `clamp(zp + scale(acc + bias), lo, hi)` as bytes, rounding as [`requantize_row`] does (`neon`).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn dw_plane_quant_avx512(out: &mut [u8], pad: &[i16], offs: &[usize], w: &[i16], q: RowQuant, neon: bool) {
+    use super::requantize::x86::requant;
+    use std::arch::x86_64::*;
+    let n = out.len();
+    assert!(offs.iter().all(|&o| o + n <= pad.len()) && w.len() >= offs.len(), "the plane reads outside the padded input");
+    let b = _mm512_set1_epi32(q.bias);
+    let left = _mm_cvtsi32_si128(q.m.shift.max(0));
+    let right = (-q.m.shift).max(0);
+    let mult = _mm512_set1_epi64(q.m.multiplier as i64);
+    let (zp, lo, hi) = (_mm512_set1_epi32(q.zp), _mm512_set1_epi32(q.lo), _mm512_set1_epi32(q.hi));
+    let mut j = 0;
+    while j < n {
+        let rem = n - j;
+        let mask = |v: usize| -> __mmask16 {
+            let r = rem.saturating_sub(16 * v);
+            if r >= 16 {
+                !0
+            } else {
+                ((1u32 << r) - 1) as u16
+            }
+        };
+        let mut a = [b; 4];
+        for (&off, &wt) in offs.iter().zip(w) {
+            let wv = _mm512_set1_epi32(wt as u16 as i32);
+            let src = pad.as_ptr().add(off + j);
+            for (v, av) in a.iter_mut().enumerate() {
+                let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask(v), src.add(16 * v)));
+                *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
+            }
+        }
+        for (v, &av) in a.iter().enumerate() {
+            if mask(v) != 0 {
+                let y = requant(av, left, right, !neon, mult, zp, lo, hi);
+                _mm_mask_storeu_epi8(out.as_mut_ptr().add(j + 16 * v) as *mut i8, mask(v), _mm512_cvtepi32_epi8(y));
+            }
+        }
+        j += 64;
+    }
+}
+
+/// [`dw_plane_generic`], compiled for AVX-512 and AVX2 as well on x86-64 and picked at run time (the same
+/// integer sums).
 #[inline]
-fn dw_row(acc: &mut [i32], pad: &[i16], rows: &[usize], taps: &[usize], w: &[i16], bias: i32) {
+fn dw_plane(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
+    #[cfg(target_arch = "x86_64")]
+    if super::requantize::available() {
+        // SAFETY: the CPU supports AVX-512 F/BW/VL (checked above)
+        return unsafe { dw_plane_avx512(acc, pad, offs, w, bias) };
+    }
     #[cfg(target_arch = "x86_64")]
     if std::is_x86_feature_detected!("avx2") {
         // SAFETY: the CPU supports AVX2 (checked above)
-        return unsafe { dw_row_avx2(acc, pad, rows, taps, w, bias) };
+        return unsafe { dw_plane_avx2(acc, pad, offs, w, bias) };
     }
-    dw_row_generic(acc, pad, rows, taps, w, bias)
+    dw_plane_generic(acc, pad, offs, w, bias)
 }
 
 impl Conv {
-    /// DEPTHWISE_CONV_2D, vectorised over output columns: per input channel, the plane is copied once as
-    /// `x - zp` (i16) with its zero padding, each row split by column phase modulo the stride, so that every
-    /// tap reads `ow` contiguous values; the i32 row accumulator then takes `kh·kw` multiply-adds of whole
-    /// rows. Integer sums are exact, so the result is the scalar loop's.
-    fn depthwise_into<T: Copy + Send>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], fin: impl Fn(&[i32], usize, &mut [T]) + Sync) {
+    /// DEPTHWISE_CONV_2D, vectorised over whole output planes: per input channel, the plane is copied once
+    /// as `x - zp` (i16) with its zero padding, split by row and column phase modulo the strides, so that
+    /// every tap is one offset into it ([`DwPlan`]); the flat i32 accumulator of the output plane then takes
+    /// `kh·kw` multiply-adds of whole planes. Integer sums are exact, so the result is the scalar loop's.
+    ///
+    /// `plane(pad, offs, oc, acc, dst)` computes output channel `oc`'s flat plane into `dst` (`acc` is its
+    /// scratch), [`dw_plane`] then the output stage.
+    fn depthwise_into<T: Copy + Send + Default>(&self, x: &[i8], n: usize, c: usize, out: &mut [T], plane_fn: impl Fn(&[i16], &[usize], usize, &mut [i32], &mut [T]) + Sync) {
         let g = &self.geom;
         let o = self.bias.len();
         let (mult, kk, p, plane) = (o / c, g.kh * g.kw, g.oh * g.ow, g.ih * g.iw);
         let plan = DwPlan::new(g);
         let zp = self.x.zp;
-        out[..n * o * p].par_chunks_mut(mult * p).enumerate().for_each_init(
-            || (vec![0i16; plan.ph * plan.pw], vec![0i32; g.ow], vec![0usize; g.kh]),
-            |(pad, acc, rows), (i, planes)| {
-                let ch = i % c;
-                plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
-                for (m, oplane) in planes.chunks_mut(p).enumerate() {
-                    let oc = ch * mult + m;
-                    let w = &self.w16[oc * kk..(oc + 1) * kk];
-                    for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
-                        for (ky, r) in rows.iter_mut().enumerate() {
-                            *r = (oy * g.sh + ky * g.dh) * plan.pw;
-                        }
-                        dw_row(acc, pad, rows, &plan.tap_off, w, self.bias[oc]);
-                        fin(acc, oc, orow);
-                    }
+        let init = || (vec![0i16; plan.pad_len], vec![0i32; plan.len], vec![T::default(); plan.len]);
+        let per_channel = |(pad, acc, flat): &mut (Vec<i16>, Vec<i32>, Vec<T>), (i, planes): (usize, &mut [T])| {
+            let ch = i % c;
+            plan.fill(g, &x[i * plane..(i + 1) * plane], zp, pad);
+            for (m, oplane) in planes.chunks_mut(p).enumerate() {
+                let oc = ch * mult + m;
+                // the whole flat plane in one call, then its columns before `ow`
+                if plan.pw == g.ow {
+                    plane_fn(pad, &plan.offs, oc, acc, oplane);
+                    continue;
                 }
-            },
-        );
+                plane_fn(pad, &plan.offs, oc, acc, flat);
+                for (oy, orow) in oplane.chunks_mut(g.ow).enumerate() {
+                    orow.copy_from_slice(&flat[oy * plan.pw..oy * plan.pw + g.ow]);
+                }
+            }
+        };
+        let out = &mut out[..n * o * p];
+        if parallel(n * o * p * kk) {
+            out.par_chunks_mut(mult * p).enumerate().for_each_init(init, per_channel);
+        } else {
+            let mut bufs = init();
+            out.chunks_mut(mult * p).enumerate().for_each(|ip| per_channel(&mut bufs, ip));
+        }
     }
 }
 
@@ -438,6 +664,8 @@ struct Fc {
     act: (i32, i32),
     k: usize,
     rounding: Rounding,
+    /// The weights packed for the VNNI dot products, where the CPU has them.
+    dot: Option<PackedDot>,
 }
 
 /// Gemm's attributes (MatMul: no transposes, no activation, alpha = beta = 1).
@@ -483,7 +711,8 @@ pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn Int8Kernel>, S
     let per_tensor = cx.input(1)?.quant.as_ref().is_some_and(|q| q.scale.len() == 1);
     let m = if per_tensor { vec![quantize_multiplier((x.scale * ws[0]) as f64 / y.scale as f64); nn] } else { multipliers(x, &ws, y) };
     let asym = wzp.iter().any(|&z| z != 0);
-    Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon }))
+    let dot = PackedDot::new(&w, nn, k);
+    Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon, dot }))
 }
 
 impl Int8Kernel for Fc {
@@ -493,8 +722,10 @@ impl Int8Kernel for Fc {
         let mut shape = xt.shape.clone();
         *shape.last_mut().expect("rank >= 1") = self.bias.len();
         let out = out0(outputs)?;
-        match self.ydt {
-            DType::U8 => self.run_into(x, out.reset::<u8>(&shape)),
+        match (self.ydt, &self.dot) {
+            (DType::U8, Some(d)) => self.run_packed(d, x, out.reset::<u8>(&shape), &mut scratch.u8),
+            (_, Some(d)) => self.run_packed(d, x, out.reset::<i8>(&shape), &mut scratch.u8),
+            (DType::U8, None) => self.run_into(x, out.reset::<u8>(&shape)),
             _ => self.run_into(x, out.reset::<i8>(&shape)),
         }
         Ok(())
@@ -502,6 +733,28 @@ impl Int8Kernel for Fc {
 }
 
 impl Fc {
+    /// The rows through the VNNI dot products.
+    fn run_packed<T: Q8>(&self, d: &PackedDot, x: &[i8], out: &mut [T], buf: &mut Vec<u8>) {
+        let (k, nn) = (self.k, self.bias.len());
+        let (lo, hi) = self.act;
+        let run_row = |r: usize, orow: &mut [T], buf: &mut Vec<u8>, acc: &mut Vec<i32>| {
+            let xr = &x[r * k..(r + 1) * k];
+            acc.resize(nn, 0);
+            d.dots(xr, buf, acc);
+            let xsum: i32 = if self.asym { xr.iter().map(|&v| v as i32).sum() } else { 0 };
+            for (j, (o, &a)) in orow.iter_mut().zip(acc.iter()).enumerate() {
+                *o = T::from_i32((scale(a - self.wzp[j] * xsum + self.bias[j], self.m[j], self.rounding) + self.y.zp).clamp(lo, hi));
+            }
+        };
+        let rows = x.len() / k.max(1);
+        if rows > 1 && parallel(rows * nn * k) {
+            out.par_chunks_mut(nn).enumerate().for_each_init(|| (Vec::new(), Vec::new()), |(b, a), (r, o)| run_row(r, o, b, a));
+        } else {
+            let mut acc = Vec::new();
+            out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o, buf, &mut acc));
+        }
+    }
+
     fn run_into<T: Q8>(&self, x: &[i8], out: &mut [T]) {
         let k = self.k;
         let nn = self.bias.len();
@@ -519,8 +772,8 @@ impl Fc {
                 }
                 j += 4;
             }
-            for j in j..nn {
-                orow[j] = fin(dot(&self.w[j * k..][..k], xr) - self.wzp[j] * xsum, j);
+            for (j, o) in orow.iter_mut().enumerate().take(nn).skip(j) {
+                *o = fin(dot(&self.w[j * k..][..k], xr) - self.wzp[j] * xsum, j);
             }
         };
         if rows * nn * k >= 1 << 16 && rows > 1 {
@@ -606,9 +859,14 @@ mod tests {
                 depthwise: true,
                 rounding: Rounding::Double,
                 dw_neon_blocks: false,
+                packed: Vec::new(),
+                rq: Vec::new(),
             };
             let mut got = vec![0i32; n * o * oh * ow];
-            conv.depthwise_into(&x, n, c, &mut got, |a, _, o| o.copy_from_slice(a));
+            conv.depthwise_into(&x, n, c, &mut got, |pad, offs, oc, acc, dst| {
+                dw_plane(acc, pad, offs, &w16[oc * kh * kw..(oc + 1) * kh * kw], bias[oc]);
+                dst.copy_from_slice(acc);
+            });
             for b in 0..n {
                 for oc in 0..o {
                     for oy in 0..oh {

@@ -95,9 +95,20 @@ pub fn im2col(x: &[i8], c: usize, g: &Geom2, pad: i8, col: &mut [i8]) {
                         continue;
                     }
                     let src = &plane[iy as usize * g.iw..][..g.iw];
-                    for (ox, o) in orow.iter_mut().enumerate() {
-                        let ix = (ox * g.sw + kx * g.dw) as isize - g.pl as isize;
-                        *o = if ix >= 0 && (ix as usize) < g.iw { src[ix as usize] } else { pad };
+                    // output columns lo..hi read the input (ix = ox·sw + ix0), the others the padding
+                    let ix0 = (kx * g.dw) as isize - g.pl as isize;
+                    let lo = if ix0 >= 0 { 0 } else { ((-ix0) as usize).div_ceil(g.sw) }.min(g.ow);
+                    let hi = if ix0 >= g.iw as isize { 0 } else { ((g.iw as isize - ix0) as usize).div_ceil(g.sw) }.clamp(lo, g.ow);
+                    orow[..lo].fill(pad);
+                    orow[hi..].fill(pad);
+                    if hi > lo {
+                        let first = (lo * g.sw) as isize + ix0;
+                        let src = &src[first as usize..];
+                        if g.sw == 1 {
+                            orow[lo..hi].copy_from_slice(&src[..hi - lo]);
+                        } else {
+                            orow[lo..hi].iter_mut().zip(src.iter().step_by(g.sw)).for_each(|(o, &v)| *o = v);
+                        }
                     }
                 }
             }

@@ -213,8 +213,29 @@ impl Int8Kernel for Mean {
             ost[d] = if self.axes.contains(&d) { 0 } else { s };
             s *= self.out_shape[d];
         }
+        // reduced axes that are one block of consecutive axes (a global pool over NCHW's H and W, or NHWC's):
+        // the input is [outer][red][inner] and the sums [outer][inner]
+        let reduced: Vec<usize> = (0..rank).filter(|d| self.axes.contains(d)).collect();
+        let block = !reduced.is_empty() && reduced.iter().copied().eq(reduced[0]..reduced[0] + reduced.len());
         let mut idx = vec![0usize; rank];
-        for i in 0..x.count() {
+        let mut general = x.count();
+        if block {
+            let (a, b) = (reduced[0], reduced[0] + reduced.len());
+            let (red, inner): (usize, usize) = (shape[a..b].iter().product(), shape[b..].iter().product());
+            if red * inner > 0 && x.count() == nout * red {
+                general = 0;
+                for (o, srow) in sums.chunks_mut(inner).enumerate() {
+                    for r in 0..red {
+                        let at = (o * red + r) * inner;
+                        match x {
+                            Bytes::I8(v) => srow.iter_mut().zip(&v[at..at + inner]).for_each(|(s, &b)| *s += b as i32),
+                            Bytes::U8(v) => srow.iter_mut().zip(&v[at..at + inner]).for_each(|(s, &b)| *s += b as i32),
+                        }
+                    }
+                }
+            }
+        }
+        for i in 0..general {
             let o: usize = idx.iter().zip(&ost).map(|(i, s)| i * s).sum();
             sums[o] += x.get(i);
             for d in (0..rank).rev() {

@@ -146,9 +146,9 @@ impl TransposeConv {
                     let off = (kx * dw) as isize - pw;
                     let lo = if off >= 0 { 0 } else { ((-off) as usize).div_ceil(sw) };
                     let hi = if off >= ow as isize { 0 } else { ((ow as isize - 1 - off) as usize / sw + 1).min(iw) };
-                    for ix in lo..hi {
+                    for (ix, &xv) in xrow.iter().enumerate().take(hi).skip(lo) {
                         let ox = (ix * sw) as isize + off;
-                        let v = xrow[ix] as i32 - self.x.zp;
+                        let v = xv as i32 - self.x.zp;
                         orow[ox as usize] = orow[ox as usize].wrapping_add(v.wrapping_mul(wv));
                     }
                 }
