@@ -152,13 +152,14 @@ impl BiLstm {
 #[test]
 fn bidirectional_sequence_lstm_imports_like_litert() {
     let Some(py) = oracle::python() else { return };
-    // (LiteRT is not a peer for one combination: batch-major with merged outputs and peepholes and a cell clip
-    // gives different outputs from two fresh interpreters on the same input, so it reads memory it did not write)
+    // (LiteRT is not a peer for batch-major models with merged outputs: with or without peepholes and a cell clip,
+    // two fresh interpreters give different outputs on the same input — element 60 of a seq-7 batch-2 model read
+    // -0.1162, -0.1165, -0.1205 and -0.1219 in four runs, ours -0.1191 every time — so it reads memory it did not
+    // write. Those cases are left out; batch-major with two outputs and time-major merged are compared.)
     let cases = [
         ("time-major, merged", BiLstm { time_major: true, peepholes: false, merge_outputs: true, cell_clip: 0.0, seq: 6, batch: 2, input: 3, hidden: 4 }),
         ("time-major, two outputs, peepholes", BiLstm { time_major: true, peepholes: true, merge_outputs: false, cell_clip: 0.0, seq: 5, batch: 3, input: 4, hidden: 5 }),
         ("time-major, merged, peepholes, clip", BiLstm { time_major: true, peepholes: true, merge_outputs: true, cell_clip: 0.8, seq: 7, batch: 2, input: 3, hidden: 4 }),
-        ("batch-major, merged", BiLstm { time_major: false, peepholes: false, merge_outputs: true, cell_clip: 0.0, seq: 7, batch: 2, input: 3, hidden: 4 }),
         ("batch-major, two outputs", BiLstm { time_major: false, peepholes: false, merge_outputs: false, cell_clip: 0.0, seq: 4, batch: 3, input: 2, hidden: 6 }),
         ("batch-major, two outputs, peepholes, clip", BiLstm { time_major: false, peepholes: true, merge_outputs: false, cell_clip: 0.8, seq: 7, batch: 2, input: 3, hidden: 4 }),
     ];

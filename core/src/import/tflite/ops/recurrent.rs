@@ -125,9 +125,10 @@ fn integer_lstm(imp: &mut Importer, o: &OpIn, x: ValueId, time_major: bool, cell
         return Err(imp.unsupported("an integer LSTM whose cell state is not int16"));
     }
     // Variable tensors start at the zero point (int8) or zero (int16), as LiteRT resets them.
-    let h0 = Tensor::from_vec(state_shape.clone(), vec![hq.zero_point[0] as i8; batch * hid]).expect("state size");
+    let n = state_len(batch, hid, "states")?;
+    let h0 = Tensor::from_vec(state_shape.clone(), vec![hq.zero_point[0] as i8; n]).expect("state size");
     let h0 = constant(imp, "output state", h0, hq);
-    let c0 = constant(imp, "cell state", Tensor::from_vec(state_shape, vec![0i16; batch * hid]).expect("state size"), cq);
+    let c0 = constant(imp, "cell state", Tensor::from_vec(state_shape, vec![0i16; n]).expect("state size"), cq);
     let attrs = RnnAttrs {
         cell: RnnCell::Lstm,
         direction: RnnDirection::Forward,
@@ -228,7 +229,8 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
         let t = imp.req(o, k)?;
         let tensor = imp.tensor(t)?;
         let empty = schema::buffer_data(&imp.model, imp.file, tensor.buffer()).map(|d| d.is_empty()).unwrap_or(false);
-        let s = if empty && tensor.is_variable() { vec![0f32; batch * hid] } else { weights(imp, o, k, what, batch * hid)? };
+        let n = state_len(batch, hid, what)?;
+        let s = if empty && tensor.is_variable() { vec![0f32; n] } else { weights(imp, o, k, what, n)? };
         states.push(constant(imp, what, state_shape.clone(), s));
     }
     let attrs = RnnAttrs {
@@ -250,6 +252,13 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
 
 /// The initial state of variable tensor input `k` (`[batch, hidden]` data): zeros when it holds no data (as on a
 /// fresh LiteRT interpreter), else its constant data.
+/// The batch × hidden elements of a recurrent state, checked against the memory budget before anything is
+/// allocated: the batch comes from the input's declared shape, which a file may set to anything.
+fn state_len(batch: usize, hid: usize, what: &str) -> Result<usize> {
+    crate::limits::check_tensor(&format!("the recurrent {what}"), DType::F32, &[batch, hid])?;
+    Ok(batch * hid)
+}
+
 fn initial_state(imp: &mut Importer, o: &OpIn, k: usize, what: &str, len: usize) -> Result<Vec<f32>> {
     let t = imp.req(o, k)?;
     let tensor = imp.tensor(t)?;
@@ -296,7 +305,7 @@ fn unidirectional_sequence_rnn(imp: &mut Importer, o: &OpIn) -> Result<ValueId> 
     let r = weights(imp, o, 2, "recurrent weights", hid * hid)?;
     let mut b = weights(imp, o, 3, "bias", hid)?;
     b.resize(2 * hid, 0.0);
-    let h0 = initial_state(imp, o, 4, "hidden state", batch * hid)?;
+    let h0 = initial_state(imp, o, 4, "hidden state", state_len(batch, hid, "hidden state")?)?;
     let constant = |imp: &mut Importer, name: &str, shape: Vec<usize>, data: Vec<f32>| imp.g.add_constant(format!("{base}/{name}"), Tensor::from_f32(shape, data));
     let wv = constant(imp, "W", vec![1, hid, input], w);
     let rv = constant(imp, "R", vec![1, hid, hid], r);
@@ -393,8 +402,8 @@ fn bidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<Vec<Value
     let mut h0 = Vec::new();
     let mut c0 = Vec::new();
     for (hk, ck) in [(35, 36), (37, 38)] {
-        h0.push(initial_state(imp, o, hk, "output state", batch * hid)?);
-        c0.push(initial_state(imp, o, ck, "cell state", batch * hid)?);
+        h0.push(initial_state(imp, o, hk, "output state", state_len(batch, hid, "output state")?)?);
+        c0.push(initial_state(imp, o, ck, "cell state", state_len(batch, hid, "cell state")?)?);
     }
     // [2, batch, H] (time-major) or [batch, 2, H]
     let stack = |s: &[Vec<f32>]| -> Vec<f32> {
