@@ -72,11 +72,7 @@ fn integer_lstm(imp: &mut Importer, o: &OpIn, x: ValueId, time_major: bool, cell
     if [9, 10, 11].iter().any(|&k| o.input(k).is_some()) {
         return Err(imp.unsupported("an integer LSTM with peepholes"));
     }
-    let xs = imp.shape(x);
-    if xs.len() != 3 {
-        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
-    }
-    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let (seq, batch, input) = sequence_dims(imp, x, time_major)?;
     let hid = imp.declared(imp.req(o, 6)?)?.1.first().copied().unwrap_or(0);
     let out_t = o.outs[0];
     let out_q = imp.quant(out_t)?.ok_or_else(|| imp.invalid("the int8 LSTM's output has no quantization parameters"))?;
@@ -180,12 +176,8 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
     if imp.dtype(x) == DType::I8 {
         return integer_lstm(imp, o, x, time_major_of(&opt), cell_clip, act);
     }
-    let xs = imp.shape(x);
-    if xs.len() != 3 {
-        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
-    }
     let time_major = opt.time_major();
-    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let (seq, batch, input) = sequence_dims(imp, x, time_major)?;
     let rw = imp.declared(imp.req(o, 6)?)?.1;
     if rw.len() != 2 {
         return Err(imp.invalid(format!("recurrent weights must be 2-D [cells, outputs], got {rw:?}")));
@@ -252,6 +244,15 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
 
 /// The initial state of variable tensor input `k` (`[batch, hidden]` data): zeros when it holds no data (as on a
 /// fresh LiteRT interpreter), else its constant data.
+/// (sequence length, batch, features) of a recurrent op's 3-D input, time-major or batch-major.
+fn sequence_dims(imp: &Importer, x: ValueId, time_major: bool) -> Result<(usize, usize, usize)> {
+    let xs = imp.shape(x);
+    if xs.len() != 3 {
+        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
+    }
+    Ok(if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) })
+}
+
 /// The batch × hidden elements of a recurrent state, checked against the memory budget before anything is
 /// allocated: the batch comes from the input's declared shape, which a file may set to anything.
 fn state_len(batch: usize, hid: usize, what: &str) -> Result<usize> {
@@ -290,12 +291,8 @@ fn unidirectional_sequence_rnn(imp: &mut Importer, o: &OpIn) -> Result<ValueId> 
     if imp.dtype(x) != DType::F32 {
         return Err(imp.unsupported(format!("a {} RNN (float RNNs only)", imp.dtype(x))));
     }
-    let xs = imp.shape(x);
-    if xs.len() != 3 {
-        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
-    }
     let time_major = opt.time_major();
-    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let (seq, batch, input) = sequence_dims(imp, x, time_major)?;
     let rw = imp.declared(imp.req(o, 2)?)?.1;
     if rw.len() != 2 || rw[0] != rw[1] {
         return Err(imp.invalid(format!("recurrent weights must be [units, units], got {rw:?}")));
@@ -359,12 +356,8 @@ fn bidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<Vec<Value
     if imp.dtype(x) != DType::F32 {
         return Err(imp.unsupported(format!("a {} bidirectional LSTM (float only)", imp.dtype(x))));
     }
-    let xs = imp.shape(x);
-    if xs.len() != 3 {
-        return Err(imp.invalid(format!("expects a 3-D input, got {xs:?}")));
-    }
     let time_major = opt.time_major();
-    let (seq, batch, input) = if time_major { (xs[0], xs[1], xs[2]) } else { (xs[1], xs[0], xs[2]) };
+    let (seq, batch, input) = sequence_dims(imp, x, time_major)?;
     let rw = imp.declared(imp.req(o, 5)?)?.1;
     if rw.len() != 2 || rw[0] != rw[1] {
         return Err(imp.unsupported(format!("recurrent weights {rw:?} (not [cells, cells]: a projection)")));
