@@ -74,6 +74,7 @@ fn integer_lstm(imp: &mut Importer, o: &OpIn, x: ValueId, time_major: bool, cell
     }
     let (seq, batch, input) = sequence_dims(imp, x, time_major)?;
     let hid = imp.declared(imp.req(o, 6)?)?.1.first().copied().unwrap_or(0);
+    check_weight_sizes(hid, input)?;
     let out_t = o.outs[0];
     let out_q = imp.quant(out_t)?.ok_or_else(|| imp.invalid("the int8 LSTM's output has no quantization parameters"))?;
     let inter: Vec<i32> = o.op.intermediates().map(|v| schema::to_vec(Some(v))).unwrap_or_default();
@@ -183,6 +184,7 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
         return Err(imp.invalid(format!("recurrent weights must be 2-D [cells, outputs], got {rw:?}")));
     }
     let hid = rw[0];
+    check_weight_sizes(hid, input)?;
     if rw[1] != hid {
         return Err(imp.unsupported(format!("{} outputs for {hid} cells (a projection)", rw[1])));
     }
@@ -244,6 +246,12 @@ fn unidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<ValueId>
 
 /// The initial state of variable tensor input `k` (`[batch, hidden]` data): zeros when it holds no data (as on a
 /// fresh LiteRT interpreter), else its constant data.
+/// The sizes the declared shapes give the weights (gates × hidden × max(input, hidden), 8 gate vectors at most),
+/// checked against the memory budget before any is reserved: shapes come from the file, the data may be short.
+fn check_weight_sizes(hid: usize, input: usize) -> Result<()> {
+    crate::limits::check_tensor("the recurrent weights", DType::F32, &[8, hid, input.max(hid).max(1)])
+}
+
 /// (sequence length, batch, features) of a recurrent op's 3-D input, time-major or batch-major.
 fn sequence_dims(imp: &Importer, x: ValueId, time_major: bool) -> Result<(usize, usize, usize)> {
     let xs = imp.shape(x);
@@ -298,6 +306,7 @@ fn unidirectional_sequence_rnn(imp: &mut Importer, o: &OpIn) -> Result<ValueId> 
         return Err(imp.invalid(format!("recurrent weights must be [units, units], got {rw:?}")));
     }
     let hid = rw[0];
+    check_weight_sizes(hid, input)?;
     let w = weights(imp, o, 1, "input weights", hid * input)?;
     let r = weights(imp, o, 2, "recurrent weights", hid * hid)?;
     let mut b = weights(imp, o, 3, "bias", hid)?;
@@ -363,6 +372,7 @@ fn bidirectional_sequence_lstm(imp: &mut Importer, o: &OpIn) -> Result<Vec<Value
         return Err(imp.unsupported(format!("recurrent weights {rw:?} (not [cells, cells]: a projection)")));
     }
     let hid = rw[0];
+    check_weight_sizes(hid, input)?;
     // per direction, the first input of each group: input weights, recurrent weights, peepholes, biases
     let groups = [(1, 5, 9, 12), (18, 22, 26, 29)];
     let order = [0, 3, 1, 2]; // TFLite i, f, c, o → ONNX i, o, f, c
