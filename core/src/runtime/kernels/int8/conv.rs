@@ -502,6 +502,45 @@ fn dw_plane_generic(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bia
     }
 }
 
+/// The lanes of 16-lane block `v` (of a 64-output block) that hold outputs when `rem` outputs are left.
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn tail_mask(rem: usize, v: usize) -> std::arch::x86_64::__mmask16 {
+    let r = rem.saturating_sub(16 * v);
+    if r >= 16 {
+        !0
+    } else {
+        ((1u32 << r) - 1) as u16
+    }
+}
+
+/// Depthwise sums of the 64 outputs from `at` (`rem` of them real, the rest masked) over every tap, starting
+/// from `b`: each tap a sign-extending load and a `vpmaddwd` against the weight in the low half of each lane
+/// (exact). What both AVX-512 plane kernels accumulate.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+#[inline]
+unsafe fn dw_block64(
+    pad: &[i16],
+    offs: &[usize],
+    w: &[i16],
+    at: usize,
+    rem: usize,
+    b: std::arch::x86_64::__m512i,
+) -> [std::arch::x86_64::__m512i; 4] {
+    use std::arch::x86_64::*;
+    let mut a = [b; 4];
+    for (&off, &wt) in offs.iter().zip(w) {
+        let wv = _mm512_set1_epi32(wt as u16 as i32);
+        let src = pad.as_ptr().add(off + at);
+        for (v, av) in a.iter_mut().enumerate() {
+            let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(tail_mask(rem, v), src.add(16 * v)));
+            *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
+        }
+    }
+    a
+}
+
 /// [`dw_plane_generic`] with AVX-512 intrinsics: 64 outputs in four registers through all taps (each tap a
 /// sign-extending load and a `vpmaddwd` against the weight in the low half of each lane, exact), the last
 /// block under masks.
@@ -515,23 +554,8 @@ unsafe fn dw_plane_avx512(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16
     let mut q = 0;
     while q < n {
         let rem = n - q;
-        let mask = |v: usize| -> __mmask16 {
-            let r = rem.saturating_sub(16 * v);
-            if r >= 16 {
-                !0
-            } else {
-                ((1u32 << r) - 1) as u16
-            }
-        };
-        let mut a = [b; 4];
-        for (&off, &wt) in offs.iter().zip(w) {
-            let wv = _mm512_set1_epi32(wt as u16 as i32);
-            let src = pad.as_ptr().add(off + q);
-            for (v, av) in a.iter_mut().enumerate() {
-                let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask(v), src.add(16 * v)));
-                *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
-            }
-        }
+        let mask = |v: usize| tail_mask(rem, v);
+        let a = dw_block64(pad, offs, w, q, rem, b);
         for (v, &av) in a.iter().enumerate() {
             _mm512_mask_storeu_epi32(acc.as_mut_ptr().add(q + 16 * v), mask(v), av);
         }
@@ -562,23 +586,8 @@ unsafe fn dw_plane_quant_avx512(out: &mut [u8], pad: &[i16], offs: &[usize], w: 
     let mut j = 0;
     while j < n {
         let rem = n - j;
-        let mask = |v: usize| -> __mmask16 {
-            let r = rem.saturating_sub(16 * v);
-            if r >= 16 {
-                !0
-            } else {
-                ((1u32 << r) - 1) as u16
-            }
-        };
-        let mut a = [b; 4];
-        for (&off, &wt) in offs.iter().zip(w) {
-            let wv = _mm512_set1_epi32(wt as u16 as i32);
-            let src = pad.as_ptr().add(off + j);
-            for (v, av) in a.iter_mut().enumerate() {
-                let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(mask(v), src.add(16 * v)));
-                *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
-            }
-        }
+        let mask = |v: usize| tail_mask(rem, v);
+        let a = dw_block64(pad, offs, w, j, rem, b);
         for (v, &av) in a.iter().enumerate() {
             if mask(v) != 0 {
                 let y = requant(av, left, right, !neon, mult, zp, lo, hi);
