@@ -12,7 +12,10 @@
 //!
 //! Nodes that compute on quantized (int8) values get a prepared integer kernel here
 //! ([`kernels::int8::prepare`]: multipliers, re-laid weights and lookup tables built once), which runs
-//! instead of the float kernel.
+//! instead of the float kernel; f32 MatMul/Gemm with constant weights get their weights packed once
+//! ([`kernels::prepare_float`]). A constant that a prepared kernel holds re-laid and nothing else reads is
+//! dropped from the session's graph (its value keeps its type and shape, with empty data), so weights are in
+//! memory once.
 
 use std::time::{Duration, Instant};
 
@@ -36,7 +39,8 @@ enum Src {
 /// One node to execute.
 struct Step {
     node: usize,
-    int8: Option<Box<dyn kernels::int8::Int8Kernel>>,
+    /// The kernel prepared for this node at planning (integer kernels, packed float weights), if any.
+    prepared: Option<Box<dyn kernels::PreparedKernel>>,
     /// Nested sessions of an If/Loop/Scan node.
     regions: Option<Box<super::control_flow::Regions>>,
     inputs: Vec<Option<Src>>,
@@ -92,6 +96,7 @@ impl Session {
         for o in &graph.outputs {
             last_use[o.0] = Some(usize::MAX);
         }
+        let readers = readers(&graph);
         // Buffer pool: (dtype, planned bytes) per buffer, and the free list.
         let mut buf_info: Vec<(DType, usize)> = Vec::new();
         let mut free: Vec<usize> = Vec::new();
@@ -165,6 +170,7 @@ impl Session {
                 Error::Node { node, op, msg } => Error::Unsupported(format!("node '{node}' ({op}): {msg}")),
                 other => other,
             })?;
+            let prepared = int8.or_else(|| kernels::prepare_float(&graph, n));
             let dynamic = node.outputs.iter().any(|o| graph.values[o.0].dynamic);
             let regions = super::control_flow::Regions::prepare(&node.op, depth).map_err(|e| match e {
                 Error::ResourceLimit(m) => Error::ResourceLimit(format!("{}: {m}", output_text_node(node, n))),
@@ -172,7 +178,8 @@ impl Session {
                 Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", output_text_node(node, n))),
                 other => other,
             })?;
-            steps.push(Step { node: n, int8, regions, inputs, outputs, dynamic });
+            steps.push(Step { node: n, prepared, regions, inputs, outputs, dynamic });
+            release_held_constants(&mut graph, steps.last_mut().expect("pushed"), &readers);
         }
         for o in &graph.outputs {
             if srcs[o.0].is_none() {
@@ -296,7 +303,7 @@ impl Session {
             outs_tmp.clear();
             outs_tmp.extend(step.outputs.iter().map(|&b| std::mem::take(&mut bufs[b])));
             let ins: Vec<Option<&Tensor>> = step.inputs.iter().map(|s| s.map(|s| resolve(graph, inputs, bufs, s))).collect();
-            let r = match (&step.int8, step.regions.as_mut()) {
+            let r = match (&step.prepared, step.regions.as_mut()) {
                 (Some(k), _) => k.run(&ins, outs_tmp, scratch),
                 (None, Some(r)) => r.run(&node.op, &ins, outs_tmp),
                 (None, None) => kernels::eval(&node.op, &ins, outs_tmp, scratch),
@@ -330,8 +337,8 @@ fn output_text(node: &crate::ir::Node, index: usize, v: &crate::ir::Value) -> St
 /// each output's size against the memory budget (an `Expand` to a shape read from an input must not reach the
 /// allocator). Outputs whose rule cannot say (data-dependent, like `NonZero`) are bounded by their inputs.
 fn check_dynamic_outputs(g: &Graph, inputs: &[&Tensor], bufs: &[Tensor], step: &Step) -> Result<()> {
-    if step.int8.is_some() {
-        return Ok(()); // quantized nodes have static shapes
+    if step.prepared.is_some() {
+        return Ok(()); // prepared nodes have static shapes
     }
     let node = &g.nodes[step.node];
     let infos: Vec<Option<TypeInfo>> = step
@@ -346,6 +353,33 @@ fn check_dynamic_outputs(g: &Graph, inputs: &[&Tensor], bufs: &[Tensor], step: &
         }
     }
     Ok(())
+}
+
+/// How many node inputs and graph outputs read each value.
+fn readers(g: &Graph) -> Vec<usize> {
+    let mut readers = vec![0usize; g.values.len()];
+    for i in g.nodes.iter().flat_map(|n| n.inputs.iter().flatten()) {
+        readers[i.0] += 1;
+    }
+    for o in &g.outputs {
+        readers[o.0] += 1;
+    }
+    readers
+}
+
+/// Drops the graph's copy of constants that the step's prepared kernel holds re-laid (packed weights) and
+/// nothing else reads, right after preparing it (so the two copies never all coexist): the step no longer gets
+/// that input, and the session's graph keeps the value with empty data.
+fn release_held_constants(g: &mut Graph, step: &mut Step, readers: &[usize]) {
+    let Some(p) = &step.prepared else { return };
+    for (k, i) in g.nodes[step.node].inputs.iter().enumerate() {
+        let Some(v) = *i else { continue };
+        if p.holds_input(k) && readers[v.0] == 1 && g.values[v.0].constant.is_some() {
+            let dtype = g.values[v.0].dtype;
+            g.values[v.0].constant = Some(Tensor::zeros(dtype, vec![0]));
+            step.inputs[k] = None;
+        }
+    }
 }
 
 fn resolve<'a>(g: &'a Graph, inputs: &[&'a Tensor], bufs: &'a [Tensor], s: Src) -> &'a Tensor {

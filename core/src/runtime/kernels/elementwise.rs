@@ -183,6 +183,8 @@ pub(super) fn binary(op: BinaryOp, act: Option<Activation>, x: &Tensor, y: &Tens
     match op {
         Equal | Less | LessOrEqual | Greater | GreaterOrEqual => with_any!(x.dtype(), T => compare::<T>(op, x, y, out, &osh)),
         Pow if x.dtype() != y.dtype() => pow_mixed(x, y, out, &osh, clamp),
+        // x² (RMSNorm, variance): one multiply instead of powf per element, the same correctly rounded value
+        Pow if y.len() == 1 && y.shape.len() <= x.shape.len() && y.to_f64_vec().first() == Some(&2.0) && dt.is_float() => binary(Mul, act, x, x, out),
         _ => {
             macro_rules! run {
                 ($T:ty, $f:ident) => {{

@@ -44,7 +44,7 @@ fn call_budget() -> usize {
 }
 
 /// Below this many multiply-adds a GEMM runs on the calling thread (rayon's fork/join costs more).
-const PAR_MIN_MACS: usize = 1 << 16;
+pub(super) const PAR_MIN_MACS: usize = 1 << 16;
 
 
 /// `row[i] = act(row[i] + bias)`, with the activation chosen once outside the loop.
@@ -214,6 +214,14 @@ impl<'a, T: Real> BlockOut<'a, T> {
             let row = unsafe { std::slice::from_raw_parts_mut(self.ptr.add(off + i * rs), cols) };
             epi(i, row);
         }
+    }
+
+    /// The pointer to element `off`, for a kernel that writes a block of `span` elements from there (checked to
+    /// lie inside C); writing through it carries [`BlockOut::gemm_block`]'s disjointness contract.
+    pub fn block_ptr(&self, off: usize, span: usize) -> *mut T {
+        assert!(off.checked_add(span).is_some_and(|e| e <= self.len), "output block out of bounds");
+        // SAFETY: off ≤ len (asserted): inside the allocation or one past its end.
+        unsafe { self.ptr.add(off) }
     }
 
     /// Row `i` of a block at `off` with row stride `rs`, columns `j0..j0 + cols`.
@@ -452,27 +460,35 @@ struct GemmArgs {
     activation: Option<Activation>,
 }
 
-fn gemm_typed<T: Real>(g: &GemmArgs, a: &[T], b: &[T], c: Option<(&[T], &[usize])>, y: &mut [T]) -> Result<(), String> {
-    let (m, n, k) = (g.m, g.n, g.k);
-    let am = if g.trans_a { MatRef { data: a, off: 0, rs: 1, cs: m } } else { MatRef::rows(a, 0, k) };
-    let bm = if g.trans_b { MatRef { data: b, off: 0, rs: 1, cs: k } } else { MatRef::rows(b, 0, n) };
-    // C's element (i, j) is cv[i·ci + j·cj] (0 strides on broadcast dims).
-    let cterm = match c {
-        Some((cv, cs)) if g.beta != 0.0 => {
-            let full = [vec![1; 2 - cs.len()], cs.to_vec()].concat();
-            if cv.len() != full[0] * full[1] {
-                return Err("Gemm C holds the wrong number of elements".into());
+/// Gemm's epilogue on a finished output row segment: `+ beta·C` (C broadcast to `[m, n]`), then the fused
+/// activation.
+pub(super) struct GemmEpilogue<'c, T> {
+    /// C's data, its element (i, j) at `i·ci + j·cj` (0 strides on broadcast dims), and beta.
+    cterm: Option<(&'c [T], usize, usize, T)>,
+    act: Option<Activation>,
+}
+
+impl<'c, T: Real> GemmEpilogue<'c, T> {
+    /// The epilogue for `beta`, C (data and shape, rank ≤ 2, broadcast to the output) and `act`.
+    pub(super) fn new(beta: f32, c: Option<(&'c [T], &[usize])>, act: Option<Activation>) -> Result<Self, String> {
+        let cterm = match c {
+            Some((cv, cs)) if beta != 0.0 => {
+                let full = [vec![1; 2 - cs.len()], cs.to_vec()].concat();
+                if cv.len() != full[0] * full[1] {
+                    return Err("Gemm C holds the wrong number of elements".into());
+                }
+                let ci = if full[0] == 1 { 0 } else { full[1] };
+                let cj = if full[1] == 1 { 0 } else { 1 };
+                Some((cv, ci, cj, T::from_f32(beta)))
             }
-            let ci = if full[0] == 1 { 0 } else { full[1] };
-            let cj = if full[1] == 1 { 0 } else { 1 };
-            Some((cv, ci, cj, T::from_f32(g.beta)))
-        }
-        _ => None,
-    };
-    let act = g.activation;
-    let job = Batched { batches: 1, m, n, k, alpha: T::from_f32(g.alpha), a: |_| am, b: |_| bm, _p: PhantomData };
-    job.run(y, |_, i, j0, row| {
-        if let Some((cv, ci, cj, beta)) = cterm {
+            _ => None,
+        };
+        Ok(GemmEpilogue { cterm, act })
+    }
+
+    /// Applies the epilogue to `row` = output row `i`, columns `j0..j0 + row.len()`.
+    pub(super) fn apply(&self, i: usize, j0: usize, row: &mut [T]) {
+        if let Some((cv, ci, cj, beta)) = self.cterm {
             let base = i * ci + j0 * cj;
             if cj == 0 {
                 let v = beta * cv[base];
@@ -483,8 +499,17 @@ fn gemm_typed<T: Real>(g: &GemmArgs, a: &[T], b: &[T], c: Option<(&[T], &[usize]
                 }
             }
         }
-        bias_act(row, None, act);
-    })
+        bias_act(row, None, self.act);
+    }
+}
+
+fn gemm_typed<T: Real>(g: &GemmArgs, a: &[T], b: &[T], c: Option<(&[T], &[usize])>, y: &mut [T]) -> Result<(), String> {
+    let (m, n, k) = (g.m, g.n, g.k);
+    let am = if g.trans_a { MatRef { data: a, off: 0, rs: 1, cs: m } } else { MatRef::rows(a, 0, k) };
+    let bm = if g.trans_b { MatRef { data: b, off: 0, rs: 1, cs: k } } else { MatRef::rows(b, 0, n) };
+    let epi = GemmEpilogue::new(g.beta, c, g.activation)?;
+    let job = Batched { batches: 1, m, n, k, alpha: T::from_f32(g.alpha), a: |_| am, b: |_| bm, _p: PhantomData };
+    job.run(y, |_, i, j0, row| epi.apply(i, j0, row))
 }
 
 fn matmul_real<T: Real>(d: &MatMulDims, a: &[T], b: &[T], y: &mut [T]) -> Result<(), String> {

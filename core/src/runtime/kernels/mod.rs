@@ -23,6 +23,7 @@ pub mod int8;
 mod matmul;
 mod normalize;
 mod numeric;
+mod packed_matmul;
 mod pool;
 mod quantize;
 mod recurrent;
@@ -71,6 +72,24 @@ impl Scratch {
             *d = T::from_f64(s as f64);
         }
     }
+}
+
+/// A kernel prepared once for one node when a session is planned (what does not depend on the input data:
+/// re-laid weights, multipliers, tables), run instead of [`eval`]. Integer kernels ([`int8::prepare`]) and
+/// float products with constant weights ([`prepare_float`]) are the two kinds.
+pub trait PreparedKernel: Send + Sync + std::fmt::Debug {
+    /// Runs the node: `inputs` as in [`eval`], one tensor per node output.
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String>;
+    /// True when the kernel holds input `k` itself (re-laid at preparation) and never reads the tensor given.
+    fn holds_input(&self, _k: usize) -> bool {
+        false
+    }
+}
+
+/// The prepared float kernel of node `n` of `g`, if it has one: MatMul and Gemm whose B is a constant f32
+/// matrix get it packed once ([`packed_matmul`]).
+pub fn prepare_float(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
+    packed_matmul::prepare(g, n)
 }
 
 /// Fetches input `i` or fails with a message.

@@ -7,7 +7,7 @@
 //! as numpy's matmul does.
 
 use super::fixedpoint::{mul_double_round, quantize_multiplier, Multiplier};
-use super::{arg, out0, Ctx, Int8Kernel, Qp};
+use super::{arg, out0, Ctx, PreparedKernel, Qp};
 use crate::ir::{DType, Tensor};
 use crate::runtime::kernels::util::{broadcast_shape, broadcast_strides};
 use crate::runtime::kernels::Scratch;
@@ -20,7 +20,7 @@ struct BatchMatMul {
     m: Multiplier,
 }
 
-pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn PreparedKernel>, String> {
     let (a, b, y) = (cx.qp(0, false)?, cx.qp(1, false)?, cx.qp(0, true)?);
     for (k, v) in [(0, cx.input(0)?), (1, cx.input(1)?)] {
         if v.dtype != DType::I8 || v.shape.len() < 2 {
@@ -34,7 +34,7 @@ pub(crate) fn prepare(cx: &Ctx) -> Result<Box<dyn Int8Kernel>, String> {
     Ok(Box::new(BatchMatMul { a, b, y, m }))
 }
 
-impl Int8Kernel for BatchMatMul {
+impl PreparedKernel for BatchMatMul {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let (at, bt) = (arg(inputs, 0)?, arg(inputs, 1)?);
         let (av, bv) = (at.view::<i8>().ok_or("input 0 is not i8")?, bt.view::<i8>().ok_or("input 1 is not i8")?);

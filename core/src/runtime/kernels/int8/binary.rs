@@ -8,7 +8,7 @@
 //! `(x - zp_x)·(alpha - zp_alpha)` rescaled by `s_x·s_alpha/s_out`; plus the output zero point, clamped.
 
 use super::fixedpoint::{mul_double_round, mul_smaller_than_one, quantize_multiplier, srdhm, Multiplier};
-use super::{activation_range, arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp};
+use super::{activation_range, arg, out0, write_out, Bytes, Ctx, PreparedKernel, Qp};
 use crate::ir::{Activation, BinaryOp, DType, Tensor};
 use crate::runtime::kernels::util::{broadcast_shape, broadcast_strides};
 use crate::runtime::kernels::Scratch;
@@ -32,7 +32,7 @@ struct Binary {
 
 const LEFT_SHIFT: i32 = 20;
 
-pub(crate) fn prepare(cx: &Ctx, op: BinaryOp, act: Option<Activation>) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, op: BinaryOp, act: Option<Activation>) -> Result<Box<dyn PreparedKernel>, String> {
     let (a, b, y) = (cx.qp(0, false)?, cx.qp(1, false)?, cx.qp(0, true)?);
     let kind = match op {
         BinaryOp::Add | BinaryOp::Sub => {
@@ -127,7 +127,7 @@ impl Binary {
     }
 }
 
-impl Int8Kernel for Binary {
+impl PreparedKernel for Binary {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let (at, bt) = (arg(inputs, 0)?, arg(inputs, 1)?);
         let (a, b) = (Bytes::of(at, "input 0")?, Bytes::of(bt, "input 1")?);

@@ -21,7 +21,7 @@ use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quant
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
 use super::packed_dot::PackedDot;
 use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
-use super::{activation_range, arg, as_i8, out0, parallel, Ctx, Int8Kernel, Qp, Q8};
+use super::{activation_range, arg, as_i8, out0, parallel, Ctx, PreparedKernel, Qp, Q8};
 use crate::ir::{Activation, ConvAttrs, DType, Tensor};
 use crate::ir::ops::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -147,7 +147,7 @@ struct Conv {
     rq: Vec<RowQuant>,
 }
 
-pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKernel>, String> {
     let (xv, wv) = (cx.input(0)?, cx.input(1)?);
     if xv.shape.len() != 4 || wv.shape.len() != 4 {
         return Err(format!("int8 Conv needs an NCHW input and 4-D weights, got {:?} and {:?}", xv.shape, wv.shape));
@@ -196,7 +196,7 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn Int8Kernel
     Ok(Box::new(Conv { w, w16, wzp, asym, bias, m, x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks, packed, rq }))
 }
 
-impl Int8Kernel for Conv {
+impl PreparedKernel for Conv {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let Scratch { i8: col, i8b: xbuf, u8: xp, .. } = scratch;
@@ -692,7 +692,7 @@ impl FcAttrs {
     pub const MATMUL: FcAttrs = FcAttrs { trans_a: false, trans_b: false, activation: None, alpha: 1.0, beta: 1.0 };
 }
 
-pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn PreparedKernel>, String> {
     let FcAttrs { trans_a, trans_b, activation: act, alpha, beta } = fc;
     if trans_a || alpha != 1.0 || beta != 1.0 {
         return Err("int8 Gemm supports only alpha = beta = 1 without trans_a".into());
@@ -724,7 +724,7 @@ pub(crate) fn prepare_fc(cx: &Ctx, fc: FcAttrs) -> Result<Box<dyn Int8Kernel>, S
     Ok(Box::new(Fc { w, wzp, asym, bias, m, y, ydt, act, k, rounding: Rounding::Neon, dot }))
 }
 
-impl Int8Kernel for Fc {
+impl PreparedKernel for Fc {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = as_i8(xt, &mut scratch.i8b, "the input")?;

@@ -38,7 +38,7 @@
 //!
 //! # Execution
 //!
-//! [`prepare`] builds, once per node at `Session::new`, a [`Int8Kernel`] holding everything that does not
+//! [`prepare`] builds, once per node at `Session::new`, a [`PreparedKernel`] holding everything that does not
 //! depend on the input data: multipliers and shifts per channel ([`fixedpoint`]), weights re-laid for the
 //! GEMM with their row sums (so the input zero point folds into the bias), lookup tables (LOGISTIC, TANH,
 //! GELU, SOFTMAX's exp table). Shape inference (`ir::ops::quantize::infer_quantized`) uses the float rules with the
@@ -66,15 +66,10 @@ mod softmax;
 mod transpose_conv;
 mod unary;
 
-use super::Scratch;
 pub use crate::ir::ops::quantize::{is_quantized_node, moves_data};
 use crate::ir::{Activation, DType, Graph, Op, ReduceOp, Tensor, UnaryOp};
 
-/// A prepared integer kernel for one node.
-pub trait Int8Kernel: Send + Sync + std::fmt::Debug {
-    /// Runs the node: `inputs` as in [`super::eval`], one tensor per node output.
-    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String>;
-}
+pub use super::PreparedKernel;
 
 /// Per-tensor quantization of an activation: `real = scale · (q - zero_point)`.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -85,7 +80,7 @@ pub(crate) struct Qp {
 
 /// The prepared integer kernel of node `n`, or `None` when the node does not compute on quantized values.
 /// Errors say what is not supported (the caller adds the node name).
-pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, String> {
+pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn PreparedKernel>>, String> {
     if let Some(k) = unary::prepare_dequantize(&Ctx { g, n }) {
         return Ok(Some(k));
     }
@@ -98,7 +93,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn Int8Kernel>>, Strin
     if let Some(a) = node.op.activation().filter(|a| a.clamp_bounds().is_none()) {
         return Err(format!("{} with a fused {a:?} activation on quantized (int8) values is not supported by the CPU runtime", node.op.name()));
     }
-    let k: Box<dyn Int8Kernel> = match &node.op {
+    let k: Box<dyn PreparedKernel> = match &node.op {
         Op::Conv(a) => conv::prepare_conv(&cx, a)?,
         Op::ConvTranspose(a) => transpose_conv::prepare(&cx, a)?,
         &Op::Gemm { alpha, beta, trans_a, trans_b, activation } => conv::prepare_fc(&cx, conv::FcAttrs { trans_a, trans_b, activation, alpha, beta })?,

@@ -11,7 +11,7 @@
 use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
-use super::{arg, out0, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
+use super::{arg, out0, write_out, Bytes, Ctx, PreparedKernel, Qp, Q8};
 use crate::ir::{CoordTransform, DType, Op, PoolAttrs, ReduceOp, ResizeAttrs, Tensor};
 use crate::ir::ops::conv::{window_geom, Geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -36,7 +36,7 @@ pub(crate) enum Pooling<'a> {
     GlobalMax,
 }
 
-pub(crate) fn prepare(cx: &Ctx, pooling: Pooling) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, pooling: Pooling) -> Result<Box<dyn PreparedKernel>, String> {
     let xv = cx.input(0)?;
     let dtype = xv.dtype;
     if !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
@@ -84,7 +84,7 @@ pub(crate) fn prepare(cx: &Ctx, pooling: Pooling) -> Result<Box<dyn Int8Kernel>,
     }
 }
 
-impl Int8Kernel for Pool {
+impl PreparedKernel for Pool {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let g = &self.geom;
@@ -198,7 +198,7 @@ impl Mean {
     }
 }
 
-impl Int8Kernel for Mean {
+impl PreparedKernel for Mean {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = Bytes::of(xt, "the input")?;
@@ -271,7 +271,7 @@ impl Int8Kernel for Mean {
     }
 }
 
-pub(crate) fn prepare_resize(cx: &Ctx, a: &ResizeAttrs) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare_resize(cx: &Ctx, a: &ResizeAttrs) -> Result<Box<dyn PreparedKernel>, String> {
     if cx.qp(0, false)? != cx.qp(0, true)? {
         return Err("int8 Resize needs the same quantization parameters on input and output".into());
     }
@@ -324,7 +324,7 @@ struct Bilinear {
     out_shape: Vec<usize>,
 }
 
-impl Int8Kernel for Bilinear {
+impl PreparedKernel for Bilinear {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = xt.view::<i8>().ok_or("the input is not i8")?;
@@ -359,7 +359,7 @@ struct Nearest {
     op: Op,
 }
 
-impl Int8Kernel for Nearest {
+impl PreparedKernel for Nearest {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = Bytes::of(xt, "the input")?;

@@ -17,7 +17,7 @@
 //! f32 products as LiteRT's `Prepare` computes them.
 
 use super::fixedpoint::{i16x, mul_double_round, quantize_multiplier, rounding_divide_by_pot, Multiplier};
-use super::{Ctx, Int8Kernel};
+use super::{Ctx, PreparedKernel};
 use crate::ir::ops::recurrent::{input, rnn_dims, RnnActivation, RnnAttrs, RnnCell, RnnDims};
 use crate::ir::{DType, QuantParams, Tensor};
 use crate::runtime::kernels::Scratch;
@@ -72,7 +72,7 @@ fn checked_log2(x: f32) -> Option<i32> {
     ((l - r).abs() < 1e-3).then_some(r as i32)
 }
 
-pub(crate) fn prepare(cx: &Ctx, a: &RnnAttrs) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, a: &RnnAttrs) -> Result<Box<dyn PreparedKernel>, String> {
     if a.cell != RnnCell::Lstm {
         return Err(format!("{} on int8 values is not supported (only LSTM has an integer kernel)", a.cell.onnx_name()));
     }
@@ -202,7 +202,7 @@ impl Lstm {
     }
 }
 
-impl Int8Kernel for Lstm {
+impl PreparedKernel for Lstm {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let x = super::arg(inputs, 0)?.view::<i8>().ok_or("X is not int8")?;
         let d = self.d;

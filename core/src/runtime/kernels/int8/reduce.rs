@@ -9,7 +9,7 @@
 //! * Same parameters in and out: `EvalGeneric<kSum>` on the raw 8-bit values, each addition wrapping in the
 //!   8-bit type (`optimized_ops::ReduceGeneric` with `SumOp<int8_t>`).
 
-use super::{arg, out0, Bytes, Ctx, Int8Kernel};
+use super::{arg, out0, Bytes, Ctx, PreparedKernel};
 use crate::ir::{DType, Tensor};
 use crate::runtime::kernels::Scratch;
 
@@ -24,7 +24,7 @@ pub(crate) struct Sum {
     dtype: DType,
 }
 
-pub(crate) fn prepare(cx: &Ctx, axes: &[usize]) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, axes: &[usize]) -> Result<Box<dyn PreparedKernel>, String> {
     let (xv, yv) = (cx.input(0)?, cx.output(0)?);
     if !matches!(xv.dtype, DType::I8 | DType::U8) || yv.dtype != xv.dtype {
         return Err(format!("int8 Sum needs i8 or u8 input and output of the same dtype, got {} and {}", xv.dtype, yv.dtype));
@@ -46,7 +46,7 @@ pub(crate) fn prepare(cx: &Ctx, axes: &[usize]) -> Result<Box<dyn Int8Kernel>, S
     Ok(Box::new(Sum { mask, rescale, zp_out: y.zp, final_shape: yv.shape.clone(), dtype: xv.dtype }))
 }
 
-impl Int8Kernel for Sum {
+impl PreparedKernel for Sum {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = Bytes::of(xt, "the input")?;

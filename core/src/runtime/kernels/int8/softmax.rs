@@ -3,7 +3,7 @@
 //! `table[255 - d] = expf(-s_in·β·d)`, per row `sum = Σ table[max - x]` in f32 in order,
 //! `p = table · (1 / (sum · s_out))`, rounded half away from zero, plus the output zero point.
 
-use super::{arg, out0, Ctx, Int8Kernel, Qp, Q8};
+use super::{arg, out0, Ctx, PreparedKernel, Qp, Q8};
 use crate::ir::{DType, Tensor};
 use crate::runtime::kernels::Scratch;
 
@@ -15,7 +15,7 @@ struct Softmax {
     dtype: DType,
 }
 
-pub(crate) fn prepare(cx: &Ctx, axis: usize) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, axis: usize) -> Result<Box<dyn PreparedKernel>, String> {
     let xv = cx.input(0)?;
     let dtype = xv.dtype;
     if axis + 1 != xv.shape.len() || !matches!(dtype, DType::I8 | DType::U8) || cx.output(0)?.dtype != dtype {
@@ -28,7 +28,7 @@ pub(crate) fn prepare(cx: &Ctx, axis: usize) -> Result<Box<dyn Int8Kernel>, Stri
     Ok(Box::new(Softmax { table, y, dtype }))
 }
 
-impl Int8Kernel for Softmax {
+impl PreparedKernel for Softmax {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let out = out0(outputs)?;

@@ -15,7 +15,7 @@
 use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
-use super::{activation_range, arg, dtype_range, out0, Ctx, Int8Kernel, Qp};
+use super::{activation_range, arg, dtype_range, out0, Ctx, PreparedKernel, Qp};
 use crate::ir::ops::conv::transpose_plan;
 use crate::ir::{ConvTransposeAttrs, DType, Tensor};
 use crate::runtime::kernels::Scratch;
@@ -42,7 +42,7 @@ struct TransposeConv {
     pb: (isize, isize),
 }
 
-pub(crate) fn prepare(cx: &Ctx, a: &ConvTransposeAttrs) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, a: &ConvTransposeAttrs) -> Result<Box<dyn PreparedKernel>, String> {
     let (xv, wv, yv) = (cx.input(0)?, cx.input(1)?, cx.output(0)?);
     if xv.shape.len() != 4 || wv.shape.len() != 4 {
         return Err(format!("int8 ConvTranspose needs an NCHW input and 4-D weights, got {:?} and {:?}", xv.shape, wv.shape));
@@ -90,7 +90,7 @@ pub(crate) fn prepare(cx: &Ctx, a: &ConvTransposeAttrs) -> Result<Box<dyn Int8Ke
     }))
 }
 
-impl Int8Kernel for TransposeConv {
+impl PreparedKernel for TransposeConv {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = xt.view::<i8>().ok_or_else(|| format!("the input is {}, expected i8", xt.dtype()))?;

@@ -11,7 +11,7 @@
 //! iteration in fixed point per element, an input at the zero point giving the largest output.
 
 use super::fixedpoint::{i16x, inv_sqrt_multiplier, mul_double_round, mul_double_round_wide, quantize_multiplier, Multiplier};
-use super::{activation_range, arg, out0, relu_like, write_out, Bytes, Ctx, Int8Kernel, Qp, Q8};
+use super::{activation_range, arg, out0, relu_like, write_out, Bytes, Ctx, PreparedKernel, Qp, Q8};
 use crate::ir::{DType, Op, Tensor, UnaryOp};
 use crate::runtime::kernels::Scratch;
 
@@ -38,7 +38,7 @@ struct Unary {
 }
 
 /// A quantized Unary (`unary`), or a requantizing QuantizeLinear (`None`).
-pub(crate) fn prepare(cx: &Ctx, unary: Option<UnaryOp>) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare(cx: &Ctx, unary: Option<UnaryOp>) -> Result<Box<dyn PreparedKernel>, String> {
     let x = cx.qp(0, false)?;
     let dtype = cx.output(0)?.dtype;
     let range = super::dtype_range(dtype);
@@ -158,7 +158,7 @@ impl Unary {
     }
 }
 
-impl Int8Kernel for Unary {
+impl PreparedKernel for Unary {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = Bytes::of(xt, "the input")?;
@@ -187,7 +187,7 @@ struct Concat {
     dtype: DType,
 }
 
-pub(crate) fn prepare_concat(cx: &Ctx, axis: usize) -> Result<Box<dyn Int8Kernel>, String> {
+pub(crate) fn prepare_concat(cx: &Ctx, axis: usize) -> Result<Box<dyn PreparedKernel>, String> {
     let y = cx.qp(0, true)?;
     let dtype = cx.output(0)?.dtype;
     let n = cx.g.nodes[cx.n].inputs.len();
@@ -204,7 +204,7 @@ pub(crate) fn prepare_concat(cx: &Ctx, axis: usize) -> Result<Box<dyn Int8Kernel
     Ok(Box::new(Concat { axis, rescale, rescale_f, y, dtype }))
 }
 
-impl Int8Kernel for Concat {
+impl PreparedKernel for Concat {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let ins: Vec<&Tensor> = (0..self.rescale.len()).map(|k| arg(inputs, k)).collect::<Result<_, _>>()?;
         match self.dtype {
@@ -262,7 +262,7 @@ struct Dequantize {
 
 /// The DEQUANTIZE kernel for a `DequantizeLinear` node whose input is a quantized per-tensor i8 / u8 value
 /// with constant parameters and whose output is f32; `None` for every other node (the ordinary kernel).
-pub(crate) fn prepare_dequantize(cx: &Ctx) -> Option<Box<dyn Int8Kernel>> {
+pub(crate) fn prepare_dequantize(cx: &Ctx) -> Option<Box<dyn PreparedKernel>> {
     if !matches!(cx.op(), Op::DequantizeLinear { .. }) || cx.output(0).ok()?.dtype != DType::F32 {
         return None;
     }
@@ -275,7 +275,7 @@ pub(crate) fn prepare_dequantize(cx: &Ctx) -> Option<Box<dyn Int8Kernel>> {
     Some(Box::new(Dequantize { scale: x.scale, zp: x.zp }))
 }
 
-impl Int8Kernel for Dequantize {
+impl PreparedKernel for Dequantize {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = Bytes::of(xt, "input")?;

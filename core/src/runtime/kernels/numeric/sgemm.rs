@@ -57,7 +57,7 @@ mod x86 {
     use std::arch::x86_64::*;
     use std::cell::RefCell;
 
-    use super::{KC, MC, MR, NC, NR};
+    use super::{GEMV_PANELS, KC, MC, MR, NC, NR};
 
     thread_local! {
         /// Packed A block and packed B block of this thread.
@@ -129,7 +129,8 @@ mod x86 {
                                 // SAFETY: the panels hold kc·MR and kc·NR elements; the tile's valid part
                                 // lies inside C (contract); the CPU has AVX2 and FMA.
                                 unsafe {
-                                    kernel(
+                                    tile(
+                                        MR.min(mc - ir),
                                         kc,
                                         pa.as_ptr().add(ir * kc),
                                         pb.as_ptr().add(jr * kc),
@@ -138,7 +139,6 @@ mod x86 {
                                         c.offset(cp),
                                         rsc,
                                         csc,
-                                        MR.min(mc - ir),
                                         NR.min(nc - jr),
                                     )
                                 };
@@ -202,18 +202,39 @@ mod x86 {
         }
     }
 
-    /// One MR×NR tile: `C[..mr, ..nr] ← alpha·(Apanel · Bpanel) + beta·C` (C not read when beta is 0).
+    /// One `mr × NR` tile (`mr ≤ MR`) through the kernel compiled for exactly `mr` rows, so a GEMM of few rows
+    /// (a decode step's matrix-vector product) does no multiply-adds for padding rows.
     ///
     /// # Safety
-    /// `a` holds kc·MR and `b` kc·NR readable elements; the tile's `mr × nr` part of C is writable and ours;
+    /// As for [`kernel`].
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn tile(mr: usize, kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+        // SAFETY: forwarded; the CPU has AVX2 and FMA (caller).
+        unsafe {
+            match mr {
+                6 => kernel::<6>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+                5 => kernel::<5>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+                4 => kernel::<4>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+                3 => kernel::<3>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+                2 => kernel::<2>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+                _ => kernel::<1>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+            }
+        }
+    }
+
+    /// One R×NR tile: `C[..R, ..nr] ← alpha·(Apanel · Bpanel) + beta·C` (C not read when beta is 0). The A panel
+    /// is MR values per k step (rows past R unread).
+    ///
+    /// # Safety
+    /// `a` holds kc·MR and `b` kc·NR readable elements; the tile's `R × nr` part of C is writable and ours;
     /// the CPU has AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn kernel(kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, mr: usize, nr: usize) {
+    unsafe fn kernel<const R: usize>(kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
         // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
         // valid tile part of C (contract).
         unsafe {
-            let mut acc = [[_mm256_setzero_ps(); 2]; MR];
+            let mut acc = [[_mm256_setzero_ps(); 2]; R];
             let (mut ap, mut bp) = (a, b);
             for _ in 0..kc {
                 let b0 = _mm256_loadu_ps(bp);
@@ -227,7 +248,7 @@ mod x86 {
                 bp = bp.add(NR);
             }
             let va = _mm256_set1_ps(alpha);
-            if mr == MR && nr == NR && csc == 1 {
+            if nr == NR && csc == 1 {
                 let vb = _mm256_set1_ps(beta);
                 for (i, row) in acc.iter().enumerate() {
                     let cp = c.offset(i as isize * rsc);
@@ -240,12 +261,12 @@ mod x86 {
                     }
                 }
             } else {
-                let mut tile = [[0f32; NR]; MR];
+                let mut tile = [[0f32; NR]; R];
                 for (t, row) in tile.iter_mut().zip(&acc) {
                     _mm256_storeu_ps(t.as_mut_ptr(), _mm256_mul_ps(va, row[0]));
                     _mm256_storeu_ps(t.as_mut_ptr().add(8), _mm256_mul_ps(va, row[1]));
                 }
-                for (i, t) in tile.iter().enumerate().take(mr) {
+                for (i, t) in tile.iter().enumerate() {
                     for (j, &v) in t.iter().enumerate().take(nr) {
                         let p = c.offset(i as isize * rsc + j as isize * csc);
                         *p = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
@@ -254,7 +275,189 @@ mod x86 {
             }
         }
     }
+
+    /// B (`k × n`) packed once for [`gemm_packed`]: panels of NR columns over the whole depth, panel `jp`
+    /// holding `B[p, jp·NR + j]` at `data[jp·NR·k + p·NR + j]` (0 past column n). A block of KC depth steps of a
+    /// panel is then the contiguous run the kernel streams, so a product with a packed B packs only A.
+    #[derive(Clone, Debug)]
+    pub(crate) struct PackedB {
+        k: usize,
+        n: usize,
+        data: Vec<f32>,
+    }
+
+    impl PackedB {
+        /// Packs the `k × n` matrix whose element (p, j) is `b[p·rsb + j·csb]`; `None` when `b` is too short or
+        /// the CPU lacks AVX2/FMA (the kernels [`gemm_packed`] runs).
+        pub(crate) fn new(b: &[f32], k: usize, n: usize, rsb: usize, csb: usize) -> Option<PackedB> {
+            if !super::super::vector::avx2_fma() || k == 0 || n == 0 {
+                return None;
+            }
+            let last = (k - 1).checked_mul(rsb)?.checked_add((n - 1).checked_mul(csb)?)?;
+            if last >= b.len() {
+                return None;
+            }
+            let panels = n.div_ceil(NR);
+            let mut data = vec![0f32; panels * NR * k];
+            for (jp, panel) in data.chunks_exact_mut(NR * k).enumerate() {
+                let cols = NR.min(n - jp * NR);
+                for (p, row) in panel.chunks_exact_mut(NR).enumerate() {
+                    for (j, d) in row.iter_mut().enumerate().take(cols) {
+                        *d = b[p * rsb + (jp * NR + j) * csb];
+                    }
+                }
+            }
+            Some(PackedB { k, n, data })
+        }
+
+        /// Rows (depth).
+        pub(crate) fn k(&self) -> usize {
+            self.k
+        }
+
+        /// Columns.
+        pub(crate) fn n(&self) -> usize {
+            self.n
+        }
+    }
+
+    /// `C[.., j0..j0 + nc] ← alpha·A·B[.., j0..j0 + nc]` for the `m × k` matrix A (element (i, p) at
+    /// `a + i·rsa + p·csa`) and a packed B; C's element (i, j) at `c + i·rsc + (j - j0)`. `j0` is a multiple of
+    /// NR ([`NR_PACKED`]). C is written, not read.
+    ///
+    /// # Safety
+    /// Every addressed element of A is readable; C's `m × nc` elements are writable and accessed by nothing else
+    /// during the call; `j0 + nc ≤ b.n()`; the CPU has AVX2 and FMA (true for any [`PackedB`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_packed(m: usize, a: *const f32, rsa: isize, csa: isize, b: &PackedB, j0: usize, nc: usize, alpha: f32, c: *mut f32, rsc: isize) {
+        debug_assert!(j0 % NR == 0 && j0 + nc <= b.n);
+        let k = b.k;
+        if m == 0 || nc == 0 {
+            return;
+        }
+        if m == 1 {
+            // SAFETY: forwarded (A's row of k elements, C's nc elements, the panels inside data).
+            unsafe { gemv_packed(a, csa, b, j0, nc, alpha, c) };
+            return;
+        }
+        PACKS.with(|packs| {
+            let mut packs = packs.borrow_mut();
+            let pa = &mut packs.0;
+            let a_len = MC.min(m).div_ceil(MR) * MR * KC.min(k);
+            if pa.len() < a_len {
+                pa.resize(a_len, 0.0);
+            }
+            for pc in (0..k).step_by(KC) {
+                let kc = KC.min(k - pc);
+                let beta = if pc == 0 { 0.0 } else { 1.0 };
+                for ic in (0..m).step_by(MC) {
+                    let mc = MC.min(m - ic);
+                    // SAFETY: the A block lies inside A (contract); pa holds ceil(mc/MR)·MR·kc elements.
+                    unsafe { pack_a(mc, kc, a.offset(ic as isize * rsa + pc as isize * csa), rsa, csa, pa) };
+                    for jr in (0..nc).step_by(NR) {
+                        let panel = (j0 + jr) / NR;
+                        for ir in (0..mc).step_by(MR) {
+                            // SAFETY: the A panel holds kc·MR elements, the B panel's block kc·NR (inside data);
+                            // the tile's valid part lies inside C (contract); PackedB exists only with AVX2/FMA.
+                            unsafe {
+                                tile(
+                                    MR.min(mc - ir),
+                                    kc,
+                                    pa.as_ptr().add(ir * kc),
+                                    b.data.as_ptr().add(panel * NR * k + pc * NR),
+                                    alpha,
+                                    beta,
+                                    c.offset((ic + ir) as isize * rsc + jr as isize),
+                                    rsc,
+                                    1,
+                                    NR.min(nc - jr),
+                                )
+                            };
+                        }
+                    }
+                }
+            }
+        });
+    }
+
+    /// `c[..nc] ← alpha · a · B[.., j0..j0 + nc]` for one row `a` (element p at `a + p·csa`): the decode step's
+    /// matrix-vector product, streaming [`GEMV_PANELS`] panels at a time over the whole depth, each output
+    /// element one FMA chain in k order.
+    ///
+    /// # Safety
+    /// As for [`gemm_packed`] with m = 1.
+    unsafe fn gemv_packed(a: *const f32, csa: isize, b: &PackedB, j0: usize, nc: usize, alpha: f32, c: *mut f32) {
+        let panels = nc.div_ceil(NR);
+        let first = j0 / NR;
+        let mut q = 0;
+        while q < panels {
+            let take = GEMV_PANELS.min(panels - q);
+            let cols = (nc - q * NR).min(take * NR);
+            // SAFETY: panels first + q .. first + q + take lie inside data (j0 + nc ≤ n); the columns q·NR ..
+            // q·NR + cols of C are writable (contract); A's k elements are readable.
+            unsafe {
+                let bp = b.data.as_ptr().add((first + q) * NR * b.k);
+                let cp = c.add(q * NR);
+                match take {
+                    4 => row_kernel::<4>(b.k, a, csa, bp, alpha, cp, cols),
+                    3 => row_kernel::<3>(b.k, a, csa, bp, alpha, cp, cols),
+                    2 => row_kernel::<2>(b.k, a, csa, bp, alpha, cp, cols),
+                    _ => row_kernel::<1>(b.k, a, csa, bp, alpha, cp, cols),
+                }
+            }
+            q += take;
+        }
+    }
+
+    /// P consecutive panels (each k·NR values, panel stride k·NR) times one row: `c[..cols] ← alpha · Σ_p a[p]·B[p, ..]`.
+    ///
+    /// # Safety
+    /// `a + p·csa` readable for p < k, `b` holds P·k·NR readable values, `c` has `cols ≤ P·NR` writable values;
+    /// the CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn row_kernel<const P: usize>(k: usize, a: *const f32, csa: isize, b: *const f32, alpha: f32, c: *mut f32, cols: usize) {
+        // SAFETY (whole body): loads within the P panels and A's row, stores within c's cols values (contract).
+        unsafe {
+            let mut acc = [[_mm256_setzero_ps(); 2]; P];
+            let stride = k * NR;
+            for p in 0..k {
+                let av = _mm256_broadcast_ss(&*a.offset(p as isize * csa));
+                for (q, pair) in acc.iter_mut().enumerate() {
+                    let bp = b.add(q * stride + p * NR);
+                    pair[0] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bp), pair[0]);
+                    pair[1] = _mm256_fmadd_ps(av, _mm256_loadu_ps(bp.add(8)), pair[1]);
+                }
+            }
+            let va = _mm256_set1_ps(alpha);
+            if cols == P * NR {
+                for (q, pair) in acc.iter().enumerate() {
+                    _mm256_storeu_ps(c.add(q * NR), _mm256_mul_ps(va, pair[0]));
+                    _mm256_storeu_ps(c.add(q * NR + 8), _mm256_mul_ps(va, pair[1]));
+                }
+            } else {
+                let mut tmp = [[0f32; NR]; P];
+                for (t, pair) in tmp.iter_mut().zip(&acc) {
+                    _mm256_storeu_ps(t.as_mut_ptr(), _mm256_mul_ps(va, pair[0]));
+                    _mm256_storeu_ps(t.as_mut_ptr().add(8), _mm256_mul_ps(va, pair[1]));
+                }
+                for (j, &v) in tmp.iter().flatten().enumerate().take(cols) {
+                    *c.add(j) = v;
+                }
+            }
+        }
+    }
 }
+
+/// Panels one pass of the matrix-vector kernel covers: 8 independent FMA chains hide the FMA latency that a single
+/// panel's two chains would expose.
+#[cfg(target_arch = "x86_64")]
+const GEMV_PANELS: usize = 4;
+
+/// Columns per panel of a packed B: a split of a product's columns between tasks starts at a multiple of this.
+pub(crate) const NR_PACKED: usize = NR;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use x86::{gemm_packed, PackedB};
 
 #[cfg(test)]
 mod tests {
