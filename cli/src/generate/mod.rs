@@ -8,6 +8,8 @@
 //! filled ones, `position_ids` give each token its true position, and the step's new keys and values (the
 //! model returns them after the `P` past ones) are copied into the next free positions. So one decode program
 //! serves every length up to `P`, and a prompt is prefilled by one program per (prompt bucket, cache bucket).
+//! Where the cache lives on the host (the CPU), the prefill runs on an empty cache with the prompt padded to a
+//! power of two (at least 16), and its keys and values are copied into the first bucket that holds them.
 //!
 //! Three forms of model are run:
 //! - cache form with `position_ids`: bucketed as above;
@@ -509,12 +511,20 @@ impl Tokens<'_> {
             (vec![*self.out.generated_ids.last().expect("a token was generated")], prompt_len + self.out.generated_ids.len() - 1)
         };
         let n = new_ids.len();
+        // A prefill whose cache stays on the host needs no cache positions yet: it runs on an empty past (the
+        // present it returns is then only the prompt's positions), padded to a power of two, so a short prompt
+        // does not pay for the attention over a whole bucket of empty positions.
+        let host_prefill = first && !exact && !self.g.target.keeps_resident_values();
         let (past, seq) = if exact {
             (len, n)
+        } else if host_prefill {
+            (0, n.max(16).next_power_of_two().min(self.g.bucket_at_least(n)?))
         } else {
             let seq = if first { self.g.bucket_at_least(n)? } else { 1 };
             (self.g.bucket_at_least(len + n)?, seq)
         };
+        // the bucket the host prefill's keys and values go to
+        let prefill_capacity = if host_prefill { Some(self.g.bucket_at_least(n)?) } else { None };
         let (layers, heads, dim) = (self.g.interface.past.len(), self.g.interface.kv_heads.unwrap_or(0), self.g.interface.head_dim.unwrap_or(0));
         let key = (past, seq);
         let p = self.g.program(past, seq)?;
@@ -534,7 +544,7 @@ impl Tokens<'_> {
         }
         let Exe::Host(exe) = &mut p.exe else { unreachable!("resident programs returned above") };
         let cache = self.cache.get_or_insert_with(|| KvCache::new(dtype, layers, heads, dim, 0));
-        if !exact {
+        if !exact && !host_prefill {
             cache.resize(past)?;
         }
         debug_assert_eq!(cache.len, len);
@@ -563,6 +573,9 @@ impl Tokens<'_> {
             }
             cache.len += n;
         } else {
+            if let Some(capacity) = prefill_capacity {
+                cache.resize(capacity)?;
+            }
             let present: Vec<&Tensor> = p.present.iter().map(|&o| &outs[o]).collect();
             cache.append(&present, past, n)?;
         }

@@ -4,6 +4,9 @@
 //! once, sequentially, with no multiply-adds spent on padding rows; a product of many rows (a prefill, a batch)
 //! no longer re-packs its weights on every call.
 //!
+//! Sessions of the same model share one packed copy of each weight matrix (found by value), and a session drops
+//! its graph's copy of the weights it holds packed, so a generator's per-bucket programs cost one set of weights.
+//!
 //! Only on x86-64 CPUs with AVX2 and FMA; elsewhere (and for other dtypes, batched B, run-time B) the node runs
 //! the ordinary kernel of `matmul.rs`. Results differ from that kernel's by rounding only: the summation order
 //! per output element is the same KC-chunked FMA chain.
@@ -32,6 +35,7 @@ mod x86 {
     use super::super::{PreparedKernel, Scratch};
     use crate::ir::ops::matmul::{gemm_dims, matmul_dims};
     use crate::ir::{Activation, DType, Graph, Op, Tensor};
+    use std::sync::{Arc, Mutex, Weak};
 
     /// Which op the packed product computes.
     #[derive(Debug)]
@@ -47,7 +51,7 @@ mod x86 {
         kind: Kind,
         /// B's shape as the op sees it (before Gemm's `trans_b`).
         b_shape: Vec<usize>,
-        b: PackedB,
+        b: Arc<PackedB>,
     }
 
     pub(super) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
@@ -66,8 +70,31 @@ mod x86 {
         let w = b.as_f32()?;
         let (r, c) = (b.shape[0], b.shape[1]);
         // B' = B (k × n, row-major) or Bᵀ (B is n × k)
-        let packed = if trans_b { PackedB::new(w, c, r, 1, c)? } else { PackedB::new(w, r, c, c, 1)? };
+        let (k, n, rsb, csb) = if trans_b { (c, r, 1, c) } else { (r, c, c, 1) };
+        let packed = shared(w, k, n, rsb, csb)?;
         Some(Box::new(PackedMatMul { kind, b_shape: b.shape.clone(), b: packed }))
+    }
+
+    /// Packed weights alive in some session, by a hash of their values and layout: sessions of the same model
+    /// (a generator's programs, one per bucket; sessions per thread) share one packed copy.
+    static SHARED: Mutex<Vec<(u64, Weak<PackedB>)>> = Mutex::new(Vec::new());
+
+    /// The packed `k × n` matrix B (element (p, j) at `w[p·rsb + j·csb]`): one already packed with the same values,
+    /// else packed now and registered.
+    fn shared(w: &[f32], k: usize, n: usize, rsb: usize, csb: usize) -> Option<Arc<PackedB>> {
+        let mut h = (k as u64).wrapping_mul(0x9E37_79B9_7F4A_7C15) ^ (n as u64) ^ ((rsb as u64) << 40);
+        for x in w {
+            h = (h.rotate_left(5) ^ x.to_bits() as u64).wrapping_mul(0x517C_C1B7_2722_0A95);
+        }
+        let mut reg = SHARED.lock().unwrap_or_else(|e| e.into_inner());
+        reg.retain(|(_, p)| p.strong_count() > 0);
+        // a hash match is checked value by value: equal packed data, never a collision's
+        if let Some(p) = reg.iter().filter(|(hh, _)| *hh == h).filter_map(|(_, p)| p.upgrade()).find(|p| p.holds(w, k, n, rsb, csb)) {
+            return Some(p);
+        }
+        let p = Arc::new(PackedB::new(w, k, n, rsb, csb)?);
+        reg.push((h, Arc::downgrade(&p)));
+        Some(p)
     }
 
     impl PreparedKernel for PackedMatMul {
@@ -168,6 +195,24 @@ mod x86 {
             }
         });
         Ok(())
+    }
+
+    #[cfg(test)]
+    #[test]
+    fn equal_weights_are_packed_once() {
+        let w: Vec<f32> = (0..40 * 24).map(|i| (i as f32).sin()).collect();
+        let a = shared(&w, 40, 24, 24, 1).expect("AVX2 CPU");
+        let b = shared(&w.clone(), 40, 24, 24, 1).unwrap();
+        assert!(Arc::ptr_eq(&a, &b), "equal values share one packing");
+        let mut w2 = w.clone();
+        w2[7] = -0.0 * w2[7].signum(); // another value, maybe the same hash bucket
+        let c = shared(&w2, 40, 24, 24, 1).unwrap();
+        assert!(!Arc::ptr_eq(&a, &c));
+        let t = shared(&w, 24, 40, 1, 24).unwrap(); // the same data read transposed
+        assert!(!Arc::ptr_eq(&a, &t));
+        drop((a, b));
+        let again = shared(&w, 40, 24, 24, 1).unwrap();
+        assert_eq!(Arc::strong_count(&again), 1, "a packing no session holds is not kept");
     }
 }
 

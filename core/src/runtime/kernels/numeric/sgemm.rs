@@ -310,6 +310,26 @@ mod x86 {
             Some(PackedB { k, n, data })
         }
 
+        /// True when this is the packing of the `k × n` matrix whose element (p, j) is `b[p·rsb + j·csb]`
+        /// (bit for bit).
+        pub(crate) fn holds(&self, b: &[f32], k: usize, n: usize, rsb: usize, csb: usize) -> bool {
+            if (k, n) != (self.k, self.n) {
+                return false;
+            }
+            for (jp, panel) in self.data.chunks_exact(NR * k).enumerate() {
+                let cols = NR.min(n - jp * NR);
+                for (p, row) in panel.chunks_exact(NR).enumerate() {
+                    for (j, d) in row.iter().enumerate().take(cols) {
+                        match b.get(p * rsb + (jp * NR + j) * csb) {
+                            Some(v) if v.to_bits() == d.to_bits() => {}
+                            _ => return false,
+                        }
+                    }
+                }
+            }
+            true
+        }
+
         /// Rows (depth).
         pub(crate) fn k(&self) -> usize {
             self.k
