@@ -34,7 +34,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use crate::core::passes::kv_cache;
+use crate::core::passes::{kv_cache, logits_row};
 use crate::core::target::{ResidentExecutable, Transfers};
 use crate::{DType, Error, Executable, LoadOptions, Model, Result, Target, Tensor};
 
@@ -140,6 +140,8 @@ enum Role {
     CacheLen,
     /// real new positions this step (the resident form's added input)
     NewCount,
+    /// the position whose logits are computed (added by [`logits_row::select_logits_row`])
+    LogitsRow,
 }
 
 /// How a program runs.
@@ -334,7 +336,16 @@ impl Generator {
             }
         }
         let model = Model::load_with(&self.path, &load)?;
-        Ok((model.graph().clone(), roles))
+        let mut g = model.graph().clone();
+        if seq > 1 {
+            // only the last real token's logits are read: the LM head runs on that row alone
+            if let Some(&out) = g.outputs.iter().find(|&&o| g.values[o.0].name == i.logits) {
+                if logits_row::select_logits_row(&mut g, out)?.is_some() {
+                    roles.insert(logits_row::LOGITS_ROW_INPUT.to_string(), Role::LogitsRow);
+                }
+            }
+        }
+        Ok((g, roles))
     }
 
     /// The program for `past` cache positions and `seq` tokens in the form that keeps the cache on the target
@@ -379,7 +390,7 @@ impl Generator {
         };
         let logits_at = out_index(&g, &i.logits)?;
         let lv = &g.values[g.outputs[logits_at].0];
-        if lv.shape.len() != 3 || lv.shape[1] != seq {
+        if lv.shape.len() != 3 || (lv.shape[1] != seq && lv.shape[1] != 1) {
             return Err(Error::Unsupported(format!("output 'logits' is {:?}; generate needs [batch, seq, vocab]", lv.shape)));
         }
         let vocab = lv.shape[2];
@@ -488,6 +499,7 @@ impl Tokens<'_> {
             inputs.push(match r {
                 Role::Ids => padded_ids(&seq, s),
                 Role::Mask => mask(s, &[(0, n)]),
+                Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
                 Role::Positions | Role::Past(_) | Role::CacheLen | Role::NewCount => {
                     unreachable!("the no-cache form has no positions or cache inputs")
                 }
@@ -648,6 +660,7 @@ fn step_feed(role: Role, new_ids: &[i64], seq: usize, past: usize, len: usize) -
         Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
         Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
         Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
+        Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
         Role::Past(_) => return None,
     })
 }
@@ -675,8 +688,9 @@ fn mask(len: usize, ones: &[(usize, usize)]) -> Tensor {
     Tensor::from_i64(vec![1, len], v)
 }
 
-/// Row `row` of logits `[1, seq, vocab]` as f32.
+/// Row `row` of logits `[1, seq, vocab]` as f32 (the only row when the program computes one).
 fn logits_row(t: &Tensor, row: usize, vocab: usize) -> Result<Vec<f32>> {
+    let row = if t.shape.get(1) == Some(&1) { 0 } else { row };
     if t.shape.len() != 3 || t.shape[2] != vocab || row >= t.shape[1] {
         return Err(Error::InvalidModel(format!("logits of shape {:?}, expected [1, >{row}, {vocab}]", t.shape)));
     }

@@ -10,6 +10,7 @@ pub mod fuse_activation;
 pub mod fuse_silu;
 pub mod inline_if;
 pub mod kv_cache;
+pub mod logits_row;
 pub mod simplify_shapes;
 pub mod sink_transposes;
 pub mod upsample;
