@@ -164,7 +164,7 @@ impl<'a, T: Real> BlockOut<'a, T> {
             return;
         }
         // Sub-blocks: k in chunks of at most 256, then rows and columns so that rb·kb + kb·cb fits.
-        let budget = call_budget();
+        let budget = if T::gemm_may_thread() { call_budget() } else { usize::MAX };
         let kchunks = if budget == usize::MAX { 1 } else { k.div_ceil(256) };
         let kb = k.div_ceil(kchunks);
         let per = (budget / kb).max(2);

@@ -113,6 +113,9 @@ pub(super) trait Real:
         rsc: isize,
         csc: isize,
     );
+    /// True when [`Real::gemm_raw`] may spawn threads of its own (matrixmultiply does, by `MATMUL_NUM_THREADS`; the
+    /// AVX2 f32 kernel never does), so callers inside rayon tasks keep its calls small.
+    fn gemm_may_thread() -> bool;
     /// `self · a + b`, rounded once (only fast where the target has FMA instructions).
     fn mul_add_(self, a: Self, b: Self) -> Self;
     /// The larger of two values; NaN loses to a number.
@@ -130,8 +133,11 @@ pub(super) trait Real:
 }
 
 macro_rules! real_impl {
-    ($t:ident, $mask:expr, $exp:path, $tanh:path, $sigmoid:path, $gemm:path) => {
+    ($t:ident, $mask:expr, $exp:path, $tanh:path, $sigmoid:path, $gemm:path, $may_thread:expr) => {
         impl Real for $t {
+            fn gemm_may_thread() -> bool {
+                $may_thread
+            }
             #[inline(always)]
             fn sigmoid(self) -> Self {
                 $sigmoid(self)
@@ -290,8 +296,8 @@ macro_rules! real_impl {
         }
     };
 }
-real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, sgemm::sgemm);
-real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, sigmoid_f64, matrixmultiply::dgemm);
+real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, sgemm::sgemm, !vector::avx2_fma());
+real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, sigmoid_f64, matrixmultiply::dgemm, true);
 
 /// The logistic function in f64, in the form of [`sigmoid_f32`].
 #[inline]
