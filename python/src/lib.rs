@@ -176,6 +176,43 @@ struct Prepared {
 /// How many input-shape specialisations of a model with free dimensions a session keeps prepared.
 const KEEP_PREPARED: usize = 4;
 
+/// The inputs (initializers left out) and outputs an ONNX file declares, with `None` for dims it leaves free
+/// (`None` when the file is not an ONNX model that can be read, or declares a type this module does not know).
+fn onnx_ports(path: &std::path::Path) -> Option<(Vec<Port>, Vec<Port>)> {
+    use tpu_sdk::core::import::onnx::proto::{self, tensor_shape_proto::dimension::Value as Dim};
+    if !path.extension().is_some_and(|e| e.eq_ignore_ascii_case("onnx")) {
+        return None;
+    }
+    let bytes = std::fs::read(path).ok()?;
+    let m = <proto::ModelProto as prost::Message>::decode(bytes.as_slice()).ok()?;
+    let g = m.graph?;
+    let inits: std::collections::HashSet<&str> = g.initializer.iter().filter_map(|t| t.name.as_deref()).collect();
+    let port = |vi: &proto::ValueInfoProto| -> Option<Port> {
+        let Some(proto::type_proto::Value::TensorType(tt)) = vi.r#type.as_ref()?.value.as_ref() else { return None };
+        let dtype = match tt.elem_type? {
+            1 => DType::F32,
+            2 => DType::U8,
+            3 => DType::I8,
+            5 => DType::I16,
+            6 => DType::I32,
+            7 => DType::I64,
+            9 => DType::Bool,
+            10 => DType::F16,
+            11 => DType::F64,
+            16 => DType::BF16,
+            _ => return None,
+        };
+        let shape = tt.shape.as_ref()?.dim.iter().map(|d| match d.value {
+            Some(Dim::DimValue(v)) if v >= 0 => usize::try_from(v).ok(),
+            _ => None,
+        });
+        Some(Port { name: vi.name.clone()?, dtype, shape: shape.collect(), quant: None })
+    };
+    let ins = g.input.iter().filter(|vi| !inits.contains(vi.name.as_deref().unwrap_or(""))).map(port).collect::<Option<Vec<_>>>()?;
+    let outs = g.output.iter().map(port).collect::<Option<Vec<_>>>()?;
+    Some((ins, outs))
+}
+
 /// A model prepared for a target (the `tpu_sdk.Session` wrapper in Python holds one).
 #[pyclass(module = "tpu_sdk._native", frozen)]
 struct NativeSession {
@@ -319,17 +356,33 @@ impl NativeSession {
             target: TargetArgs { target: target.to_string(), plugin, device, replicas: None, shard: Vec::new() },
         };
         let mut s = NativeSession { on, pool, inputs: Vec::new(), outputs: Vec::new(), free: Vec::new(), prepared: Mutex::new(Vec::new()) };
-        let (model, exe) = py.allow_threads(|| s.in_pool(|| NativeSession::prepare(&s.on, None))).map_err(|e| to_py(py, e))?;
         let declared = Model::declared_inputs(&path).unwrap_or_default();
+        let free_of = |name: &str, rank: usize| -> Vec<bool> {
+            match declared.iter().find(|d| d.name == name).and_then(|d| d.dims.as_ref()) {
+                Some(dims) if !shapes.iter().any(|(n, _)| n == name) && dims.len() == rank => {
+                    dims.iter().map(|d| !matches!(d, DeclaredDim::Fixed(_))).collect()
+                }
+                _ => vec![false; rank],
+            }
+        };
+        let (model, exe) = match py.allow_threads(|| s.in_pool(|| NativeSession::prepare(&s.on, None))) {
+            Ok(m) => m,
+            Err(e) => {
+                // A model whose free dims cannot all be 1 (a pooling window larger than a 1-pixel image) is
+                // prepared on its first run, for the shapes given; until then the file's declarations say what
+                // its inputs and outputs are.
+                let ports = onnx_ports(&path).filter(|(ins, _)| ins.iter().any(|p| p.shape.iter().any(Option::is_none)));
+                let Some((ins, outs)) = ports else { return Err(to_py(py, e)) };
+                s.free = ins.iter().map(|p| if shapes.iter().any(|(n, _)| *n == p.name) { vec![false; p.shape.len()] } else { p.shape.iter().map(Option::is_none).collect() }).collect();
+                s.inputs = ins;
+                s.outputs = outs;
+                return Ok(s);
+            }
+        };
         let g = model.graph();
         for &i in &g.inputs {
             let v = g.value(i);
-            let free: Vec<bool> = match declared.iter().find(|d| d.name == v.name).and_then(|d| d.dims.as_ref()) {
-                Some(dims) if !shapes.iter().any(|(n, _)| *n == v.name) && dims.len() == v.shape.len() => {
-                    dims.iter().map(|d| !matches!(d, DeclaredDim::Fixed(_))).collect()
-                }
-                _ => vec![false; v.shape.len()],
-            };
+            let free = free_of(&v.name, v.shape.len());
             s.inputs.push(Port::of(v, &free));
             s.free.push(free);
         }
