@@ -103,7 +103,7 @@ class Session:
     @property
     def path(self) -> str:
         """The model file."""
-        return self._native.path
+        return str(self._native.path)
 
     def _feeds(self, feeds: Mapping[str, Any]) -> Dict[str, _np.ndarray]:
         if not isinstance(feeds, Mapping):
@@ -113,7 +113,10 @@ class Session:
         for k, v in feeds.items():
             if not isinstance(v, _np.ndarray):
                 # Python numbers and lists take the input's dtype; an array of another dtype is an error.
-                v = _np.asarray(v, dtype=dtypes.get(k))
+                try:
+                    v = _np.asarray(v, dtype=dtypes.get(k))
+                except (TypeError, ValueError) as e:
+                    raise InputError(f"input '{k}': expected a numpy array, given {type(v).__name__} ({e})") from None
             out[k] = v
         return out
 
