@@ -27,3 +27,8 @@ def test_exit_codes():
     r = cli("run", ROOT / "examples" / "models" / "text_direction_cls.onnx", "--input", "y=" + str(EDGETPU_DATA / "convnet_f32.input_0.npy"))
     assert r.returncode == 2 and "no input 'y'" in r.stderr
     assert cli("devices", "--target", "cpu", "--json").returncode == 0
+
+
+def test_the_package_under_test_is_the_installed_wheel():
+    # scripts/test_python.sh installs the wheel into a fresh venv: tpu_sdk must come from there, not from python/
+    assert "site-packages" in tpu_sdk.__file__, tpu_sdk.__file__

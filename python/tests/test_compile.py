@@ -66,3 +66,27 @@ def test_cloud_tpu_emit_mlir_bf16(tmp_path):
     out = tmp_path / "conv.txt"
     tpu_sdk.compile(F32, "cloud-tpu", out, emit="mlir", dtype="bf16")
     assert "bf16" in out.read_text()
+
+
+def test_ctrl_c_interrupts_a_compile(tmp_path):
+    # SIGINT during a compile raises KeyboardInterrupt at once (the compile stops at its next step, writing
+    # nothing); in a child process so that the signal stays there
+    from conftest import ZOO, need
+
+    m = need(ZOO / "keras_mobilenet_v2_035_96")
+    out = tmp_path / "m.tflite"
+    code = f"""
+import os, signal, threading, tpu_sdk
+threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+try:
+    tpu_sdk.compile({str(m / "model.tflite")!r}, "edgetpu", {str(out)!r}, calibration={str(m / "cal.npy")!r})
+    print("finished before the signal")
+except KeyboardInterrupt:
+    print("KeyboardInterrupt")
+"""
+    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if "finished before the signal" in r.stdout:
+        import pytest
+
+        pytest.skip("the compile finished before the signal came")
+    assert r.stdout.strip() == "KeyboardInterrupt", r.stdout + r.stderr
