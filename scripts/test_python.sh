@@ -3,13 +3,14 @@
 # numpy (its one dependency) and then the test needs (python/tests/requirements.txt: pytest, onnxruntime,
 # ai-edge-litert, pillow), and runs python/tests there, so the package under test is the wheel's.
 #
-# The wheel is built in release, after CI's `cargo build --workspace --release` (the python crate is a
-# workspace member: its dependencies' release artifacts are reused; `PROFILE=dev` builds a debug wheel instead).
-# maturin lives in its own venv (.venv-maturin). Env: PYTHON (default python3: the machine's Python),
-# TPU_SDK_REQUIRE_ZOO=1 (the zoo models of `zoo/run.sh --fast` must be present), WHEEL_DIR (keep the wheel there).
+# The wheel is built in release, after CI's `cargo build --workspace --release`: the python crate is a workspace
+# member, and .ci/run exports the PYO3_PYTHON / PYO3_ENVIRONMENT_SIGNATURE maturin sets, so maturin finds the
+# extension built and only packs it (`PROFILE=dev` builds a debug wheel instead). maturin lives in its own venv
+# (.venv-maturin). Env: PYTHON (default: PYO3_PYTHON, else python3: the machine's Python), TPU_SDK_REQUIRE_ZOO=1
+# (the zoo models of `zoo/run.sh --fast` must be present), WHEEL_DIR (keep the wheel there).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-PY="${PYTHON:-python3}"
+PY="${PYTHON:-${PYO3_PYTHON:-python3}}"
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
@@ -21,7 +22,7 @@ fi
 profile=(--release)
 if [ "${PROFILE:-release}" = dev ]; then profile=(); fi
 wheels="${WHEEL_DIR:-$work/wheels}"
-.venv-maturin/bin/maturin build "${profile[@]}" --strip -m python/Cargo.toml -i "$PY" -o "$wheels" 2>&1 \
+.venv-maturin/bin/maturin build "${profile[@]}" -m python/Cargo.toml -i "$PY" -o "$wheels" 2>&1 \
     | grep -vE '^\s+(Compiling|Fresh|Downloaded|Downloading)' || true
 wheel=$(ls -t "$wheels"/tpu_sdk-*.whl | head -1)
 [ -f "$wheel" ] || { echo "test_python.sh: no wheel was built"; exit 1; }
