@@ -75,11 +75,15 @@ def test_ctrl_c_interrupts_a_compile(tmp_path):
 
     m = need(ZOO / "keras_mobilenet_v2_035_96")
     out = tmp_path / "m.tflite"
+    # 256 calibration samples: a few seconds of calibration in a release build, a signal 0.5 s in lands in it
+    cal = np.load(m / "cal.npy")
+    cal_path = tmp_path / "cal.npy"
+    np.save(cal_path, np.concatenate([cal] * (256 // len(cal) + 1))[:256])
     code = f"""
 import os, signal, threading, tpu_sdk
-threading.Timer(0.3, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
+threading.Timer(0.5, lambda: os.kill(os.getpid(), signal.SIGINT)).start()
 try:
-    tpu_sdk.compile({str(m / "model.tflite")!r}, "edgetpu", {str(out)!r}, calibration={str(m / "cal.npy")!r})
+    tpu_sdk.compile({str(m / "model.tflite")!r}, "edgetpu", {str(out)!r}, calibration={str(cal_path)!r})
     print("finished before the signal")
 except KeyboardInterrupt:
     print("KeyboardInterrupt")
