@@ -22,10 +22,14 @@ fi
 profile=(--release)
 if [ "${PROFILE:-release}" = dev ]; then profile=(); fi
 wheels="${WHEEL_DIR:-$work/wheels}"
-.venv-maturin/bin/maturin build "${profile[@]}" -m python/Cargo.toml -i "$PY" -o "$wheels" 2>&1 \
-    | grep -vE '^\s+(Compiling|Fresh|Downloaded|Downloading)' || true
-wheel=$(ls -t "$wheels"/tpu_sdk-*.whl | head -1)
-[ -f "$wheel" ] || { echo "test_python.sh: no wheel was built"; exit 1; }
+if ! .venv-maturin/bin/maturin build "${profile[@]}" -m python/Cargo.toml -i "$PY" -o "$wheels" > "$work/maturin.log" 2>&1; then
+    tail -50 "$work/maturin.log"
+    echo "test_python.sh: maturin failed"
+    exit 1
+fi
+grep -vE '^\s+(Compiling|Fresh|Downloaded|Downloading)' "$work/maturin.log" || true
+wheel=$(ls -t "$wheels"/tpu_sdk-*.whl 2>/dev/null | head -1 || true)
+[ -n "$wheel" ] && [ -f "$wheel" ] || { echo "test_python.sh: no wheel was built"; exit 1; }
 t1=$(date +%s)
 
 "$PY" -m venv "$work/venv"

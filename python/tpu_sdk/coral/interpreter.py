@@ -199,7 +199,12 @@ class Interpreter:
     def tensor(self, tensor_index: int) -> Callable[[], np.ndarray]:
         """A function returning the tensor's buffer itself (writable for inputs: ``tensor(i)()[...] = x``)."""
         i = self._index(tensor_index)
-        return lambda: self._bufs[i]
+
+        def view() -> np.ndarray:
+            self._need_allocated()
+            return self._bufs[i]
+
+        return view
 
     def invoke(self) -> None:
         """Runs the model on the input buffers; the outputs land in the output buffers."""
