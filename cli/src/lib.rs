@@ -30,6 +30,12 @@ pub use tpu_sdk_core::ir::{DType, Graph, Tensor};
 pub use tpu_sdk_core::target::{Executable, Target};
 pub use tpu_sdk_core::{Error, Result};
 
+// The command line's modules name this crate `tpu_sdk`, as when they were the binary's.
+extern crate self as tpu_sdk;
+
+#[doc(hidden)]
+#[allow(missing_docs)]
+pub mod cmd;
 pub mod generate;
 pub mod preprocess;
 pub mod targets;

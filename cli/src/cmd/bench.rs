@@ -216,17 +216,19 @@ fn all_devices(
 }
 
 /// Latency statistics of one series of runs.
-struct Stats {
+pub struct Stats {
     min: Duration,
     median: Duration,
     p90: Duration,
     mean: Duration,
     max: Duration,
-    throughput: f64,
+    /// Inferences per second at the median latency (batch / median).
+    pub throughput: f64,
 }
 
 impl Stats {
-    fn of(times: &[Duration], batch: usize) -> Stats {
+    /// The statistics of `times`, runs of `batch` inferences each.
+    pub fn of(times: &[Duration], batch: usize) -> Stats {
         let mut sorted = times.to_vec();
         sorted.sort();
         let median = percentile(&sorted, 0.5);
@@ -240,7 +242,8 @@ impl Stats {
         }
     }
 
-    fn json(&self) -> serde_json::Value {
+    /// The `latency_ms` object of `--json`.
+    pub fn json(&self) -> serde_json::Value {
         json!({"min": ms(self.min), "median": ms(self.median), "p90": ms(self.p90), "mean": ms(self.mean), "max": ms(self.max)})
     }
 
@@ -251,7 +254,7 @@ impl Stats {
 
 /// CPU time the process has used so far, all threads together (`CLOCK_PROCESS_CPUTIME_ID`; None where that
 /// clock is not read: off 64-bit Linux). Unlike wall time it barely moves when other processes share the cores.
-fn process_cpu_time() -> Option<Duration> {
+pub fn process_cpu_time() -> Option<Duration> {
     #[cfg(all(target_os = "linux", target_pointer_width = "64"))]
     {
         #[repr(C)]
@@ -276,7 +279,7 @@ fn process_cpu_time() -> Option<Duration> {
 
 /// The process's peak resident memory so far in bytes (`VmHWM` of /proc/self/status; None where there is no
 /// such file, as off Linux).
-fn peak_resident_bytes() -> Option<u64> {
+pub fn peak_resident_bytes() -> Option<u64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
     let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;

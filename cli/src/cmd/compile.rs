@@ -75,25 +75,7 @@ pub struct Args {
 
 /// Runs `compile`.
 pub fn main(a: Args) -> Result<()> {
-    let mut target_options = a.target_options()?;
-    let model = a.model.load_for_samples(a.calibration.as_deref())?;
-    let target = tpu_sdk::targets::by_name(&a.target)?;
-    let g = model.graph();
-    if let TargetOptions::EdgeTpu(o) = &mut target_options {
-        let samples = |p: &Option<PathBuf>, what: &str| match p {
-            Some(p) => super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read {what} samples {}", p.display())),
-            None => Ok(Vec::new()),
-        };
-        o.calibration = samples(&a.calibration, "calibration")?;
-        o.eval = samples(&a.eval, "evaluation")?;
-    }
-    let opts = CompileOptions {
-        output: a.output.clone(),
-        source: Some(a.model.model.clone()),
-        progress: super::progress_bar(a.json, "{prefix} [{bar:30}] {pos}/{len} {elapsed}"),
-        target: target_options,
-    };
-    let out = target.compile(g.clone(), &opts)?;
+    let out = compile(&a, super::progress_bar(a.json, "{prefix} [{bar:30}] {pos}/{len} {elapsed}"))?;
     if let Some(path) = &a.report {
         let text = out.report_json.clone().unwrap_or_else(|| "{}".into());
         write_atomically(path, text.as_bytes()).with_context(|| format!("cannot write report {}", path.display()))?;
@@ -109,6 +91,41 @@ pub fn main(a: Args) -> Result<()> {
         }
     }
     Ok(())
+}
+
+/// Compiles as `a` says, telling `progress` how far it got; writes the output files, not the report.
+pub fn compile(a: &Args, progress: tpu_sdk::core::target::Progress) -> Result<tpu_sdk::core::target::CompileOutput> {
+    let mut target_options = a.target_options()?;
+    let model = a.model.load_for_samples(a.calibration.as_deref())?;
+    let target = tpu_sdk::targets::by_name(&a.target)?;
+    let g = model.graph();
+    if let TargetOptions::EdgeTpu(o) = &mut target_options {
+        let samples = |p: &Option<PathBuf>, what: &str| match p {
+            Some(p) => super::samples::load(p, g, &a.image_args).with_context(|| format!("cannot read {what} samples {}", p.display())),
+            None => Ok(Vec::new()),
+        };
+        o.calibration = samples(&a.calibration, "calibration")?;
+        o.eval = samples(&a.eval, "evaluation")?;
+    }
+    let opts = CompileOptions { output: a.output.clone(), source: Some(a.model.model.clone()), progress, target: target_options };
+    Ok(target.compile(g.clone(), &opts)?)
+}
+
+/// `compile`'s arguments from its command line without the command's name (`MODEL --target T -o OUT ...`), as
+/// the Python package builds it from its keyword arguments; clap's error when they are not valid.
+pub fn parse_args<I, T>(args: I) -> std::result::Result<Args, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    #[derive(clap::Parser)]
+    #[command(name = "compile")]
+    struct Compile {
+        #[command(flatten)]
+        args: Args,
+    }
+    let argv = std::iter::once(std::ffi::OsString::from("compile")).chain(args.into_iter().map(Into::into));
+    <Compile as clap::Parser>::try_parse_from(argv).map(|c| c.args)
 }
 
 impl Args {

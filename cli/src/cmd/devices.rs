@@ -2,6 +2,7 @@
 
 use anyhow::Result;
 use serde_json::json;
+use tpu_sdk::core::target::DeviceInfo;
 
 use super::TargetArgs;
 
@@ -22,29 +23,9 @@ pub struct Args {
 /// Runs `devices`. A target whose search fails is reported (with why) and the others are still listed; no
 /// device at all is a normal answer (exit 0).
 pub fn main(a: Args) -> Result<()> {
-    let names: Vec<String> = match &a.target {
-        Some(t) => vec![t.clone()],
-        None => tpu_sdk::targets::names().into_iter().map(String::from).collect(),
-    };
-    let mut devices = Vec::new();
-    let mut problems: Vec<(String, String)> = Vec::new();
-    for name in &names {
-        let plugin = if name == "cloud-tpu" { a.plugin.clone() } else { None };
-        let t = TargetArgs { target: name.clone(), plugin, device: None, replicas: None, shard: Vec::new() };
-        match t.configure(None).and_then(|t| Ok(t.build().devices()?)) {
-            Ok(d) => devices.extend(d),
-            Err(e) => problems.push((name.clone(), format!("{e:#}"))),
-        }
-    }
+    let (devices, problems) = find(a.target.as_deref(), a.plugin.as_deref());
     if a.json {
-        let doc = json!({
-            "devices": devices.iter().map(|d| json!({
-                "target": d.target, "id": d.id, "kind": d.kind, "state": d.state, "location": d.location,
-                "details": d.details.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
-            })).collect::<Vec<_>>(),
-            "problems": problems.iter().map(|(t, m)| json!({"target": t, "message": m})).collect::<Vec<_>>(),
-        });
-        println!("{}", serde_json::to_string_pretty(&doc)?);
+        println!("{}", serde_json::to_string_pretty(&json_doc(&devices, &problems))?);
         return Ok(());
     }
     if devices.is_empty() {
@@ -58,4 +39,34 @@ pub fn main(a: Args) -> Result<()> {
         println!("{t}: {m}");
     }
     Ok(())
+}
+
+/// The devices of `target` (default: every target in this build), and for each target whose search failed, why.
+pub fn find(target: Option<&str>, plugin: Option<&std::path::Path>) -> (Vec<DeviceInfo>, Vec<(String, String)>) {
+    let names: Vec<String> = match target {
+        Some(t) => vec![t.to_string()],
+        None => tpu_sdk::targets::names().into_iter().map(String::from).collect(),
+    };
+    let mut devices = Vec::new();
+    let mut problems: Vec<(String, String)> = Vec::new();
+    for name in &names {
+        let plugin = if name == "cloud-tpu" { plugin.map(|p| p.to_path_buf()) } else { None };
+        let t = TargetArgs { target: name.clone(), plugin, device: None, replicas: None, shard: Vec::new() };
+        match t.configure(None).and_then(|t| Ok(t.build().devices()?)) {
+            Ok(d) => devices.extend(d),
+            Err(e) => problems.push((name.clone(), format!("{e:#}"))),
+        }
+    }
+    (devices, problems)
+}
+
+/// The `--json` document: the devices and the targets whose search failed.
+pub fn json_doc(devices: &[DeviceInfo], problems: &[(String, String)]) -> serde_json::Value {
+    json!({
+        "devices": devices.iter().map(|d| json!({
+            "target": d.target, "id": d.id, "kind": d.kind, "state": d.state, "location": d.location,
+            "details": d.details.iter().map(|(k, v)| (k.clone(), json!(v))).collect::<serde_json::Map<_, _>>(),
+        })).collect::<Vec<_>>(),
+        "problems": problems.iter().map(|(t, m)| json!({"target": t, "message": m})).collect::<Vec<_>>(),
+    })
 }

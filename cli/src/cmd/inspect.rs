@@ -35,6 +35,15 @@ pub fn main(a: Args) -> Result<()> {
         }
         return Ok(());
     }
+    let doc = json_doc(&model, tflite);
+    println!("{}", serde_json::to_string_pretty(&doc)?);
+    Ok(())
+}
+
+/// The `--json` document of a loaded model (`tflite`: it came from a .tflite file, whose image inputs are NHWC).
+pub fn json_doc(model: &tpu_sdk::Model, tflite: bool) -> serde_json::Value {
+    let g = model.graph();
+    let layout = |v: &tpu_sdk::core::ir::Value| (v.shape.len() == 4).then_some(if tflite { "NHWC" } else { "NCHW" });
     let s = summary(g);
     let io = |ids: &[tpu_sdk::core::ir::ValueId]| -> Vec<serde_json::Value> {
         ids.iter()
@@ -59,7 +68,7 @@ pub fn main(a: Args) -> Result<()> {
             })
         })
         .collect();
-    let doc = json!({
+    json!({
         "name": g.name,
         "inputs": io(&g.inputs),
         "outputs": io(&g.outputs),
@@ -68,7 +77,5 @@ pub fn main(a: Args) -> Result<()> {
         "parameters": s.parameters,
         "macs": s.macs,
         "graph": nodes,
-    });
-    println!("{}", serde_json::to_string_pretty(&doc)?);
-    Ok(())
+    })
 }

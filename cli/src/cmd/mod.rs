@@ -1,8 +1,15 @@
-//! The subcommands, one file each, and what they share: model loading options and input files.
+//! The subcommands, one file each, and what they share: model loading options and input files; [`main`] is the
+//! whole command line (the `tpu-sdk` binary and `python -m tpu_sdk` both call it).
+//!
+//! Exit codes: 0 success; 1 a failure while running (I/O, a kernel error); 2 bad usage or inputs that do not
+//! match the model (count, shape, dtype); 3 the model cannot be loaded (malformed, or uses something
+//! unsupported, or would need more memory than the budget: `--max-memory`); 4 a device or accelerator runtime is missing or failed.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
+use clap::{Parser, Subcommand};
 use tpu_sdk::core::target::ShardSpec;
 use tpu_sdk::targets::ConfiguredTarget;
 use tpu_sdk::{LoadOptions, Model, Tensor};
@@ -17,6 +24,109 @@ pub mod image_input;
 pub mod inspect;
 pub mod run;
 pub mod samples;
+
+/// Run neural networks on TPUs and on the CPU.
+#[derive(Parser)]
+#[command(name = "tpu-sdk", version, about)]
+struct Cli {
+    /// Worker threads for the CPU runtime (default: all cores).
+    #[arg(long, global = true)]
+    threads: Option<usize>,
+    /// Most memory a model may make tpu-sdk allocate (2G, 512M, bytes); a model that needs more is refused with
+    /// what it would allocate (default: 75% of physical memory, or TPU_SDK_MAX_MEMORY).
+    #[arg(long, global = true, value_name = "SIZE", value_parser = tpu_sdk::core::limits::parse_size)]
+    max_memory: Option<u64>,
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Print a model's graph: ops, shapes, dtypes, parameter count, MACs.
+    Inspect(inspect::Args),
+    /// Run a model on inputs (.npy files or an image) and write its outputs as .npy files.
+    Run(run::Args),
+    /// Measure a model's latency and throughput.
+    Bench(bench::Args),
+    /// Compile a model for a target: an int8 TFLite model for the Edge TPU, StableHLO or a TPU executable.
+    Compile(compile::Args),
+    /// List the devices of every target in this build (Coral USB/PCIe Edge TPUs, PJRT devices, the CPU).
+    Devices(devices::Args),
+    /// Compile, upload a model to a device over SSH and optionally run it there.
+    Deploy(deploy::Args),
+    /// Inspect or clear the cloud-tpu compilation cache.
+    Cache(cache::Args),
+    /// Generate text with a decoder language model (prefill, then token by token with a key/value cache).
+    Generate(generate::Args),
+}
+
+/// The exit code for an error (see the module's documentation).
+pub fn exit_code(e: &anyhow::Error) -> u8 {
+    for cause in e.chain() {
+        if let Some(core) = cause.downcast_ref::<tpu_sdk::Error>() {
+            return match core {
+                tpu_sdk::Error::InputMismatch(_) => 2,
+                tpu_sdk::Error::InvalidModel(_) | tpu_sdk::Error::Unsupported(_) | tpu_sdk::Error::ResourceLimit(_) => 3,
+                tpu_sdk::Error::Device(_) => 4,
+                _ => 1,
+            };
+        }
+        if cause.downcast_ref::<UsageError>().is_some() {
+            return 2;
+        }
+    }
+    1
+}
+
+/// Runs the command line `args` (the program's name first) and returns its exit code; errors are printed to
+/// stderr as `error: ...`, clap's usage errors and `--help` as clap prints them.
+pub fn main<I, T>(args: I) -> u8
+where
+    I: IntoIterator<Item = T>,
+    T: Into<OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(args) {
+        Ok(c) => c,
+        Err(e) => {
+            let _ = e.print();
+            return u8::try_from(e.exit_code()).unwrap_or(2);
+        }
+    };
+    if cli.max_memory.is_some() {
+        tpu_sdk::core::limits::set_memory_budget(cli.max_memory);
+    }
+    let threads = cli.threads.unwrap_or_else(|| std::thread::available_parallelism().map(|n| n.get()).unwrap_or(1));
+    // The CPU runtime's GEMM driver spreads every GEMM over the rayon pool itself; with matrixmultiply
+    // single-threaded it also need not cut its calls small to keep matrixmultiply from threading them
+    // (small calls re-pack the operands: that made 2 threads slower than 1 on conv-heavy models).
+    if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
+        std::env::set_var("MATMUL_NUM_THREADS", "1");
+    }
+    // (the pool exists already when the command line runs in a process that ran models before, as in Python:
+    // it then keeps its size)
+    if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global() {
+        if cli.threads.is_some() {
+            eprintln!("warning: could not size the thread pool: {e}");
+        }
+    }
+    let r = match cli.command {
+        Command::Inspect(a) => inspect::main(a),
+        Command::Run(a) => run::main(a),
+        Command::Bench(a) => bench::main(a, threads),
+        Command::Compile(a) => compile::main(a),
+        Command::Devices(a) => devices::main(a),
+        Command::Deploy(a) => deploy::main(a),
+        Command::Cache(a) => cache::main(a),
+        Command::Generate(a) => generate::main(a),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {e:#}");
+            exit_code(&e)
+        }
+    }
+}
 
 /// A mistake in the command line that clap cannot see (exit code 2).
 #[derive(Debug)]

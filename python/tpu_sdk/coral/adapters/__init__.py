@@ -1,0 +1,1 @@
+"""pycoral.adapters: ``common``, ``classify``, ``detect``."""
