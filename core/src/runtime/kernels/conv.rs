@@ -20,7 +20,16 @@ use crate::ir::{Activation, ConvAttrs, ConvTransposeAttrs, DType, Tensor};
 
 mod depthwise;
 mod im2col;
+mod packed;
 mod transpose;
+
+pub(super) use packed::prepare as prepare_packed;
+
+/// True when the plan runs the direct depthwise kernel (one input channel per group, 1-D/2-D).
+fn is_depthwise(p: &ConvPlan) -> bool {
+    let g = &p.geom;
+    p.cg() == 1 && g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.pe[0] == 0
+}
 
 /// Runs Conv.
 pub(super) fn conv(a: &ConvAttrs, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
@@ -115,7 +124,7 @@ fn conv_real<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Opti
         }
         return Ok(());
     }
-    if p.cg() == 1 && g.inp[0] == 1 && g.k[0] == 1 && g.pb[0] == 0 && g.pe[0] == 0 {
+    if is_depthwise(p) {
         depthwise::run(p, x, w, b, act, y, scratch);
         return Ok(());
     }

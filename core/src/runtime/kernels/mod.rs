@@ -87,9 +87,9 @@ pub trait PreparedKernel: Send + Sync + std::fmt::Debug {
 }
 
 /// The prepared float kernel of node `n` of `g`, if it has one: MatMul and Gemm whose B is a constant f32
-/// matrix get it packed once ([`packed_matmul`]).
+/// matrix get it packed once ([`packed_matmul`]), and so do f32 convolutions with constant weights (but depthwise).
 pub fn prepare_float(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
-    packed_matmul::prepare(g, n)
+    packed_matmul::prepare(g, n).or_else(|| conv::prepare_packed(g, n))
 }
 
 /// Fetches input `i` or fails with a message.

@@ -19,8 +19,24 @@ const COL_ELEMS: usize = 1 << 16;
 /// narrower tiles would spend more time packing than multiplying (with K = 2304, the budget alone gives 28).
 const MIN_COLS: usize = 256;
 
-/// Runs the im2col path; sizes were checked by the caller.
+/// Computes a task's block: `gemm(out, grp, cols_matrix, cols, off, epi)` multiplies group `grp`'s weights
+/// (`mg × K`) by the column tile (`K × cols`) into the `mg × cols` block of C at element `off` (row stride: the
+/// output plane), then calls `epi(i, row)` on each of its rows. [`run`] calls it with disjoint blocks only.
+pub(super) type GroupGemm<'g, T> = dyn Fn(&BlockOut<T>, usize, MatRef<T>, usize, usize, &mut dyn FnMut(usize, &mut [T])) + Sync + 'g;
+
+/// Runs the im2col path with the weights `w` (`[M, K]` row-major); sizes were checked by the caller.
 pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
+    let (mg, kk, pix) = (p.mg(), p.cg() * p.geom.k_size(), p.geom.out_size());
+    let gemm = |out: &BlockOut<T>, grp: usize, bm: MatRef<T>, cols: usize, off: usize, epi: &mut dyn FnMut(usize, &mut [T])| {
+        let a = MatRef::rows(w, grp * mg * kk, kk);
+        // SAFETY: `run` gives each call a block of its own (disjoint (image, group, tile) triples).
+        unsafe { out.gemm_block(mg, cols, kk, T::ONE, a, bm, off, pix, false, epi) };
+    };
+    run_with(p, x, &gemm, b, act, y, scratch);
+}
+
+/// Runs the im2col path, multiplying by the weights through `gemm`; sizes were checked by the caller.
+pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
     let g = &p.geom;
     let (cg, mg, group) = (p.cg(), p.mg(), p.group);
     let kk = cg * g.k_size();
@@ -54,13 +70,12 @@ pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act:
             let col = &mut col[..kk * cols];
             let xg = &x[(n * p.c + grp * cg) * plane_in..][..cg * plane_in];
             fill_columns(xg, g, cg, p0, cols, col);
-            let a = MatRef::rows(w, grp * mg * kk, kk);
             let bm = MatRef::rows(&*col, 0, cols);
             let off = (n * p.m + grp * mg) * pix + p0;
             let bias = |i: usize| b.map(|b| b[grp * mg + i]);
-            // SAFETY: each task owns the output columns p0..p0 + cols of its (image, group) rows; tasks
-            // are distinct (image, group, tile) triples, so the blocks are disjoint.
-            unsafe { out.gemm_block(mg, cols, kk, T::ONE, a, bm, off, pix, false, |i, row| bias_act(row, bias(i), act)) };
+            // Each task owns the output columns p0..p0 + cols of its (image, group) rows; tasks are distinct
+            // (image, group, tile) triples, so the blocks are disjoint (gemm's contract).
+            gemm(&out, grp, bm, cols, off, &mut |i, row| bias_act(row, bias(i), act));
         }
     };
     if lanes > 1 {

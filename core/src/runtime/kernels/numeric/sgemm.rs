@@ -341,6 +341,98 @@ mod x86 {
         }
     }
 
+    /// A (`m × k`, a convolution's weights) packed once for [`gemm_packed_a`]: panels of MR rows over the whole
+    /// depth, panel `ip` holding `A[ip·MR + i, p]` at `data[ip·MR·k + p·MR + i]` (0 past row m).
+    #[derive(Clone, Debug)]
+    pub(crate) struct PackedA {
+        m: usize,
+        k: usize,
+        data: Vec<f32>,
+    }
+
+    impl PackedA {
+        /// Packs the row-major `m × k` matrix `a`; `None` when `a` is too short or the CPU lacks AVX2/FMA.
+        pub(crate) fn new(a: &[f32], m: usize, k: usize) -> Option<PackedA> {
+            if !super::super::vector::avx2_fma() || m == 0 || k == 0 || a.len() < m.checked_mul(k)? {
+                return None;
+            }
+            let mut data = vec![0f32; m.div_ceil(MR) * MR * k];
+            for (ip, panel) in data.chunks_exact_mut(MR * k).enumerate() {
+                for i in 0..MR.min(m - ip * MR) {
+                    let row = &a[(ip * MR + i) * k..][..k];
+                    for (d, &v) in panel[i..].iter_mut().step_by(MR).zip(row) {
+                        *d = v;
+                    }
+                }
+            }
+            Some(PackedA { m, k, data })
+        }
+
+        /// Rows.
+        pub(crate) fn m(&self) -> usize {
+            self.m
+        }
+
+        /// Columns (depth).
+        pub(crate) fn k(&self) -> usize {
+            self.k
+        }
+    }
+
+    /// `C[i0..i0 + rows, ..n] ← A[i0..i0 + rows, ..] · B` for a packed A and the `k × n` matrix B (element (p, j)
+    /// at `b + p·rsb + j·csb`), C's element (i, j) at `c + (i - i0)·rsc + j`. `i0` is a multiple of the panel
+    /// height. C is written, not read.
+    ///
+    /// # Safety
+    /// Every addressed element of B is readable; C's `rows × n` elements are writable and accessed by nothing else
+    /// during the call; `i0 + rows ≤ a.m()`; the CPU has AVX2 and FMA (true for any [`PackedA`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_packed_a(a: &PackedA, i0: usize, rows: usize, n: usize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize) {
+        debug_assert!(i0 % MR == 0 && i0 + rows <= a.m);
+        let k = a.k;
+        if rows == 0 || n == 0 {
+            return;
+        }
+        PACKS.with(|packs| {
+            let mut packs = packs.borrow_mut();
+            let pb = &mut packs.1;
+            let b_len = NC.min(n).div_ceil(NR) * NR * KC.min(k);
+            if pb.len() < b_len {
+                pb.resize(b_len, 0.0);
+            }
+            for jc in (0..n).step_by(NC) {
+                let nc = NC.min(n - jc);
+                for pc in (0..k).step_by(KC) {
+                    let kc = KC.min(k - pc);
+                    let beta = if pc == 0 { 0.0 } else { 1.0 };
+                    // SAFETY: the B block lies inside B (contract); pb holds ceil(nc/NR)·NR·kc elements.
+                    unsafe { pack_b(kc, nc, b.offset(pc as isize * rsb + jc as isize * csb), rsb, csb, pb) };
+                    for ir in (0..rows).step_by(MR) {
+                        let panel = (i0 + ir) / MR;
+                        for jr in (0..nc).step_by(NR) {
+                            // SAFETY: the A panel's block holds kc·MR elements inside data, the B panel kc·NR;
+                            // the tile's valid part lies inside C (contract); PackedA exists only with AVX2/FMA.
+                            unsafe {
+                                tile(
+                                    MR.min(rows - ir),
+                                    kc,
+                                    a.data.as_ptr().add(panel * MR * k + pc * MR),
+                                    pb.as_ptr().add(jr * kc),
+                                    1.0,
+                                    beta,
+                                    c.offset(ir as isize * rsc + (jc + jr) as isize),
+                                    rsc,
+                                    1,
+                                    NR.min(nc - jr),
+                                )
+                            };
+                        }
+                    }
+                }
+            }
+        });
+    }
+
     /// `C[.., j0..j0 + nc] ← alpha·A·B[.., j0..j0 + nc]` for the `m × k` matrix A (element (i, p) at
     /// `a + i·rsa + p·csa`) and a packed B; C's element (i, j) at `c + i·rsc + (j - j0)`. `j0` is a multiple of
     /// NR ([`NR_PACKED`]). C is written, not read.
@@ -477,7 +569,7 @@ const GEMV_PANELS: usize = 4;
 pub(crate) const NR_PACKED: usize = NR;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::{gemm_packed, PackedB};
+pub(crate) use x86::{gemm_packed, gemm_packed_a, PackedA, PackedB};
 
 #[cfg(test)]
 mod tests {
