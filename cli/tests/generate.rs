@@ -214,6 +214,53 @@ fn cloud_tpu_generates_the_same_tokens_and_logits() {
     assert_eq!(grown["transfers"]["cache_downloads"], 2 * 2 * 2, "2 layers × key and value, moved twice (16 → 32 → 64): {grown}");
 }
 
+/// Several prompts at once (one batch, left-padded): each row's tokens are transformers' greedy tokens for that
+/// prompt alone, on cpu and on cloud-tpu; a row that meets the end-of-sequence token stops there while the others
+/// go on.
+#[test]
+fn a_batch_of_prompts_gives_each_prompts_own_tokens() {
+    let plugin = oracle::xla_cpu_plugin_of_python();
+    let mut targets: Vec<Vec<String>> = vec![vec![]];
+    match &plugin {
+        Some(p) => targets.push(vec!["--target".into(), "cloud-tpu".into(), "--plugin".into(), p.to_str().unwrap().into()]),
+        None => oracle::skip("the XLA CPU plugin (fastatomstruct-xla-cpu) is not installed in $TPU_SDK_PYTHON: batch on cpu only"),
+    }
+    for arch in ["llama", "qwen2"] {
+        let model = data(arch).join("model.onnx");
+        let refs = references(arch);
+        let n = refs.iter().map(|(_, w)| w.len()).min().unwrap();
+        let eos = refs[0].1[4]; // the 5th token of the first prompt's continuation
+        for extra in &targets {
+            for with_eos in [false, true] {
+                let ns = n.to_string();
+                let eos_s = eos.to_string();
+                let prompts: Vec<String> = refs.iter().map(|(p, _)| join(p)).collect();
+                let mut args = vec!["generate", model.to_str().unwrap(), "--max-new-tokens", &ns, "--buckets", BUCKETS, "--json"];
+                for p in &prompts {
+                    args.extend_from_slice(&["--input-ids", p]);
+                }
+                if with_eos {
+                    args.extend_from_slice(&["--eos", &eos_s]);
+                }
+                args.extend(extra.iter().map(|s| s.as_str()));
+                let doc: Value = serde_json::from_str(&ok(tpu_sdk(&args))).unwrap();
+                let rows = doc["batch"].as_array().unwrap_or_else(|| panic!("no batch in {doc}"));
+                assert_eq!(rows.len(), refs.len());
+                for (row, (prompt, want)) in rows.iter().zip(&refs) {
+                    let mut want = want[..n].to_vec();
+                    if with_eos {
+                        if let Some(k) = want.iter().position(|&t| t == eos) {
+                            want.truncate(k + 1);
+                        }
+                    }
+                    assert_eq!(ids_of(row, "input_ids"), *prompt);
+                    assert_eq!(ids_of(row, "generated_ids"), want, "{arch} {extra:?} eos {with_eos}: prompt of {} tokens", prompt.len());
+                }
+            }
+        }
+    }
+}
+
 #[test]
 fn bad_input_gets_a_clear_error() {
     let dir = fresh_dir("generate_bad");

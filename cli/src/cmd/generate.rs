@@ -1,5 +1,6 @@
 //! `tpu-sdk generate MODEL (--input-ids 1,2,3 | --prompt TEXT [--tokenizer tokenizer.json]) --max-new-tokens N`:
-//! text generation with a decoder language model (see `tpu_sdk::generate`).
+//! text generation with a decoder language model (see `tpu_sdk::generate`); several `--input-ids`/`--prompt` run
+//! as one batch.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -20,12 +21,13 @@ pub struct Args {
     pub model: PathBuf,
     #[command(flatten)]
     target: TargetArgs,
-    /// The prompt as token ids, comma-separated.
+    /// The prompt as token ids, comma-separated. Repeat for several prompts, generated together as one batch.
     #[arg(long, value_name = "ID,ID,...", conflicts_with = "prompt", required_unless_present_any = ["prompt", "aot_topology", "emit_stablehlo"])]
-    input_ids: Option<String>,
-    /// The prompt as text (needs a tokenizer: --tokenizer, or tokenizer.json beside the model).
+    input_ids: Vec<String>,
+    /// The prompt as text (needs a tokenizer: --tokenizer, or tokenizer.json beside the model). Repeat for several
+    /// prompts, generated together as one batch.
     #[arg(long)]
-    prompt: Option<String>,
+    prompt: Vec<String>,
     /// A Hugging Face tokenizer.json: encodes --prompt and decodes the output to text.
     #[arg(long, value_name = "FILE")]
     tokenizer: Option<PathBuf>,
@@ -76,7 +78,7 @@ pub struct Args {
 pub fn main(a: Args) -> Result<()> {
     super::reject_other_targets_flags(&a.target.target, &[])?;
     if a.target.replicas.is_some() || !a.target.shard.is_empty() {
-        return Err(UsageError("generate runs one prompt on one device: --replicas and --shard are not supported by generate yet".into()).into());
+        return Err(UsageError("generate runs on one device: --replicas and --shard are not supported by generate yet (several prompts, each its own --input-ids or --prompt, run as one batch)".into()).into());
     }
     if let Some(topology) = &a.aot_topology {
         return aot(&a, Some(topology));
@@ -87,7 +89,7 @@ pub fn main(a: Args) -> Result<()> {
     if a.output_dir.is_some() {
         return Err(UsageError("--output-dir goes with --aot-topology or --emit-stablehlo".into()).into());
     }
-    let tokenizer = match (&a.tokenizer, &a.prompt) {
+    let tokenizer = match (&a.tokenizer, a.prompt.first()) {
         (Some(p), _) => Some(load_tokenizer(p)?),
         (None, Some(_)) => {
             let beside = a.model.with_file_name("tokenizer.json");
@@ -102,14 +104,17 @@ pub fn main(a: Args) -> Result<()> {
         }
         (None, None) => None,
     };
-    let prompt: Vec<i64> = match (&a.input_ids, &a.prompt) {
-        (Some(ids), _) => parse_list::<i64>(ids).map_err(|e| UsageError(format!("--input-ids: {e}")))?,
-        (None, Some(text)) => {
-            let tok = tokenizer.as_ref().expect("a tokenizer was loaded for --prompt");
-            let enc = tok.encode(text.as_str(), true).map_err(|e| UsageError(format!("cannot tokenize the prompt: {e}")))?;
-            enc.get_ids().iter().map(|&i| i as i64).collect()
-        }
-        (None, None) => unreachable!("clap requires --input-ids or --prompt"),
+    let prompts: Vec<Vec<i64>> = if !a.input_ids.is_empty() {
+        a.input_ids.iter().map(|ids| parse_list::<i64>(ids).map_err(|e| UsageError(format!("--input-ids: {e}")))).collect::<Result<_, _>>()?
+    } else {
+        let tok = tokenizer.as_ref().expect("a tokenizer was loaded for --prompt");
+        a.prompt
+            .iter()
+            .map(|text| {
+                let enc = tok.encode(text.as_str(), true).map_err(|e| UsageError(format!("cannot tokenize the prompt: {e}")))?;
+                Ok(enc.get_ids().iter().map(|&i| i as i64).collect())
+            })
+            .collect::<Result<_, UsageError>>()?
     };
     let sampling = Sampling { temperature: a.temperature, top_k: a.top_k, top_p: a.top_p, seed: a.seed };
     sampling.check().map_err(|e| UsageError(format!("--temperature/--top-k/--top-p: {e}")))?;
@@ -125,8 +130,12 @@ pub fn main(a: Args) -> Result<()> {
     let configured = configure(&a)?;
     let target = configured.build();
     let mut g = Generator::new(&a.model, target, options).with_context(|| format!("cannot load {}", a.model.display()))?;
+    if prompts.len() > 1 {
+        return batch(&a, &mut g, &prompts, &params, tokenizer.as_ref());
+    }
+    let prompt = &prompts[0];
 
-    let mut tokens = g.tokens(&prompt, &params)?;
+    let mut tokens = g.tokens(prompt, &params)?;
     let stream = !a.json;
     let mut shown = String::new();
     let mut stdout = std::io::stdout().lock();
@@ -202,6 +211,57 @@ pub fn main(a: Args) -> Result<()> {
             out.decode_tokens_per_s(),
             g.programs_compiled(),
             out.compile.as_secs_f64() * 1e3
+        );
+    }
+    Ok(())
+}
+
+/// Several prompts: generated as one batch, then printed one per line (or as JSON).
+fn batch(a: &Args, g: &mut Generator, prompts: &[Vec<i64>], params: &GenerateParams, tokenizer: Option<&tokenizers::Tokenizer>) -> Result<()> {
+    if a.logits_out.is_some() {
+        return Err(UsageError("--logits-out writes the logits of one prompt: give one --input-ids or --prompt".into()).into());
+    }
+    let outs = g.generate_batch(prompts, params)?;
+    let texts = outs.iter().map(|o| tokenizer.map(|t| decode(t, &o.generated_ids)).transpose()).collect::<Result<Vec<_>>>()?;
+    let o = &outs[0];
+    // every row ran every step: the batch's tokens per second
+    let steps = outs.iter().map(|o| o.decode_steps).max().unwrap_or(0);
+    let tokens: usize = outs.iter().map(|o| o.decode_steps).sum();
+    let rate = if o.decode.as_secs_f64() > 0.0 { tokens as f64 / outs.iter().map(|o| o.decode).max().unwrap_or_default().as_secs_f64() } else { 0.0 };
+    if a.json {
+        let rows: Vec<_> = outs
+            .iter()
+            .zip(&texts)
+            .map(|(o, t)| json!({"input_ids": o.input_ids, "generated_ids": o.generated_ids, "text": t}))
+            .collect();
+        let doc = json!({
+            "model": a.model.display().to_string(),
+            "target": a.target.target,
+            "mode": format!("{:?}", g.mode()).to_lowercase(),
+            "batch": rows,
+            "prefill_ms": o.prefill.as_secs_f64() * 1e3,
+            "decode_steps": steps,
+            "decode_tokens_per_s": rate,
+            "compile_ms": o.compile.as_secs_f64() * 1e3,
+            "programs_compiled": g.programs_compiled(),
+            "cache_on_device": g.cache_on_target(),
+        });
+        println!("{}", serde_json::to_string_pretty(&doc)?);
+    } else {
+        for (o, t) in outs.iter().zip(&texts) {
+            match t {
+                Some(t) => println!("{t}"),
+                None => println!("{}", o.generated_ids.iter().map(|t| t.to_string()).collect::<Vec<_>>().join(" ")),
+            }
+        }
+        eprintln!(
+            "{} prompts, {} decode steps; prefill {:.1} ms, decode {:.1} tokens/s over the batch ({} programs compiled in {:.0} ms)",
+            outs.len(),
+            steps,
+            o.prefill.as_secs_f64() * 1e3,
+            rate,
+            g.programs_compiled(),
+            o.compile.as_secs_f64() * 1e3
         );
     }
     Ok(())

@@ -1,5 +1,5 @@
 //! The key/value cache of a generation, kept on the host: per layer a key and a value tensor
-//! `[1, kv_heads, capacity, head_dim]` of which the first `len` positions hold the tokens seen so far. A step's
+//! `[batch, kv_heads, capacity, head_dim]` of which the first `len` positions hold the tokens seen so far. A step's
 //! new positions are copied in from the model's `present` outputs (only those positions: the rest of the
 //! cache is not copied), and the cache grows to the next bucket's capacity when it is full.
 
@@ -9,16 +9,16 @@ use tpu_sdk_core::ir::TensorData;
 /// A host key/value cache.
 #[derive(Clone, Debug)]
 pub struct KvCache {
-    /// key, value, key, value, ... (layer order), each `[1, heads, capacity, head_dim]`.
+    /// key, value, key, value, ... (layer order), each `[batch, heads, capacity, head_dim]`.
     pub tensors: Vec<Tensor>,
     /// Positions filled.
     pub len: usize,
 }
 
 impl KvCache {
-    /// An empty cache of `layers` layers.
-    pub fn new(dtype: DType, layers: usize, heads: usize, head_dim: usize, capacity: usize) -> KvCache {
-        let t = Tensor::zeros(dtype, vec![1, heads, capacity, head_dim]);
+    /// An empty cache of `layers` layers for `batch` sequences.
+    pub fn new(dtype: DType, batch: usize, layers: usize, heads: usize, head_dim: usize, capacity: usize) -> KvCache {
+        let t = Tensor::zeros(dtype, vec![batch, heads, capacity, head_dim]);
         KvCache { tensors: vec![t; 2 * layers], len: 0 }
     }
 
@@ -103,7 +103,7 @@ mod tests {
 
     #[test]
     fn appends_only_the_new_positions_and_grows() {
-        let mut c = KvCache::new(DType::F32, 1, 2, 3, 4);
+        let mut c = KvCache::new(DType::F32, 1, 1, 2, 3, 4);
         // present: [1, 2, 5, 3]: positions 0..4 the (padded) past, 4 the new token
         let pk = seq(vec![1, 2, 5, 3], 0.0);
         let pv = seq(vec![1, 2, 5, 3], 100.0);

@@ -173,7 +173,7 @@ pub struct Generator {
     interface: DecoderInterface,
     mode: Mode,
     options: GenerateOptions,
-    programs: HashMap<(usize, usize), Program>,
+    programs: HashMap<Key, Program>,
     compiled: usize,
     compile_time: Duration,
 }
@@ -249,22 +249,44 @@ impl Generator {
 
     /// The tokens generated after `prompt`, one step per item, as they are produced.
     pub fn tokens(&mut self, prompt: &[i64], params: &GenerateParams) -> Result<Tokens<'_>> {
-        if prompt.is_empty() {
+        self.start(&[prompt.to_vec()], params)
+    }
+
+    /// Generates after several prompts at once, as one batch: the prompts are left-padded to the longest (the mask
+    /// hides the padding, positions count from each prompt's first token), every step runs all rows, and a row
+    /// that reaches an end-of-sequence token stops while the others go on. Needs the cache form with
+    /// `position_ids`; one prompt runs as [`Generator::generate`] does.
+    pub fn generate_batch(&mut self, prompts: &[Vec<i64>], params: &GenerateParams) -> Result<Vec<Generation>> {
+        let mut tokens = self.start(prompts, params)?;
+        while !tokens.done {
+            tokens.step()?;
+        }
+        Ok(tokens.finish_all())
+    }
+
+    fn start(&mut self, prompts: &[Vec<i64>], params: &GenerateParams) -> Result<Tokens<'_>> {
+        if prompts.is_empty() || prompts.iter().any(|p| p.is_empty()) {
             return Err(Error::InputMismatch("the prompt is empty: give at least one token".into()));
         }
+        if prompts.len() > 1 && self.mode != Mode::Bucketed {
+            return Err(Error::Unsupported(format!(
+                "several prompts at once need the cache form with position_ids (this model runs {:?}: give one prompt at a time)",
+                self.mode
+            )));
+        }
         params.sampling.check().map_err(Error::InputMismatch)?;
-        if let Some(&bad) = prompt.iter().find(|&&t| t < 0) {
+        if let Some(&bad) = prompts.iter().flatten().find(|&&t| t < 0) {
             return Err(Error::InputMismatch(format!("token id {bad} is negative")));
         }
+        let longest = prompts.iter().map(Vec::len).max().unwrap_or(0);
         if self.mode != Mode::Exact && params.max_new_tokens > 0 {
             // the longest sequence a program sees: the prompt and every generated token but the last
-            let need = prompt.len() + params.max_new_tokens - 1;
+            let need = longest + params.max_new_tokens - 1;
             let largest = *self.options.buckets.last().expect("checked non-empty");
-            if prompt.len() > largest || need + usize::from(self.mode == Mode::Bucketed) > largest {
+            if longest > largest || need + usize::from(self.mode == Mode::Bucketed) > largest {
                 return Err(Error::InputMismatch(format!(
-                    "the prompt ({} tokens) and {} new tokens need {} positions, more than the largest bucket ({largest}): give a larger \
+                    "the prompt ({longest} tokens) and {} new tokens need {} positions, more than the largest bucket ({largest}): give a larger \
                      one (--buckets) or ask for fewer tokens",
-                    prompt.len(),
                     params.max_new_tokens,
                     need + usize::from(self.mode == Mode::Bucketed)
                 )));
@@ -272,11 +294,16 @@ impl Generator {
         }
         let rng = Rng::new(params.sampling.seed);
         let compile0 = self.compile_time;
+        let rows = prompts.len();
         Ok(Tokens {
             g: self,
             params: params.clone(),
             rng,
-            out: Generation { input_ids: prompt.to_vec(), ..Generation::default() },
+            outs: prompts.iter().map(|p| Generation { input_ids: p.clone(), ..Generation::default() }).collect(),
+            pads: prompts.iter().map(|p| longest - p.len()).collect(),
+            active: vec![params.max_new_tokens > 0; rows],
+            last: vec![0; rows],
+            steps: 0,
             cache: None,
             holder: None,
             compile0,
@@ -291,34 +318,35 @@ impl Generator {
     }
 
     /// The program for `past` cache positions and `seq` tokens, compiled on first use.
-    fn program(&mut self, past: usize, seq: usize) -> Result<&mut Program> {
-        if !self.programs.contains_key(&(past, seq)) {
+    fn program(&mut self, past: usize, seq: usize, batch: usize) -> Result<&mut Program> {
+        if !self.programs.contains_key(&(past, seq, batch)) {
             if self.mode == Mode::Exact && self.programs.len() >= 4 {
                 self.programs.clear(); // exact lengths never repeat within a generation
             }
             let t0 = Instant::now();
-            let p = self.compile(past, seq)?;
+            let p = self.compile(past, seq, batch)?;
             self.compile_time += t0.elapsed();
             self.compiled += 1;
-            self.programs.insert((past, seq), p);
+            self.programs.insert((past, seq, batch), p);
         }
-        Ok(self.programs.get_mut(&(past, seq)).expect("inserted above"))
+        Ok(self.programs.get_mut(&(past, seq, batch)).expect("inserted above"))
     }
 
-    /// The model loaded for `past` cache positions and `seq` tokens, and what feeds each input (by name).
-    fn load_graph(&self, past: usize, seq: usize) -> Result<(crate::Graph, HashMap<String, Role>)> {
+    /// The model loaded for `past` cache positions, `seq` tokens and `batch` rows, and what feeds each input (by
+    /// name).
+    fn load_graph(&self, past: usize, seq: usize, batch: usize) -> Result<(crate::Graph, HashMap<String, Role>)> {
         let i = &self.interface;
         let mut load = self.options.load.clone();
         let mut roles = HashMap::new();
-        load.input_shapes.insert("input_ids".into(), vec![1, seq]);
+        load.input_shapes.insert("input_ids".into(), vec![batch, seq]);
         roles.insert("input_ids".to_string(), Role::Ids);
         if i.attention_mask {
             let total = if i.has_cache() { past + seq } else { seq };
-            load.input_shapes.insert("attention_mask".into(), vec![1, total]);
+            load.input_shapes.insert("attention_mask".into(), vec![batch, total]);
             roles.insert("attention_mask".to_string(), Role::Mask);
         }
         if i.position_ids {
-            load.input_shapes.insert("position_ids".into(), vec![1, seq]);
+            load.input_shapes.insert("position_ids".into(), vec![batch, seq]);
             roles.insert("position_ids".to_string(), Role::Positions);
         }
         for (l, kv) in i.past.iter().enumerate() {
@@ -331,7 +359,7 @@ impl Generator {
                         )))
                     }
                 };
-                load.input_shapes.insert(name.clone(), vec![1, h, past, d]);
+                load.input_shapes.insert(name.clone(), vec![batch, h, past, d]);
                 roles.insert(name.clone(), Role::Past(2 * l + k));
             }
         }
@@ -356,7 +384,7 @@ impl Generator {
         if self.mode != Mode::Bucketed {
             return Err(Error::Unsupported(format!("the cache stays on the target only for a cache-form model with position_ids (this one runs {:?})", self.mode)));
         }
-        let (g, _) = self.load_graph(past, seq)?;
+        let (g, _) = self.load_graph(past, seq, 1)?;
         self.resident_form(&g)
     }
 
@@ -378,9 +406,9 @@ impl Generator {
         Ok((rg, links))
     }
 
-    fn compile(&self, past: usize, seq: usize) -> Result<Program> {
+    fn compile(&self, past: usize, seq: usize, batch: usize) -> Result<Program> {
         let i = &self.interface;
-        let (g, mut roles) = self.load_graph(past, seq)?;
+        let (g, mut roles) = self.load_graph(past, seq, batch)?;
         let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
         let out_index = |g: &crate::Graph, n: &str| {
             g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
@@ -390,7 +418,7 @@ impl Generator {
         };
         let logits_at = out_index(&g, &i.logits)?;
         let lv = &g.values[g.outputs[logits_at].0];
-        if lv.shape.len() != 3 || (lv.shape[1] != seq && lv.shape[1] != 1) {
+        if lv.shape.len() != 3 || lv.shape[0] != batch || (lv.shape[1] != seq && lv.shape[1] != 1) {
             return Err(Error::Unsupported(format!("output 'logits' is {:?}; generate needs [batch, seq, vocab]", lv.shape)));
         }
         let vocab = lv.shape[2];
@@ -436,69 +464,107 @@ impl Generator {
 
 /// The tokens of one generation, produced one step per [`Iterator::next`]: the first by the prefill, the
 /// rest by decode steps. [`Tokens::finish`] gives the [`Generation`] with its timings.
+///
+/// Internally a generation runs a batch of prompts ([`Generator::generate_batch`]); the iterator is the
+/// one-prompt view.
 pub struct Tokens<'g> {
     g: &'g mut Generator,
     params: GenerateParams,
     rng: Rng,
-    out: Generation,
+    /// One per prompt (batch row).
+    outs: Vec<Generation>,
+    /// Left padding of each row's prompt (to the longest prompt), so every row's last token is at one position.
+    pads: Vec<usize>,
+    /// Rows still generating (a row stops at an end-of-sequence token; the batch runs while any row does).
+    active: Vec<bool>,
+    /// The token each row feeds next.
+    last: Vec<i64>,
+    /// Steps run (the prefill is step 0).
+    steps: usize,
     cache: Option<KvCache>,
     /// the program holding the cache kept on the target
-    holder: Option<(usize, usize)>,
+    holder: Option<Key>,
     compile0: Duration,
     done: bool,
 }
 
+/// A program: (cache positions, tokens, batch rows).
+type Key = (usize, usize, usize);
+
 impl Tokens<'_> {
     /// The generation so far (all of it once the iterator has ended).
-    pub fn finish(mut self) -> Generation {
-        self.out.compile = self.g.compile_time - self.compile0;
-        self.out
+    pub fn finish(self) -> Generation {
+        self.finish_all().swap_remove(0)
+    }
+
+    /// The generation of every prompt of the batch so far.
+    fn finish_all(mut self) -> Vec<Generation> {
+        let compile = self.g.compile_time - self.compile0;
+        for o in &mut self.outs {
+            o.compile = compile;
+        }
+        self.outs
     }
 
     /// The logits of the last step (empty before the first).
     pub fn last_logits(&self) -> Option<&[f32]> {
-        self.out.logits.last().map(|v| v.as_slice())
+        self.outs[0].logits.last().map(|v| v.as_slice())
     }
 
-    fn step(&mut self) -> Result<i64> {
-        let first = self.out.generated_ids.is_empty();
-        let logits = match self.g.mode {
+    /// One step for the whole batch; each active row gets its token.
+    fn step(&mut self) -> Result<()> {
+        let first = self.steps == 0;
+        let (rows, el) = match self.g.mode {
             Mode::NoCache => self.no_cache_step()?,
             Mode::Bucketed | Mode::Exact => self.cache_step(first)?,
         };
-        let t = pick(&logits.0, &self.params.sampling, &mut self.rng) as i64;
-        if first {
-            self.out.prefill += logits.1;
-        } else {
-            self.out.decode += logits.1;
-            self.out.decode_steps += 1;
+        self.steps += 1;
+        for (r, logits) in rows.into_iter().enumerate() {
+            if !self.active[r] {
+                continue; // a finished row keeps feeding its last token; what it makes is dropped
+            }
+            let t = pick(&logits, &self.params.sampling, &mut self.rng) as i64;
+            let out = &mut self.outs[r];
+            if first {
+                out.prefill += el;
+            } else {
+                out.decode += el;
+                out.decode_steps += 1;
+            }
+            if self.g.options.keep_logits {
+                out.logits.push(logits);
+            }
+            out.generated_ids.push(t);
+            self.last[r] = t;
+            if out.generated_ids.len() >= self.params.max_new_tokens || self.params.eos.contains(&t) {
+                self.active[r] = false;
+            }
         }
-        if self.g.options.keep_logits {
-            self.out.logits.push(logits.0);
+        if !self.active.iter().any(|&a| a) {
+            self.done = true;
         }
-        self.out.generated_ids.push(t);
-        Ok(t)
+        Ok(())
     }
 
-    /// All tokens so far.
+    /// All tokens so far (one row: the no-cache form runs one prompt).
     fn sequence(&self) -> Vec<i64> {
-        let mut s = self.out.input_ids.clone();
-        s.extend_from_slice(&self.out.generated_ids);
+        let mut s = self.outs[0].input_ids.clone();
+        s.extend_from_slice(&self.outs[0].generated_ids);
         s
     }
 
     /// Runs the whole sequence, padded to a bucket; the logits at its last real token.
-    fn no_cache_step(&mut self) -> Result<(Vec<f32>, Duration)> {
+    fn no_cache_step(&mut self) -> Result<(Vec<Vec<f32>>, Duration)> {
         let seq = self.sequence();
         let n = seq.len();
         let s = self.g.bucket_at_least(n)?;
-        let p = self.g.program(0, s)?;
+        let p = self.g.program(0, s, 1)?;
         check_ids(&seq, p.vocab)?;
         let mut inputs = Vec::with_capacity(p.roles.len());
         for r in &p.roles {
             inputs.push(match r {
-                Role::Ids => padded_ids(&seq, s),
-                Role::Mask => mask(s, &[(0, n)]),
+                Role::Ids => ids_tensor(std::slice::from_ref(&seq), s),
+                Role::Mask => mask(s, &[vec![(0, n)]]),
                 Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
                 Role::Positions | Role::Past(_) | Role::CacheLen | Role::NewCount => {
                     unreachable!("the no-cache form has no positions or cache inputs")
@@ -509,20 +575,22 @@ impl Tokens<'_> {
         let t0 = Instant::now();
         let outs = exe.run(&inputs)?;
         let el = t0.elapsed();
-        Ok((logits_row(&outs[p.logits], n - 1, p.vocab)?, el))
+        Ok((vec![logits_row(&outs[p.logits], 0, n - 1, p.vocab)?], el))
     }
 
-    /// A prefill (`first`) or decode step of a cache-form model.
-    fn cache_step(&mut self, first: bool) -> Result<(Vec<f32>, Duration)> {
+    /// A prefill (`first`) or decode step of a cache-form model, for every row.
+    fn cache_step(&mut self, first: bool) -> Result<(Vec<Vec<f32>>, Duration)> {
         let exact = self.g.mode == Mode::Exact;
-        let prompt_len = self.out.input_ids.len();
-        // this step's tokens and the cache length before it
-        let (new_ids, len): (Vec<i64>, usize) = if first {
-            (self.out.input_ids.clone(), 0)
+        let batch = self.outs.len();
+        let prompt_len = self.outs.iter().map(|o| o.input_ids.len()).max().unwrap_or(0);
+        // this step's tokens per row (prompts left-padded to the longest) and the cache length before it
+        let (new_ids, len): (Vec<Vec<i64>>, usize) = if first {
+            let rows = self.outs.iter().zip(&self.pads).map(|(o, &pad)| [vec![0; pad], o.input_ids.clone()].concat()).collect();
+            (rows, 0)
         } else {
-            (vec![*self.out.generated_ids.last().expect("a token was generated")], prompt_len + self.out.generated_ids.len() - 1)
+            (self.last.iter().map(|&t| vec![t]).collect(), prompt_len + self.steps - 1)
         };
-        let n = new_ids.len();
+        let n = new_ids[0].len();
         // A prefill whose cache stays on the host needs no cache positions yet: it runs on an empty past (the
         // present it returns is then only the prompt's positions), padded to a power of two, so a short prompt
         // does not pay for the attention over a whole bucket of empty positions.
@@ -538,24 +606,27 @@ impl Tokens<'_> {
         // the bucket the host prefill's keys and values go to
         let prefill_capacity = if host_prefill { Some(self.g.bucket_at_least(n)?) } else { None };
         let (layers, heads, dim) = (self.g.interface.past.len(), self.g.interface.kv_heads.unwrap_or(0), self.g.interface.head_dim.unwrap_or(0));
-        let key = (past, seq);
-        let p = self.g.program(past, seq)?;
-        check_ids(&new_ids, p.vocab)?;
+        let key = (past, seq, batch);
+        let p = self.g.program(past, seq, batch)?;
+        for ids in &new_ids {
+            check_ids(ids, p.vocab)?;
+        }
         let dtype = p.kv_dtype.unwrap_or(DType::F32);
         if matches!(p.exe, Exe::Resident(_)) {
             self.move_resident_state(key, len)?;
         }
+        let step = Step { new_ids: &new_ids, pads: &self.pads, seq, past, len };
         let p = self.g.programs.get_mut(&key).expect("compiled above");
+        let rows = |outs: &[Tensor], logits: usize, vocab: usize| (0..batch).map(|r| logits_row(&outs[logits], r, n - 1, vocab)).collect::<Result<Vec<_>>>();
         if let Exe::Resident(exe) = &mut p.exe {
-            let inputs: Vec<Tensor> =
-                p.roles.iter().map(|&r| step_feed(r, &new_ids, seq, past, len).expect("resident inputs are not given")).collect();
+            let inputs: Vec<Tensor> = p.roles.iter().map(|&r| step.feed(r).expect("resident inputs are not given")).collect();
             let t0 = Instant::now();
             let outs = exe.run(&inputs)?;
             let el = t0.elapsed();
-            return Ok((logits_row(&outs[p.logits], n - 1, p.vocab)?, el));
+            return Ok((rows(&outs, p.logits, p.vocab)?, el));
         }
         let Exe::Host(exe) = &mut p.exe else { unreachable!("resident programs returned above") };
-        let cache = self.cache.get_or_insert_with(|| KvCache::new(dtype, layers, heads, dim, 0));
+        let cache = self.cache.get_or_insert_with(|| KvCache::new(dtype, batch, layers, heads, dim, 0));
         if !exact && !host_prefill {
             cache.resize(past)?;
         }
@@ -565,7 +636,7 @@ impl Tokens<'_> {
             .iter()
             .map(|&r| match r {
                 Role::Past(k) => std::mem::take(&mut cache.tensors[k]),
-                r => step_feed(r, &new_ids, seq, past, len).expect("every other input is fed by step_feed"),
+                r => step.feed(r).expect("every other input is fed by Step::feed"),
             })
             .collect();
         let t0 = Instant::now();
@@ -578,7 +649,7 @@ impl Tokens<'_> {
             }
         }
         let mut outs = result?;
-        let logits = logits_row(&outs[p.logits], n - 1, p.vocab)?;
+        let logits = rows(&outs, p.logits, p.vocab)?;
         if exact {
             for (k, &o) in p.present.iter().enumerate() {
                 cache.tensors[k] = std::mem::take(&mut outs[o]);
@@ -594,14 +665,14 @@ impl Tokens<'_> {
         Ok((logits, el))
     }
 
-    /// Gives the cache kept on the target to the program `key` (cache capacity `key.0`) before it runs: moved from
-    /// the program that holds it when the capacity is the same (no copy), through the host when the cache grows
-    /// to a larger bucket, or zeros at the start.
-    fn move_resident_state(&mut self, key: (usize, usize), len: usize) -> Result<()> {
+    /// Gives the cache kept on the target to the program `key` before it runs: moved from the program that holds it
+    /// when the capacity is the same (no copy), through the host when the cache grows to a larger bucket, or zeros
+    /// at the start.
+    fn move_resident_state(&mut self, key: Key, len: usize) -> Result<()> {
         if self.holder == Some(key) {
             return Ok(());
         }
-        fn resident(g: &mut Generator, k: (usize, usize)) -> Result<&mut Box<dyn ResidentExecutable>> {
+        fn resident(g: &mut Generator, k: Key) -> Result<&mut Box<dyn ResidentExecutable>> {
             match g.programs.get_mut(&k).map(|p| &mut p.exe) {
                 Some(Exe::Resident(e)) => Ok(e),
                 _ => Err(Error::InvalidModel("the program holding the cache is gone".into())),
@@ -636,33 +707,56 @@ impl Iterator for Tokens<'_> {
         if self.done {
             return None;
         }
-        let r = self.step();
-        match &r {
-            Ok(t) => {
-                if self.out.generated_ids.len() >= self.params.max_new_tokens || self.params.eos.contains(t) {
-                    self.done = true;
-                }
+        let before = self.outs[0].generated_ids.len();
+        match self.step() {
+            Ok(()) => self.outs[0].generated_ids.get(before).copied().map(Ok),
+            Err(e) => {
+                self.done = true;
+                Some(Err(e))
             }
-            Err(_) => self.done = true,
         }
-        Some(r)
     }
 }
 
-/// What feeds input `role` in a step of a cache-form model that runs `new_ids` (padded to `seq`) after `len`
-/// filled positions of a `past`-position cache; `None` for the cache itself.
-fn step_feed(role: Role, new_ids: &[i64], seq: usize, past: usize, len: usize) -> Option<Tensor> {
-    let n = new_ids.len();
-    Some(match role {
-        Role::Ids => padded_ids(new_ids, seq),
-        // the filled cache positions and this step's real tokens (after the `past` cache positions)
-        Role::Mask => mask(past + seq, &[(0, len), (past, past + n)]),
-        Role::Positions => Tensor::from_i64(vec![1, seq], (0..seq).map(|k| (len + k) as i64).collect()),
-        Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
-        Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
-        Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
-        Role::Past(_) => return None,
-    })
+/// One step of a cache-form model over a batch: `new_ids` per row (`n` tokens each, padded to `seq`), after `len`
+/// filled positions of a `past`-position cache; row r's first `pads[r]` prompt positions are left padding.
+struct Step<'a> {
+    new_ids: &'a [Vec<i64>],
+    pads: &'a [usize],
+    seq: usize,
+    past: usize,
+    len: usize,
+}
+
+impl Step<'_> {
+    /// What feeds input `role`; `None` for the cache itself.
+    fn feed(&self, role: Role) -> Option<Tensor> {
+        let (seq, past, len) = (self.seq, self.past, self.len);
+        let n = self.new_ids[0].len();
+        let b = self.new_ids.len();
+        Some(match role {
+            Role::Ids => ids_tensor(self.new_ids, seq),
+            // per row: the filled cache positions after its padding, and this step's real tokens (after the `past`
+            // cache positions; a prefill's left padding excluded)
+            Role::Mask => {
+                let rows: Vec<Vec<(usize, usize)>> = self
+                    .pads
+                    .iter()
+                    .map(|&pad| if len == 0 { vec![(past + pad, past + n)] } else { vec![(pad.min(len), len), (past, past + n)] })
+                    .collect();
+                mask(past + seq, &rows)
+            }
+            // true positions, counted from each row's first real token
+            Role::Positions => Tensor::from_i64(
+                vec![b, seq],
+                self.pads.iter().flat_map(|&pad| (0..seq).map(move |k| (len + k).saturating_sub(pad) as i64)).collect(),
+            ),
+            Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
+            Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
+            Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
+            Role::Past(_) => return None,
+        })
+    }
 }
 
 fn check_ids(ids: &[i64], vocab: usize) -> Result<()> {
@@ -672,30 +766,37 @@ fn check_ids(ids: &[i64], vocab: usize) -> Result<()> {
     }
 }
 
-/// `ids` padded with 0 to `len`, as `[1, len]`.
-fn padded_ids(ids: &[i64], len: usize) -> Tensor {
-    let mut v = ids.to_vec();
-    v.resize(len, 0);
-    Tensor::from_i64(vec![1, len], v)
-}
-
-/// A `[1, len]` mask of ones on the given ranges.
-fn mask(len: usize, ones: &[(usize, usize)]) -> Tensor {
-    let mut v = vec![0i64; len];
-    for &(a, b) in ones {
-        v[a..b].iter_mut().for_each(|x| *x = 1);
+/// Each row of `rows` padded with 0 to `len`, as `[rows, len]`.
+fn ids_tensor(rows: &[Vec<i64>], len: usize) -> Tensor {
+    let mut v = Vec::with_capacity(rows.len() * len);
+    for r in rows {
+        v.extend_from_slice(r);
+        v.resize(v.len() + len - r.len(), 0);
     }
-    Tensor::from_i64(vec![1, len], v)
+    Tensor::from_i64(vec![rows.len(), len], v)
 }
 
-/// Row `row` of logits `[1, seq, vocab]` as f32 (the only row when the program computes one).
-fn logits_row(t: &Tensor, row: usize, vocab: usize) -> Result<Vec<f32>> {
+/// A `[rows, len]` mask with ones on each row's ranges.
+fn mask(len: usize, rows: &[Vec<(usize, usize)>]) -> Tensor {
+    let mut v = vec![0i64; rows.len() * len];
+    for (row, ones) in v.chunks_mut(len.max(1)).zip(rows) {
+        for &(a, b) in ones {
+            row[a..b].iter_mut().for_each(|x| *x = 1);
+        }
+    }
+    Tensor::from_i64(vec![rows.len(), len], v)
+}
+
+/// Position `row` of batch row `b` of logits `[batch, seq, vocab]` as f32 (the only position when the program
+/// computes one).
+fn logits_row(t: &Tensor, b: usize, row: usize, vocab: usize) -> Result<Vec<f32>> {
     let row = if t.shape.get(1) == Some(&1) { 0 } else { row };
-    if t.shape.len() != 3 || t.shape[2] != vocab || row >= t.shape[1] {
-        return Err(Error::InvalidModel(format!("logits of shape {:?}, expected [1, >{row}, {vocab}]", t.shape)));
+    if t.shape.len() != 3 || t.shape[2] != vocab || row >= t.shape[1] || b >= t.shape[0] {
+        return Err(Error::InvalidModel(format!("logits of shape {:?}, expected [>{b}, >{row}, {vocab}]", t.shape)));
     }
+    let at = (b * t.shape[1] + row) * vocab;
     match t.as_f32() {
-        Some(v) => Ok(v[row * vocab..(row + 1) * vocab].to_vec()),
-        None => Ok(t.to_f64_vec()[row * vocab..(row + 1) * vocab].iter().map(|&x| x as f32).collect()),
+        Some(v) => Ok(v[at..at + vocab].to_vec()),
+        None => Ok(t.to_f64_vec()[at..at + vocab].iter().map(|&x| x as f32).collect()),
     }
 }

@@ -245,6 +245,23 @@ pub(super) fn threads() -> usize {
     rayon::current_num_threads().max(1)
 }
 
+/// The (rows, columns) of a GEMM's task blocks: rows up to 256, columns up to 1024 in multiples of `align`, then
+/// smaller until `batches` products give at least `want` tasks (or blocks would get too thin).
+pub(super) fn task_blocks(batches: usize, m: usize, n: usize, want: usize, align: usize) -> (usize, usize) {
+    let mut mblocks = m.div_ceil(256);
+    let mut nblocks = n.div_ceil(1024);
+    while batches * mblocks * nblocks < want {
+        if n / (nblocks + 1) >= 2 * align.max(16) {
+            nblocks += 1;
+        } else if m / (mblocks + 1) >= 16 {
+            mblocks += 1;
+        } else {
+            break;
+        }
+    }
+    (m.div_ceil(mblocks), n.div_ceil(nblocks).next_multiple_of(align).min(n.next_multiple_of(align)))
+}
+
 /// Runs `f(0..n)` on rayon when `par`, else sequentially.
 pub(super) fn for_each_task(n: usize, par: bool, f: impl Fn(usize) + Sync + Send) {
     if par && n > 1 {
@@ -302,21 +319,7 @@ where
         if m == 1 || n == 1 {
             return self.run_gemv(&out, par, threads, &epi);
         }
-        // Task blocks: whole rows up to 256, columns so that there are enough tasks to balance.
-        let mut mblocks = m.div_ceil(256);
-        let mut nblocks = n.div_ceil(1024);
-        let want = if par { 4 * threads } else { 1 };
-        while batches * mblocks * nblocks < want {
-            if n / (nblocks + 1) >= 32 {
-                nblocks += 1;
-            } else if m / (mblocks + 1) >= 16 {
-                mblocks += 1;
-            } else {
-                break;
-            }
-        }
-        let mb = m.div_ceil(mblocks);
-        let nb = n.div_ceil(nblocks).next_multiple_of(8).min(n);
+        let (mb, nb) = task_blocks(batches, m, n, if par { 4 * threads } else { 1 }, 8);
         let (mblocks, nblocks) = (m.div_ceil(mb), n.div_ceil(nb));
         for_each_task(batches * mblocks * nblocks, par, |t| {
             let bi = t / (mblocks * nblocks);

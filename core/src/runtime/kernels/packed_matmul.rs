@@ -30,7 +30,7 @@ pub(super) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
 #[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::super::input;
-    use super::super::matmul::{for_each_task, threads, BlockOut, GemmEpilogue, PAR_MIN_MACS};
+    use super::super::matmul::{for_each_task, task_blocks, threads, BlockOut, GemmEpilogue, PAR_MIN_MACS};
     use super::super::numeric::{gemm_packed, PackedB, NR_PACKED};
     use super::super::{PreparedKernel, Scratch};
     use crate::ir::ops::matmul::{gemm_dims, matmul_dims};
@@ -162,21 +162,7 @@ mod x86 {
         }
         let threads = threads();
         let par = threads > 1 && m * n * k >= PAR_MIN_MACS;
-        // Task blocks: rows up to 256, columns in whole panels, enough tasks to balance the threads.
-        let mut mblocks = m.div_ceil(256);
-        let mut nblocks = n.div_ceil(1024);
-        let want = if par { 4 * threads } else { 1 };
-        while mblocks * nblocks < want {
-            if n / (nblocks + 1) >= 2 * NR_PACKED {
-                nblocks += 1;
-            } else if m / (mblocks + 1) >= 16 {
-                mblocks += 1;
-            } else {
-                break;
-            }
-        }
-        let mb = m.div_ceil(mblocks);
-        let nb = n.div_ceil(nblocks).next_multiple_of(NR_PACKED).min(n.next_multiple_of(NR_PACKED));
+        let (mb, nb) = task_blocks(1, m, n, if par { 4 * threads } else { 1 }, NR_PACKED);
         let (mblocks, nblocks) = (m.div_ceil(mb), n.div_ceil(nb));
         let out = BlockOut::new(y);
         for_each_task(mblocks * nblocks, par, |t| {
@@ -239,7 +225,9 @@ mod tests {
     /// that cross the panel width, KC and MC, batched A, rank-1 A, and Gemm with transposes, C and an activation.
     #[test]
     fn packed_products_equal_the_ordinary_kernel() {
-        let cases: Vec<(Op, Vec<usize>, Vec<usize>, Option<Vec<usize>>)> = vec![
+        // (op, A shape, B shape, C shape)
+        type Case = (Op, Vec<usize>, Vec<usize>, Option<Vec<usize>>);
+        let cases: Vec<Case> = vec![
             (Op::MatMul, vec![1, 1, 64], vec![64, 40], None),
             (Op::MatMul, vec![3, 7, 300], vec![300, 33], None),
             (Op::MatMul, vec![1, 80, 513], vec![513, 1030], None),

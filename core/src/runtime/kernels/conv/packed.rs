@@ -120,7 +120,7 @@ mod x86 {
         let images = p.n * group;
         let threads = threads();
         let par = threads > 1 && p.n * p.m * hw * cg >= 1 << 16;
-        let mut tile = hw.min(1024).max(1);
+        let mut tile = hw.clamp(1, 1024);
         while par && images * hw.div_ceil(tile) < 4 * threads && tile >= 128 {
             tile = tile.div_ceil(2);
         }

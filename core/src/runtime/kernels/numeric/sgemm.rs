@@ -388,7 +388,7 @@ mod x86 {
     /// during the call; `i0 + rows ≤ a.m()`; the CPU has AVX2 and FMA (true for any [`PackedA`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn gemm_packed_a(a: &PackedA, i0: usize, rows: usize, n: usize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize) {
-        debug_assert!(i0 % MR == 0 && i0 + rows <= a.m);
+        debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m);
         let k = a.k;
         if rows == 0 || n == 0 {
             return;
@@ -442,7 +442,7 @@ mod x86 {
     /// during the call; `j0 + nc ≤ b.n()`; the CPU has AVX2 and FMA (true for any [`PackedB`]).
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn gemm_packed(m: usize, a: *const f32, rsa: isize, csa: isize, b: &PackedB, j0: usize, nc: usize, alpha: f32, c: *mut f32, rsc: isize) {
-        debug_assert!(j0 % NR == 0 && j0 + nc <= b.n);
+        debug_assert!(j0.is_multiple_of(NR) && j0 + nc <= b.n);
         let k = b.k;
         if m == 0 || nc == 0 {
             return;
