@@ -12,8 +12,8 @@
 //!
 //! Nodes that compute on quantized (int8) values get a prepared integer kernel here
 //! ([`kernels::int8::prepare`]: multipliers, re-laid weights and lookup tables built once), which runs
-//! instead of the float kernel; f32 MatMul/Gemm with constant weights get their weights packed once
-//! ([`kernels::prepare_float`]). A constant that a prepared kernel holds re-laid and nothing else reads is
+//! instead of the float kernel; f32 MatMul/Gemm and Conv (but depthwise) with constant weights get their
+//! weights packed once ([`kernels::prepare_float`]). A constant that a prepared kernel holds re-laid and nothing else reads is
 //! dropped from the session's graph (its value keeps its type and shape, with empty data), so weights are in
 //! memory once.
 
