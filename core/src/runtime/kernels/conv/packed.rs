@@ -178,6 +178,10 @@ mod tests {
             (vec![1, 300, 4, 4], vec![70, 300, 3, 3], attrs(2, 1, 1, 1, 1, None), true),
             (vec![1, 3, 40], vec![8, 3, 5], attrs(1, 2, 1, 2, 1, None), true),
             (vec![1, 2, 5, 6, 6], vec![4, 2, 3, 3, 3], attrs(3, 1, 1, 1, 1, None), true),
+            // one output pixel (squeeze-and-excitation convolutions; im2col of a whole window): the matrix-vector kernel
+            (vec![1, 40, 1, 1], vec![13, 40, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Relu)), true),
+            (vec![2, 5, 3, 3], vec![7, 5, 3, 3], attrs(2, 1, 1, 0, 1, None), false),
+            (vec![1, 9, 1, 1], vec![3, 9, 1, 1], attrs(2, 1, 1, 0, 1, None), true),
         ];
         for (seed, (xs, ws, a, with_bias)) in cases.into_iter().enumerate() {
             let mut g = Graph::new("c");

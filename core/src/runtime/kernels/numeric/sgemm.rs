@@ -356,7 +356,8 @@ mod x86 {
             if !super::super::vector::avx2_fma() || m == 0 || k == 0 || a.len() < m.checked_mul(k)? {
                 return None;
             }
-            let mut data = vec![0f32; m.div_ceil(MR) * MR * k];
+            // two more zeros: the matrix-vector kernel loads 8 lanes at the last depth step of the last panel
+            let mut data = vec![0f32; m.div_ceil(MR) * MR * k + 2];
             for (ip, panel) in data.chunks_exact_mut(MR * k).enumerate() {
                 for i in 0..MR.min(m - ip * MR) {
                     let row = &a[(ip * MR + i) * k..][..k];
@@ -391,6 +392,12 @@ mod x86 {
         debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m);
         let k = a.k;
         if rows == 0 || n == 0 {
+            return;
+        }
+        if n == 1 {
+            // a 1×1 output (a squeeze-and-excitation block's convolutions): rows · k multiply-adds, not 16 times that
+            // SAFETY: forwarded (B's k elements, C's rows elements with stride rsc, panels inside data).
+            unsafe { gemv_packed_a(a, i0, rows, b, rsb, c, rsc) };
             return;
         }
         PACKS.with(|packs| {
@@ -431,6 +438,44 @@ mod x86 {
                 }
             }
         });
+    }
+
+    /// `c[i·rsc] ← Σ_p A[i0 + i, p] · b[p·rsb]` for `i < rows`: a packed A times one column, each panel's MR
+    /// rows in the lanes of one vector, four partial sums over the depth.
+    ///
+    /// # Safety
+    /// As for [`gemm_packed_a`] with n = 1.
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn gemv_packed_a(a: &PackedA, i0: usize, rows: usize, b: *const f32, rsb: isize, c: *mut f32, rsc: isize) {
+        let k = a.k;
+        for ir in (0..rows).step_by(MR) {
+            let panel = (i0 + ir) / MR;
+            // SAFETY: the panel's k·MR values lie in data, with 2 zeros after the last panel for the 8-lane loads;
+            // B's k values are readable and C's rows are ours (contract).
+            unsafe {
+                let ap = a.data.as_ptr().add(panel * MR * k);
+                let mut acc = [_mm256_setzero_ps(); 4];
+                let mut p = 0;
+                while p + 4 <= k {
+                    for (q, s) in acc.iter_mut().enumerate() {
+                        let x = _mm256_set1_ps(*b.offset((p + q) as isize * rsb));
+                        *s = _mm256_fmadd_ps(_mm256_loadu_ps(ap.add((p + q) * MR)), x, *s);
+                    }
+                    p += 4;
+                }
+                while p < k {
+                    let x = _mm256_set1_ps(*b.offset(p as isize * rsb));
+                    acc[0] = _mm256_fmadd_ps(_mm256_loadu_ps(ap.add(p * MR)), x, acc[0]);
+                    p += 1;
+                }
+                let sum = _mm256_add_ps(_mm256_add_ps(acc[0], acc[1]), _mm256_add_ps(acc[2], acc[3]));
+                let mut lanes = [0f32; 8];
+                _mm256_storeu_ps(lanes.as_mut_ptr(), sum);
+                for (i, &v) in lanes.iter().enumerate().take(MR.min(rows - ir)) {
+                    *c.offset((ir + i) as isize * rsc) = v;
+                }
+            }
+        }
     }
 
     /// `C[.., j0..j0 + nc] ← alpha·A·B[.., j0..j0 + nc]` for the `m × k` matrix A (element (i, p) at
