@@ -102,14 +102,11 @@ where
     if std::env::var_os("MATMUL_NUM_THREADS").is_none() {
         std::env::set_var("MATMUL_NUM_THREADS", "1");
     }
-    // (the pool exists already when the command line runs in a process that ran models before, as in Python:
-    // it then keeps its size)
-    if let Err(e) = rayon::ThreadPoolBuilder::new().num_threads(threads).build_global() {
-        if cli.threads.is_some() {
-            eprintln!("warning: could not size the thread pool: {e}");
-        }
-    }
-    let r = match cli.command {
+    // The command runs inside a pool of `threads` workers, so a model's serial parts run on one of them: run from
+    // outside the pool, the calling thread plus `threads` workers spinning between parallel regions would share
+    // `threads` cores (on 2 cores that made 2 threads slower than 1).
+    let command = cli.command;
+    let dispatch = move || match command {
         Command::Inspect(a) => inspect::main(a),
         Command::Run(a) => run::main(a),
         Command::Bench(a) => bench::main(a, threads),
@@ -118,6 +115,15 @@ where
         Command::Deploy(a) => deploy::main(a),
         Command::Cache(a) => cache::main(a),
         Command::Generate(a) => generate::main(a),
+    };
+    let r = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+        Ok(pool) => pool.install(dispatch),
+        Err(e) => {
+            if cli.threads.is_some() {
+                eprintln!("warning: could not make a pool of {threads} threads: {e}");
+            }
+            dispatch()
+        }
     };
     match r {
         Ok(()) => 0,
