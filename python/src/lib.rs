@@ -7,7 +7,7 @@
 //! compiles.
 
 use std::collections::HashMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -345,14 +345,7 @@ impl NativeSession {
         let mut shapes: Vec<(String, Vec<usize>)> = input_shapes.unwrap_or_default().into_iter().collect();
         shapes.sort();
         let on = ModelOnTarget {
-            model: ModelArgs {
-                model: path.clone(),
-                dims: Vec::new(),
-                input_shapes: shapes.iter().map(|(n, s)| format!("{n}={}", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","))).collect(),
-                no_optimize: false,
-                bind: Vec::new(),
-                bound: Vec::new(),
-            },
+            model: model_args(&path, &shapes),
             target: TargetArgs { target: target.to_string(), plugin, device, replicas: None, shard: Vec::new() },
         };
         let mut s = NativeSession { on, pool, inputs: Vec::new(), outputs: Vec::new(), free: Vec::new(), prepared: Mutex::new(Vec::new()) };
@@ -523,20 +516,25 @@ fn compile(py: Python<'_>, args: Vec<String>) -> PyResult<String> {
     }
 }
 
+/// The CLI's model arguments for `path` with full input shapes by name (`--input-shape NAME=D0,D1,...`).
+fn model_args(path: &Path, shapes: &[(String, Vec<usize>)]) -> ModelArgs {
+    ModelArgs {
+        model: path.to_path_buf(),
+        dims: Vec::new(),
+        input_shapes: shapes.iter().map(|(n, s)| format!("{n}={}", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","))).collect(),
+        no_optimize: false,
+        bind: Vec::new(),
+        bound: Vec::new(),
+    }
+}
+
 /// `tpu-sdk inspect MODEL --json` (JSON text).
 #[pyfunction]
 #[pyo3(signature = (path, input_shapes=None))]
 fn inspect(py: Python<'_>, path: PathBuf, input_shapes: Option<HashMap<String, Vec<usize>>>) -> PyResult<String> {
     let mut shapes: Vec<(String, Vec<usize>)> = input_shapes.unwrap_or_default().into_iter().collect();
     shapes.sort();
-    let a = ModelArgs {
-        model: path.clone(),
-        dims: Vec::new(),
-        input_shapes: shapes.iter().map(|(n, s)| format!("{n}={}", s.iter().map(|d| d.to_string()).collect::<Vec<_>>().join(","))).collect(),
-        no_optimize: false,
-        bind: Vec::new(),
-        bound: Vec::new(),
-    };
+    let a = model_args(&path, &shapes);
     let tflite = path.extension().is_some_and(|e| e.eq_ignore_ascii_case("tflite"));
     let model = py.allow_threads(|| a.load()).map_err(|e| to_py(py, e))?;
     Ok(tpu_sdk::cmd::inspect::json_doc(&model, tflite).to_string())
