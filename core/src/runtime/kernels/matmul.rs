@@ -623,7 +623,7 @@ pub(super) fn dot8<T: Real>(a: &[T], b: &[T]) -> T {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use crate::ir::Op;
     use crate::runtime::kernels::{eval, Scratch};

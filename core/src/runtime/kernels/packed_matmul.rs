@@ -204,22 +204,11 @@ mod x86 {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
+    use super::super::matmul::tests::rnd;
     use super::super::{eval, Scratch};
     use crate::ir::infer::infer_graph;
     use crate::ir::{Activation, DType, Graph, Op};
     use crate::runtime::CpuEval;
-
-    fn rnd(n: usize, seed: u64) -> Vec<f32> {
-        let mut s = seed.wrapping_mul(0x9E3779B97F4A7C15) | 1;
-        (0..n)
-            .map(|_| {
-                s ^= s << 13;
-                s ^= s >> 7;
-                s ^= s << 17;
-                ((s >> 40) as f32 / (1u64 << 24) as f32) * 2.0 - 1.0
-            })
-            .collect()
-    }
 
     /// The packed kernel against the ordinary one (matrixmultiply-style driver) on the same node, over shapes
     /// that cross the panel width, KC and MC, batched A, rank-1 A, and Gemm with transposes, C and an activation.
