@@ -28,6 +28,11 @@ def test_interpreter_is_bit_equal_to_litert(path):
     peer, ours = litert(path), tflite.Interpreter(model_path=str(path))
     peer.allocate_tensors()
     ours.allocate_tensors()
+    # the file's own tensor numbers and signature defs, as LiteRT reports them
+    assert [d["index"] for d in ours.get_input_details()] == [d["index"] for d in peer.get_input_details()]
+    assert [d["index"] for d in ours.get_output_details()] == [d["index"] for d in peer.get_output_details()]
+    assert ours._get_full_signature_list() == peer._get_full_signature_list()
+    assert ours.get_signature_list() == peer.get_signature_list()
     for a, b in zip(peer.get_input_details(), ours.get_input_details()):
         for key in ("name", "dtype", "quantization"):
             assert a[key] == b[key], key
@@ -46,6 +51,30 @@ def test_interpreter_is_bit_equal_to_litert(path):
             assert (a["name"], a["dtype"], a["quantization"]) == (b["name"], b["dtype"], b["quantization"])
             np.testing.assert_array_equal(ours.get_tensor(b["index"]), peer.get_tensor(a["index"]))
             np.testing.assert_array_equal(ours.tensor(b["index"])(), peer.tensor(a["index"])())
+
+
+def test_tensor_numbers_and_signatures_are_the_files():
+    # a TF-converted Keras model: signature 'serving_default', output tensor 67 (not position 1)
+    path = ZOO / "keras_unet" / "model.tflite"
+    need(path)
+    peer, ours = litert(path), tflite.Interpreter(model_path=str(path))
+    assert ours._get_full_signature_list() == peer._get_full_signature_list() != {}
+    assert ours.get_signature_list() == peer.get_signature_list()
+    (inp,), (out,) = ours.get_input_details(), ours.get_output_details()
+    assert (inp["index"], out["index"]) == (peer.get_input_details()[0]["index"], peer.get_output_details()[0]["index"])
+    assert out["index"] != 1
+    ours.allocate_tensors()
+    peer.allocate_tensors()
+    x = random_input(np.float32, inp["shape"], seed=3)
+    ours.set_tensor(inp["index"], x)
+    peer.set_tensor(inp["index"], x)
+    ours.invoke()
+    peer.invoke()
+    np.testing.assert_allclose(ours.get_tensor(out["index"]), peer.get_tensor(out["index"]), rtol=1e-4, atol=1e-5)
+    with pytest.raises(ValueError, match="only the model's inputs and outputs"):
+        ours.get_tensor(1)
+    with pytest.raises(ValueError, match="is an output"):
+        ours.set_tensor(out["index"], np.zeros(out["shape"], np.float32))
 
 
 def test_model_content_and_run_inference():

@@ -3,11 +3,12 @@
 What tflite_runtime's scripts use is here: ``allocate_tensors``, ``get_input_details`` /
 ``get_output_details`` (dicts with index, name, shape, shape_signature, dtype, quantization,
 quantization_parameters, sparsity_parameters), ``set_tensor``, ``invoke``, ``get_tensor``, ``tensor``,
-``resize_tensor_input``, ``get_signature_list``. Tensor indices are the inputs' positions followed by the
-outputs' (the TFLite file's own tensor numbering is not kept); only the inputs and outputs can be read.
+``resize_tensor_input``, ``get_signature_list``. Tensor indices are the TFLite file's own tensor numbers (as
+tflite_runtime reports them) and the signature defs are the file's; only the inputs and outputs can be read.
 """
 
 import os
+import struct
 import tempfile
 from typing import Any, Callable, Dict, List, Optional, Sequence
 
@@ -15,6 +16,7 @@ import numpy as np
 
 import tpu_sdk
 from tpu_sdk._errors import InputError
+from tpu_sdk.coral._tflite_file import TfliteIo, read_io
 
 
 class Delegate:
@@ -35,6 +37,16 @@ def load_delegate(library: str, options: Optional[Dict[str, Any]] = None) -> Del
     if "edgetpu" not in os.path.basename(str(library)):
         raise ValueError(f"Failed to load delegate from {library}: tpu_sdk only has the Edge TPU delegate")
     return Delegate(str(library), options)
+
+
+def _file_io(path: str) -> Optional[TfliteIo]:
+    """The TFLite file's input/output tensor numbers and signatures; None for another format or a file this
+    reader cannot follow (the session's own errors say what is wrong with it)."""
+    try:
+        with open(path, "rb") as f:
+            return read_io(f.read())
+    except (OSError, ValueError, UnicodeDecodeError, struct.error):
+        return None
 
 
 def _signature(shape: Sequence[Optional[int]]) -> np.ndarray:
@@ -73,6 +85,7 @@ class Interpreter:
                 target = target or "edgetpu"
                 device = device or d.options.get("device") or None
         self._path = os.fspath(model_path)
+        self._io = _file_io(self._path)
         self._target = target or "cpu"
         self._device = device
         self._threads = None if num_threads is None or num_threads < 1 else int(num_threads)
@@ -94,8 +107,22 @@ class Interpreter:
     def _details(self) -> None:
         s = self._session
         self._n_in = len(s.inputs)
-        self._in = [self._detail(i, t) for i, t in enumerate(s.inputs)]
-        self._out = [self._detail(self._n_in + i, t) for i, t in enumerate(s.outputs)]
+        # the file's tensor numbers when they describe the session's inputs and outputs (same count and names,
+        # in order), else positions: inputs first, then outputs
+        io = self._io
+        if (
+            io is not None
+            and [t.name for t in s.inputs] == [io.tensor_names[k] for k in io.inputs]
+            and [t.name for t in s.outputs] == [io.tensor_names[k] for k in io.outputs]
+        ):
+            numbers = list(io.inputs) + list(io.outputs)
+        else:
+            numbers = list(range(self._n_in + len(s.outputs)))
+        self._pos = {}
+        for k, n in enumerate(numbers):
+            self._pos.setdefault(n, k)
+        self._in = [self._detail(numbers[i], t) for i, t in enumerate(s.inputs)]
+        self._out = [self._detail(numbers[self._n_in + i], t) for i, t in enumerate(s.outputs)]
 
     def _detail(self, index: int, t: "tpu_sdk.TensorInfo") -> Dict[str, Any]:
         shape = [1 if d is None else d for d in t.shape]
@@ -144,23 +171,39 @@ class Interpreter:
         return [dict(d) for d in self._out]
 
     def get_signature_list(self) -> Dict[str, Any]:
-        """The model's signatures (none are read: ``{}``)."""
-        return {}
+        """The file's signatures: ``{key: {"inputs": [names], "outputs": [names]}}``."""
+        return {
+            k: {"inputs": list(v["inputs"]), "outputs": list(v["outputs"])}
+            for k, v in self._get_full_signature_list().items()
+        }
 
     def _get_full_signature_list(self) -> Dict[str, Any]:
-        return {}
+        """The file's signatures with tensor numbers: ``{key: {"inputs": {name: index}, "outputs": {...}}}``
+        (what pycoral's ``detect.get_objects`` reads)."""
+        if self._io is None:
+            return {}
+        return {
+            k: {"inputs": dict(v["inputs"]), "outputs": dict(v["outputs"])}
+            for k, v in self._io.signatures.items()
+            if v.get("subgraph_index", 0) == 0
+        }
 
     def _index(self, tensor_index: int) -> int:
+        """The buffer position of tensor number ``tensor_index`` (an input or an output)."""
         i = int(tensor_index)
-        if not 0 <= i < self._n_in + len(self._out):
-            raise ValueError(f"Invalid tensor index {i} exceeds max tensor index {self._n_in + len(self._out) - 1}")
-        return i
+        if i not in self._pos:
+            known = sorted(self._pos)
+            raise ValueError(
+                f"Invalid tensor index {i}: only the model's inputs and outputs can be accessed "
+                f"(tensors {known})"
+            )
+        return self._pos[i]
 
     def resize_tensor_input(self, input_index: int, tensor_size: Sequence[int], strict: bool = False) -> None:
         """Gives input ``input_index`` a new shape; call :meth:`allocate_tensors` before the next invoke."""
         i = self._index(input_index)
         if i >= self._n_in:
-            raise ValueError(f"Tensor {i} is not an input")
+            raise ValueError(f"Tensor {input_index} is not an input")
         d = self._in[i]
         size = [int(x) for x in tensor_size]
         sig = d["shape_signature"]
@@ -176,18 +219,18 @@ class Interpreter:
         self._need_allocated()
         i = self._index(tensor_index)
         if i >= self._n_in:
-            raise ValueError(f"Tensor {i} is an output: only inputs can be set")
+            raise ValueError(f"Tensor {tensor_index} is an output: only inputs can be set")
         d = self._in[i]
         v = np.asarray(value)
         if v.dtype != np.dtype(d["dtype"]):
             raise InputError(
                 f"Cannot set tensor: Got value of type {v.dtype.name.upper()} but expected type "
-                f"{np.dtype(d['dtype']).name.upper()} for input {i}, name: {d['name']} "
+                f"{np.dtype(d['dtype']).name.upper()} for input {tensor_index}, name: {d['name']} "
             )
         if tuple(v.shape) != tuple(d["shape"]):
             raise InputError(
                 f"Cannot set tensor: Dimension mismatch. Got {list(v.shape)} but expected {list(d['shape'])} "
-                f"for input {i}."
+                f"for input {tensor_index}."
             )
         np.copyto(self._bufs[i], v)
 
