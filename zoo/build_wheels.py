@@ -52,6 +52,10 @@ ONNX = {
     "silero_vad_sequence": ("silero-vad==6.2.3", "silero_vad/data/silero_vad_16k_sequence.onnx",
                             [f32([8, 576], name="input"), f32([1, 1, 128], -0.1, 0.1, name="h"),
                              f32([1, 1, 128], -0.1, 0.1, name="c")]),
+    # ddddocr's text/captcha recognizer (MIT): a CRNN: a conv stack with SiLU, a bidirectional LSTM (hidden 512)
+    # over the image columns, a linear layer to 8,210 classes per column; a 64-pixel-high grey line, scaled to
+    # [-1, 1] as ddddocr does ((x / 255 - 0.5) / 0.5)
+    "ocr_ddddocr": ("ddddocr==1.6.1", "ddddocr/common.onnx", [f32([1, 1, 64, 160], name="input1")]),
 }
 MEDIAPIPE = ("mediapipe==0.10.14", "--python-version 3.11 --platform manylinux2014_x86_64")
 

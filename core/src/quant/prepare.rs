@@ -6,8 +6,8 @@
 //! TFLite has kernels for those, not for DIV, a hard sigmoid or a batch norm. Division by a square root and the
 //! reciprocal of one become RSQRT (and a Mul); `x^2` becomes `x·x`; Neg becomes a Mul by −1 (LiteRT's int8 NEG
 //! negates the stored integers, which is only right for a zero point of 0). A 1-D convolution, LayerNorm,
-//! InstanceNorm, GroupNorm, the erf form of GELU and a short LSTM whose state starts from the model's inputs
-//! decompose as [`super::decompose`] describes. The rewritten
+//! InstanceNorm, GroupNorm, the erf form of GELU, a short LSTM whose state starts from the model's inputs and a
+//! Scan of static length (unrolled: TFLite has no scan form) decompose as [`super::decompose`] describes. The rewritten
 //! graph computes the same function.
 
 use super::decompose;
@@ -16,7 +16,7 @@ use crate::ir::{Activation, BinaryOp, DType, Graph, Node, Op, Tensor, TensorData
 /// Whether [`prepare`] would rewrite something in `g` that a float TFLite export cannot write as it is.
 pub fn needed(g: &Graph) -> bool {
     g.nodes.iter().any(|n| {
-        matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. } | UnaryOp::Erf) | Op::BatchNorm { .. } | Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } | Op::Rnn(_))
+        matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. } | UnaryOp::Erf) | Op::BatchNorm { .. } | Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } | Op::Rnn(_) | Op::Scan(_))
             || matches!(n.op, Op::Conv(_)) && n.input(0).is_some_and(|x| g.value(x).shape.len() == 3)
     })
 }
@@ -36,6 +36,10 @@ pub fn prepare(g: &mut Graph) {
                 None => out.push(n),
             },
             Op::Rnn(_) => match decompose::unrolled_lstm(g, &n, &uses) {
+                Some(nodes) => out.extend(nodes),
+                None => out.push(n),
+            },
+            Op::Scan(_) => match decompose::unrolled_scan(g, &n) {
                 Some(nodes) => out.extend(nodes),
                 None => out.push(n),
             },

@@ -6,7 +6,8 @@
 //! (`cli/tests/data/torchscript_loop_if.onnx`). Each is exported and run by LiteRT's builtin kernels (reference
 //! and optimized resolvers) against onnxruntime on several random inputs (so conditions go both ways); the
 //! exported file read back by our own TFLite importer runs equal to onnxruntime too; the Edge TPU rules report
-//! IF/WHILE as control flow that runs on the CPU; Scan and a Loop with scan outputs are refused by name. In int8
+//! IF/WHILE as control flow that runs on the CPU; a Scan of static length exports unrolled (LiteRT equal to
+//! onnxruntime and to the node suite's outputs); the opset-8 batched Scan and a Loop with scan outputs are refused by name. In int8
 //! the control flow stays float between DEQUANTIZE and QUANTIZE, and our int8 runtime equals LiteRT exactly.
 //! Needs `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 
@@ -112,11 +113,57 @@ fn the_rules_report_control_flow_as_cpu_ops() {
     }
 }
 
+/// A Scan of static length has no TFLite form of its own (TFLite's WHILE cannot stack outputs in static shapes):
+/// the export unrolls it (`quant::prepare`: one copy of the body per step, GATHER for the slices, CONCATENATION
+/// for the stacked outputs), and LiteRT's kernels run the file like onnxruntime runs the Scan: `scan_axes`
+/// (reversed input over axis 1, output stacked on axis 1 reversed) on random inputs, and the node suite's
+/// `scan9_sum` / `scan_sum` (opset 9 and the opset-8 batched form, which stays a Scan and is refused) on their
+/// own inputs against their expected outputs.
 #[test]
-fn scan_and_scan_outputs_are_refused_by_name() {
+fn a_static_scan_exports_unrolled_and_litert_runs_it_like_onnxruntime() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_scan");
+    let path = dir.join("scan_axes.onnx");
+    let g = loaded(&path);
+    let ex = export(&g, &ExportOptions::default()).unwrap_or_else(|e| panic!("scan_axes: export refused: {e}"));
+    let (ops, n_sg) = ops_of(&ex.bytes, 0);
+    assert!(n_sg == 1 && !ops.iter().any(|o| o == "WHILE") && ops.iter().any(|o| o == "GATHER") && ops.iter().any(|o| o == "CONCATENATION"), "scan_axes: {ops:?}, {n_sg} subgraphs");
+    for seed in 1..=4 {
+        let inputs = random_inputs(&g, seed * 7);
+        let named: Vec<(String, Tensor)> = g.inputs.iter().zip(&inputs).map(|(&i, t)| (g.value(i).name.clone(), t.clone())).collect();
+        let ort = onnxruntime::run_model(&py, &path, &named, &dir.join(format!("scan_axes_{seed}")));
+        let file_inputs: Vec<Tensor> = inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
+        for resolver in [litert::REFERENCE, litert::OPTIMIZED] {
+            let lite = litert::run_bytes(&py, &ex.bytes, resolver, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("scan_axes: LiteRT: {e}")).remove(0);
+            let worst = compare(&format!("scan_axes seed {seed} LiteRT {resolver}"), &lite, &ort);
+            println!("scan_axes seed {seed} {resolver}: {ops:?}, worst relative error vs onnxruntime {worst:.1e}");
+        }
+    }
+    // the node suite's cases (onnx's reference outputs), when the suite is there
+    let Some(suite) = tpu_sdk_test_support::conformance::Suite::from_env() else { return };
+    for (case, exports) in [("test_scan9_sum", true), ("test_scan_sum", false)] {
+        let c = tpu_sdk_test_support::conformance::load_case(&suite.dir.join(case)).unwrap_or_else(|e| panic!("{case}: {e}"));
+        match export(&c.graph, &ExportOptions::default()) {
+            Ok(ex) => {
+                assert!(exports, "{case}: the opset-8 batched Scan exported");
+                let file_inputs: Vec<Tensor> = c.inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
+                let lite = litert::run_bytes(&py, &ex.bytes, litert::REFERENCE, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("{case}: LiteRT: {e}")).remove(0);
+                let worst = compare(&format!("{case} LiteRT"), &lite, &c.outputs);
+                println!("{case}: {:?}; worst relative error vs onnx's expected outputs {worst:.1e}", ops_of(&ex.bytes, 0).0);
+            }
+            Err(e) => {
+                let e = e.to_string();
+                assert!(!exports && e.contains("op Scan (control flow)") && e.contains("TFLite export of node"), "{case}: {e}");
+            }
+        }
+    }
+}
+
+#[test]
+fn a_batched_scan_and_scan_outputs_of_a_loop_are_refused_by_name() {
     let Some(py) = oracle::python() else { return };
     let dir = models(&py, "cf_export_refused");
-    for (name, want) in [("scan_axes", "op Scan (control flow) has no TFLite export"), ("loop_symbolic", "scan outputs; TFLite's WHILE keeps static shapes")] {
+    for (name, want) in [("scan8", "op Scan (control flow) has no TFLite export"), ("loop_symbolic", "scan outputs; TFLite's WHILE keeps static shapes")] {
         let opts = ImportOptions { dims: [("batch".to_string(), 3)].into(), ..Default::default() };
         let mut g = load(&dir.join(format!("{name}.onnx")), &opts).unwrap();
         tpu_sdk_core::passes::optimize(&mut g).unwrap();

@@ -58,11 +58,11 @@ impl Ex<'_> {
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
             // Control flow: TFLite's IF and WHILE with their regions as subgraphs (LiteRT runs them on the CPU;
-            // the Edge TPU runs neither). Scan has no TFLite form.
+            // the Edge TPU runs neither). Scan has no TFLite form: `quant::prepare` unrolls those it can.
             Op::If(a) => self.if_op(n, a),
             Op::Loop(a) => self.loop_op(n, a),
             Op::Scan(_) => Err(self.unsupported(
-                "op Scan (control flow) has no TFLite export (TFLite's WHILE cannot stack scan outputs in static shapes); the CPU and cloud-tpu targets run it",
+                "op Scan (control flow) has no TFLite export (TFLite's WHILE cannot stack scan outputs in static shapes) and this one could not be unrolled (the opset-8 batched form, a dynamic length, or more than 20,000 nodes unrolled); the CPU and cloud-tpu targets run it",
             )),
             Op::Rnn(a) => self.rnn(n, a),
             Op::Cast { .. } => self.cast(n),
