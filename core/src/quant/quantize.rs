@@ -165,10 +165,14 @@ impl UnionFind {
 /// Quantizes the float graph `g` with the observations in `cal` (see the module docs).
 pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<Graph> {
     let live: Vec<usize> = (0..g.nodes.len()).filter(|&k| g.nodes[k].outputs.iter().any(|o| g.value(*o).constant.is_none())).collect();
-    let mut acts = Activations::mark(g, &live)?;
+    let island = island_nodes(g, &live);
+    let mut acts = Activations::mark(g, &live, &island)?;
     let mut groups = Groups::collect(g, cal, opts, &mut acts)?;
     groups.fit_add_outputs(g, &live, &mut acts);
     let mut q = g.clone();
+    for &k in &live {
+        q.nodes[k].keep_float |= island[k] && !is_float_island_op(&g.nodes[k].op);
+    }
     for v in 0..g.values.len() {
         if acts.is_act[v] {
             let p = groups.params(v, &mut acts.uf);
@@ -181,7 +185,7 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
     // time, since one float constant may be quantized differently for different users.
     for &k in &live {
         let n = g.nodes[k].clone();
-        if is_float_island(&n.op) {
+        if island[k] {
             continue; // keeps its float constants
         }
         match &n.op {
@@ -235,16 +239,59 @@ fn add_requantizations(g: &Graph, q: &mut Graph, edges: &[(usize, usize)]) {
 /// Whether `op` stays a float island in an int8 graph: `If` and `Loop` (their regions are not quantized; LiteRT
 /// runs `IF`/`WHILE` on the CPU whatever their tensors hold, and the Edge TPU runs neither).
 /// Comparisons (bool outputs, as conditions of `If`/`Loop`) stay float too: a dequantize before them.
-fn is_float_island(op: &Op) -> bool {
+fn is_float_island_op(op: &Op) -> bool {
     use BinaryOp::*;
     matches!(op, Op::If(_) | Op::Loop(_) | Op::Binary(Equal | Less | LessOrEqual | Greater | GreaterOrEqual, _))
+}
+
+/// Whether node `n` stays float in an int8 graph: its op is an island (above), or an importer marked it
+/// ([`Node::keep_float`]).
+fn is_float_island(n: &Node) -> bool {
+    n.keep_float || is_float_island_op(&n.op)
+}
+
+/// The float islands among the nodes of `g`: [`is_float_island`], and every live node between marked
+/// ([`Node::keep_float`]) ones: a node whose computed inputs all come from marked nodes and whose outputs only
+/// marked nodes read (a MUL of MediaPipe's transform matrix by a constant, between the two custom ops) joins
+/// them, so that their values never pass through int8.
+fn island_nodes(g: &Graph, live: &[usize]) -> Vec<bool> {
+    let mut island: Vec<bool> = g.nodes.iter().map(is_float_island).collect();
+    let producers = g.producers();
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.values.len()];
+    for (k, n) in g.nodes.iter().enumerate() {
+        for v in n.inputs.iter().flatten() {
+            readers[v.0].push(k);
+        }
+    }
+    let marked = |island: &[bool], k: usize| island[k] && !is_float_island_op(&g.nodes[k].op);
+    loop {
+        let mut changed = false;
+        for &k in live {
+            if island[k] {
+                continue;
+            }
+            let n = &g.nodes[k];
+            let computed: Vec<ValueId> = n.inputs.iter().flatten().copied().filter(|v| g.value(*v).constant.is_none()).collect();
+            let from_islands = !computed.is_empty() && computed.iter().all(|v| producers[v.0].is_some_and(|p| marked(&island, p)));
+            let to_islands = n.outputs.iter().all(|o| {
+                !g.outputs.contains(o) && !readers[o.0].is_empty() && readers[o.0].iter().all(|&r| marked(&island, r))
+            });
+            if from_islands && to_islands {
+                island[k] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return island;
+        }
+    }
 }
 
 /// Makes every float island of `q` (quantized around it) take float values: a `DequantizeLinear` before each of
 /// its int8 inputs, a `QuantizeLinear` after each of its int8 outputs (with the parameters calibration gave
 /// that output), so its regions run in float.
 fn float_islands(q: &mut Graph) {
-    let islands: Vec<usize> = (0..q.nodes.len()).filter(|&k| is_float_island(&q.nodes[k].op)).collect();
+    let islands: Vec<usize> = (0..q.nodes.len()).filter(|&k| is_float_island(&q.nodes[k])).collect();
     if islands.is_empty() {
         return;
     }
@@ -303,7 +350,7 @@ impl Activations {
     }
 
     /// Checks that every live node quantizes and marks its activations and ties.
-    fn mark(g: &Graph, live: &[usize]) -> Result<Activations> {
+    fn mark(g: &Graph, live: &[usize], island: &[bool]) -> Result<Activations> {
         let nv = g.values.len();
         let mut is_act = vec![false; nv];
         for &i in &g.inputs {
@@ -314,19 +361,27 @@ impl Activations {
             is_act[i.0] = true;
         }
         let mut a = Activations { is_act, uf: UnionFind((0..nv).collect()), fixed: HashMap::new(), requant: Vec::new() };
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); nv];
+        for (k, n) in g.nodes.iter().enumerate() {
+            for v in n.inputs.iter().flatten() {
+                readers[v.0].push(k);
+            }
+        }
         for &k in live {
-            a.mark_node(g, k)?;
+            a.mark_node(g, k, island, &readers)?;
         }
         Ok(a)
     }
 
-    fn mark_node(&mut self, g: &Graph, k: usize) -> Result<()> {
+    fn mark_node(&mut self, g: &Graph, k: usize, island: &[bool], readers: &[Vec<usize>]) -> Result<()> {
         let n = &g.nodes[k];
         let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' ({}): {why}", n.name, n.op.name()));
-        if is_float_island(&n.op) {
-            // its float outputs are int8 activations of their own (each quantized after the node)
+        if island[k] {
+            // its float outputs that leave the island are int8 activations of their own (each quantized after
+            // the node); those only other islands read stay float
             for &o in &n.outputs {
-                if g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
+                let leaves = g.outputs.contains(&o) || readers[o.0].iter().any(|&r| !island[r]);
+                if leaves && g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
                     self.is_act[o.0] = true;
                 }
             }
