@@ -131,8 +131,10 @@ fn face_landmark_with_attention_on_cpu_matches_mediapipe() {
                 failures.push(format!("{what} output {k}: max |ours - MediaPipe| = {err:.3e} > 1e-5 · {scale:.3e}"));
             }
         }
-        // the face is found (the face flag logit is positive; ~19 upright, ~4 turned)
-        assert!(ours[6].to_f64_vec()[0] > 2.0, "{what}: face flag {:?}", ours[6].to_f64_vec());
+        // the upright face is found (its face flag logit is ~19; turned, the model is unsure: ~−4)
+        if s == 0 {
+            assert!(ours[6].to_f64_vec()[0] > 5.0, "{what}: face flag {:?}", ours[6].to_f64_vec());
+        }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
