@@ -17,7 +17,9 @@
 //! their values. An op the int8 spec (or the exporters) cannot handle is an [`Error::Unsupported`] naming the
 //! node: this pass never leaves part of a model in float, except control flow (`If`, `Loop`): those nodes and
 //! their regions stay float between a dequantize of their int8 inputs and a quantize of their outputs (LiteRT
-//! runs `IF`/`WHILE` on the CPU; the Edge TPU takes neither).
+//! runs `IF`/`WHILE` on the CPU; the Edge TPU takes neither); and the nodes an importer marked
+//! [`Node::keep_float`] (MediaPipe's coordinate math), with the nodes between them, likewise (values only such
+//! islands read stay float).
 
 use std::collections::HashMap;
 
