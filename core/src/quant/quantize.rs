@@ -930,4 +930,46 @@ mod tests {
         let e = quantize(&g, &cal, &QuantizeOptions::default()).unwrap_err().to_string();
         assert!(e.contains("Erf") && e.contains("int8"), "{e}");
     }
+    /// Relu → [Sqrt → Mul by a constant → Floor] → Relu, Sqrt and Floor marked `keep_float`: the three stay one
+    /// float island (the unmarked Mul between them joins it), a dequantize before and a quantize after it.
+    #[test]
+    fn marked_nodes_and_the_nodes_between_them_stay_float() {
+        for mark in [true, false] {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &[1, 8]);
+            let r = b.op(Op::Unary(UnaryOp::Relu), &[x]).unwrap();
+            let s = b.op(Op::Unary(UnaryOp::Sqrt), &[r]).unwrap();
+            let c = b.constant("c", Tensor::from_f32(vec![1], vec![3.0]));
+            let m = b.op(Op::Binary(BinaryOp::Mul, None), &[s, c]).unwrap();
+            let f = b.op(Op::Unary(UnaryOp::Floor), &[m]).unwrap();
+            let y = b.op(Op::Unary(UnaryOp::Relu), &[f]).unwrap();
+            b.output(y);
+            let mut g = b.finish().unwrap();
+            for n in g.nodes.iter_mut() {
+                n.keep_float = mark && matches!(n.op, Op::Unary(UnaryOp::Sqrt | UnaryOp::Floor));
+            }
+            // 3·√x halfway between integers (and one negative x), so the input's int8 rounding leaves the floor
+            let xs: Vec<f32> = [-1.0].into_iter().chain((0..7).map(|k| ((k as f32 + 0.5) / 3.0).powi(2))).collect();
+            let sample = vec![Tensor::from_f32(vec![1, 8], xs.clone())];
+            let cal = calibrate(&g, std::slice::from_ref(&sample), RangeMethod::MinMax, &Progress::default()).unwrap();
+            let q = quantize(&g, &cal, &QuantizeOptions { method: RangeMethod::MinMax, float_io: true });
+            if !mark {
+                assert!(q.unwrap_err().to_string().contains("Sqrt"));
+                continue;
+            }
+            let q = q.unwrap();
+            for (op, dtype) in [(Op::Unary(UnaryOp::Sqrt), DType::F32), (Op::Binary(BinaryOp::Mul, None), DType::F32), (Op::Unary(UnaryOp::Floor), DType::F32)] {
+                let n = q.nodes.iter().find(|n| n.op == op).unwrap();
+                assert!(n.keep_float, "{op:?}");
+                assert_eq!(q.value(n.outputs[0]).dtype, dtype, "{op:?}");
+            }
+            let count = |f: fn(&Op) -> bool| q.nodes.iter().filter(|n| f(&n.op)).count();
+            // float I/O adds one quantize (input) and one dequantize (output); the island one of each
+            assert_eq!(count(|o| matches!(o, Op::DequantizeLinear { .. })), 2);
+            assert_eq!(count(|o| matches!(o, Op::QuantizeLinear { .. })), 2);
+            let out = crate::runtime::Session::new(q).unwrap().run(&sample).unwrap().remove(0).to_f64_vec();
+            let want: Vec<f64> = xs.iter().map(|&x| ((x as f64).max(0.0).sqrt() * 3.0).floor()).collect();
+            assert!(out.iter().zip(&want).all(|(a, b)| (a - b).abs() < 0.05), "{out:?} vs {want:?}");
+        }
+    }
 }
