@@ -172,6 +172,7 @@ pub(super) fn transform_tensor_bilinear(imp: &mut Importer, o: &OpIn) -> Result<
         }
         let (oh, ow) = (oh as usize, ow as usize);
         let np = oh * ow;
+        crate::limits::check_tensor("TransformTensorBilinear's grid of sample positions", DType::F32, &[2, np])?;
         let mut e = Emit { imp, base: o.base.clone() };
         let [c0, c1, c3] = e.matrix_columns(m)?;
         // M·₃' = M·₃ + (0.5·M·₀ + 0.5·M·₁ − 0.5): sampling between pixel centres
