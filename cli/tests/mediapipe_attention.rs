@@ -137,6 +137,7 @@ fn face_landmark_with_attention_on_cpu_matches_mediapipe() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -166,6 +167,7 @@ fn face_landmark_with_attention_on_cloud_tpu_equals_cpu() {
         println!("output {k}: max |cloud-tpu - cpu| = {err:.3e} (max |cpu| {scale:.3e})");
         assert!(err <= 1e-5 * scale.max(1.0), "output {k}: max |cloud-tpu - cpu| = {err:.3e}, max |cpu| {scale:.3e}");
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
 
 #[test]
@@ -199,4 +201,5 @@ fn face_landmark_with_attention_int8_runs_in_litert_bit_equal() {
         let diff = tpu_sdk_test_support::compare::differing(o, t);
         assert_eq!(diff, 0, "output {k}: {diff} of {} int8 values differ from LiteRT's", o.len());
     }
+    let _ = std::fs::remove_dir_all(&dir);
 }
