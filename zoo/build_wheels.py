@@ -2,7 +2,8 @@
 
 Run by the oracle venv's Python (`.venv`: numpy, onnx, LiteRT); `zoo/build.py` calls it. MediaPipe's TFLite files
 come from `.cache/mediapipe` (scripts/test.sh unpacks the mediapipe 0.10.14 wheel there) when present, else from
-the wheel itself.
+the wheel itself. A model with MediaPipe's attention ops also gets the venv of MediaPipe's runtime, its peer
+(`mediapipe_runtime_venv`).
 """
 import glob
 import os
@@ -137,6 +138,21 @@ def build_mediapipe(name, src, whl):
                              "calibration": write_calibration(d, specs, seed=20)})
 
 
+def mediapipe_runtime_venv():
+    """The Python with the mediapipe wheel that zoo/mediapipe_graph_peer.py needs (the peer of models with MediaPipe's
+    attention ops, which LiteRT cannot run): `.cache/zoo/venv-mp` (Python 3.11, mediapipe 0.10.14, numpy<2), made once
+    with pip; `$ZOO_MEDIAPIPE_PYTHON` instead when set."""
+    import mediapipe_peer
+    py = mediapipe_peer.runtime_python(common.CACHE)
+    if os.path.isfile(py):
+        return py
+    venv = os.path.join(common.CACHE, "venv-mp")
+    subprocess.run([shutil.which("python3.11") or sys.executable, "-m", "venv", venv], check=True)
+    subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
+                    MEDIAPIPE[0], "numpy<2"], check=True)
+    return py
+
+
 def refresh_calibration(name):
     """A model built before the calibration samples became photographs gets new ones (and nothing else changes)."""
     import json
@@ -158,16 +174,24 @@ def main():
     jobs += [("mp_" + k, lambda k=k: build_mediapipe("mp_" + k, mp[k], whl)) for k in sorted(mp)]
     names = common.selected([n for n, _ in jobs])
     t0 = time.time()
+    import mediapipe_peer
     for i, (name, job) in enumerate([j for j in jobs if j[0] in names], 1):
         if common.is_built(name):
             fresh = refresh_calibration(name)
             common.progress(i, len(names), name, "cached" + (", new calibration photographs" if fresh else ""), t0)
-            continue
-        try:
-            job()
-            common.progress(i, len(names), name, "fetched", t0)
-        except Exception as e:
-            common.fail(name, e)
+        else:
+            try:
+                job()
+                common.progress(i, len(names), name, "fetched", t0)
+            except Exception as e:
+                common.fail(name, e)
+                continue
+        model = os.path.join(common.model_dir(name), "model.tflite")
+        if name.startswith("mp_") and os.path.isfile(model) and mediapipe_peer.needs_runtime(model):
+            try:
+                mediapipe_runtime_venv()
+            except Exception as e:
+                common.fail(name + " (MediaPipe's runtime, its peer)", e)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ A failing cell records its short error and the row goes on.
 
 Cells (✅ pass, ❌ fail with the error, — not applicable):
   cpu          `tpu-sdk run` vs onnxruntime / LiteRT on the seeded inputs: max |err| ≤ 1e-4 + 1e-3·max|ref| (MediaPipe
-               models with the custom Convolution2DTransposeBias: LiteRT runs the builtin twin, zoo/mediapipe_peer.py)
+               models with the custom Convolution2DTransposeBias: LiteRT runs the builtin twin, zoo/mediapipe_peer.py;
+               with the attention face mesh's custom ops: MediaPipe's own runtime, zoo/mediapipe_graph_peer.py)
   cloud-tpu    `run --target cloud-tpu` on the XLA CPU PJRT plugin vs our CPU outputs, same tolerance
   aot          `compile --target cloud-tpu --topology v5e:2x2` with libtpu writes an executable
   float tflite `compile --target tflite` writes a float TFLite file; LiteRT (builtin kernels) runs it on the seeded
@@ -86,12 +87,46 @@ def tpu_sdk(args, env=None, timeout=None):
 
 # ---------------------------------------------------------------- peers
 def peer_float(meta, path, feeds):
-    """The float model's outputs by its peer runtime: onnxruntime for ONNX, LiteRT for TFLite."""
+    """The float model's outputs by its peer runtime: onnxruntime for ONNX, LiteRT for TFLite, MediaPipe's runtime
+    for TFLite models with MediaPipe's attention ops (zoo/mediapipe_graph_peer.py)."""
+    import mediapipe_peer
+    if meta["format"] == "tflite" and mediapipe_peer.needs_runtime(path):
+        return mediapipe_runtime(path, [feeds])[0]
     if meta["format"] == "onnx":
         import onnxruntime as ort
         s = ort.InferenceSession(path, providers=["CPUExecutionProvider"])
         return s.run(None, {i.name: x for i, x in zip(s.get_inputs(), feeds)})
     return litert_run(litert_peer_path(path), feeds)
+
+
+def peer_float_each(meta, path, samples):
+    """`peer_float` of each sample (a batch-1 input of a single-input model), MediaPipe's runtime in one run."""
+    import mediapipe_peer
+    if meta["format"] == "tflite" and mediapipe_peer.needs_runtime(path):
+        return mediapipe_runtime(path, [[x[None]] for x in samples])
+    return [peer_float(meta, path, [x[None]]) for x in samples]
+
+
+def mediapipe_runtime(path, feeds_each):
+    """The outputs of MediaPipe's own runtime for each set of feeds (single-input models): zoo/mediapipe_graph_peer.py
+    run by the Python with the mediapipe wheel (`.cache/zoo/venv-mp`, which zoo/build_wheels.py makes)."""
+    import mediapipe_peer
+    py = mediapipe_peer.runtime_python(common.CACHE)
+    if not os.path.isfile(py):
+        raise CellError(f"no peer: MediaPipe's custom ops need MediaPipe's runtime ({py} is missing; "
+                        "ZOO_ONLY=mp_face_landmark_with_attention python3 zoo/build.py makes it)")
+    if any(len(f) != 1 for f in feeds_each):
+        raise CellError("no peer: MediaPipe's runtime peer takes single-input models")
+    shapes = mediapipe_peer.output_shapes(path)
+    with tempfile.TemporaryDirectory(prefix="zoo-mp-") as t:
+        x = os.path.join(t, "x.npy")
+        np.save(x, np.concatenate([np.asarray(f[0], np.float32) for f in feeds_each]))
+        script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "mediapipe_graph_peer.py")
+        r = subprocess.run([py, script, path, x, t, str(len(shapes))], capture_output=True, text=True, timeout=TIMEOUT)
+        if r.returncode != 0:
+            raise CellError("MediaPipe's runtime failed: " + short(r.stderr or r.stdout, 80))
+        outs = [np.load(os.path.join(t, f"output_{k}.npy")) for k in range(len(shapes))]
+    return [[o[i].reshape(s) for o, s in zip(outs, shapes)] for i in range(len(feeds_each))]
 
 
 def litert_peer_path(path):
@@ -474,7 +509,7 @@ def run_model(name, work):
     def int8_err():
         if "out" not in lit:
             raise CellError("LiteRT did not run the int8 file")
-        ref = [peer_float(meta, path, [x[None]]) for x in cal]
+        ref = peer_float_each(meta, path, cal)
         # our int8 outputs may be NHWC where the ONNX model's are NCHW: the report names each output's permutation
         outs = report.get("outputs", [])
         ours = []
@@ -489,6 +524,9 @@ def run_model(name, work):
         try:
             # TFLite models without TF's int8 model (MediaPipe): onnxruntime's quantizer on tf2onnx's conversion
             peer_src = path if meta["format"] == "onnx" else None
+            import mediapipe_peer
+            if meta["format"] == "tflite" and mediapipe_peer.needs_runtime(path):
+                raise CellError("tf2onnx cannot convert MediaPipe's custom ops")
             if peer_src is None and not os.path.isfile(os.path.join(d, "peer_int8.tflite")):
                 peer_src = tflite_peer_onnx(d, path, cal)
             if peer_src is not None:

@@ -1,5 +1,6 @@
 """Peer twins of MediaPipe models: a LiteRT-runnable twin of a model that uses MediaPipe's
-`Convolution2DTransposeBias` custom op, and a dense twin of a sparse model for tf2onnx.
+`Convolution2DTransposeBias` custom op, and a dense twin of a sparse model for tf2onnx. Models with the attention
+face mesh's custom ops (`RUNTIME_OPS`) have no twin: their peer is MediaPipe's runtime (zoo/mediapipe_graph_peer.py).
 
 LiteRT has no kernel for MediaPipe's custom ops. `Convolution2DTransposeBias` (mediapipe/util/tflite/operations/
 transpose_conv_bias.cc) is TFLite's own transposed convolution with a bias input, which the builtin TRANSPOSE_CONV
@@ -9,9 +10,35 @@ kernel sizes the output as `s·(in − 1) + k − p` with `p = max(0, k − (in 
 TRANSPOSE_CONV given that output shape pads by exactly that `p` (its leading half first), so the twin computes the
 same values with LiteRT's builtin kernel. Run by the oracle venv's Python (`.venv`: LiteRT's schema, flatbuffers).
 """
+import os
 import struct
 
 import numpy as np
+
+
+# MediaPipe's custom ops of the attention face mesh: no builtin twin computes them, so the peer of a model that uses
+# them is MediaPipe's own runtime (zoo/mediapipe_graph_peer.py, in the Python of `runtime_python`)
+RUNTIME_OPS = {"Landmarks2TransformMatrix", "TransformTensorBilinear", "TransformLandmarks"}
+
+
+def needs_runtime(path):
+    """Whether the TFLite file uses custom ops only MediaPipe's runtime runs."""
+    return bool(has_custom_ops(path) & RUNTIME_OPS)
+
+
+def runtime_python(cache):
+    """The Python with the mediapipe wheel that runs zoo/mediapipe_graph_peer.py: $ZOO_MEDIAPIPE_PYTHON, else the
+    zoo's venv `<cache>/venv-mp` (zoo/build_wheels.py makes it)."""
+    return os.environ.get("ZOO_MEDIAPIPE_PYTHON") or os.path.join(cache, "venv-mp", "bin", "python")
+
+
+def output_shapes(path):
+    """The declared shapes of the model's outputs, in order (read from the file: LiteRT cannot load a model whose
+    custom ops it lacks)."""
+    from ai_edge_litert import schema_py_generated as s
+    m = s.Model.GetRootAsModel(open(path, "rb").read(), 0)
+    sg = m.Subgraphs(0)
+    return [tuple(int(d) for d in sg.Tensors(sg.Outputs(i)).ShapeAsNumpy()) for i in range(sg.OutputsLength())]
 
 
 def has_custom_ops(path):

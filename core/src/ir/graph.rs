@@ -58,6 +58,11 @@ pub struct Node {
     pub inputs: Vec<Option<ValueId>>,
     /// Outputs.
     pub outputs: Vec<ValueId>,
+    /// Stays float in an int8 graph: the quantizer puts it on a float island (a `DequantizeLinear` before its
+    /// int8 inputs, a `QuantizeLinear` after outputs that non-island nodes read; see `quant::quantize`). Set by
+    /// importers on the nodes of an expansion whose values need float precision (the coordinate math of
+    /// MediaPipe's custom ops); rewrites of the node keep it.
+    pub keep_float: bool,
 }
 
 impl Node {
@@ -112,7 +117,7 @@ impl Graph {
     }
     /// Appends a node whose outputs are already created.
     pub fn add_node(&mut self, name: impl Into<String>, op: Op, inputs: Vec<Option<ValueId>>, outputs: Vec<ValueId>) -> NodeId {
-        self.nodes.push(Node { name: name.into(), op, inputs, outputs });
+        self.nodes.push(Node { name: name.into(), op, inputs, outputs, keep_float: false });
         NodeId(self.nodes.len() - 1)
     }
     /// The value behind an id.

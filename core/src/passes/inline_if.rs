@@ -32,11 +32,11 @@ pub fn inline_region(g: &mut Graph, region: &Graph, inputs: &[Option<ValueId>], 
         let ins = n.inputs.iter().map(|i| i.map(|v| id(g, v))).collect();
         let outs = n.outputs.iter().map(|&o| id(g, o)).collect();
         let name = if n.name.is_empty() { String::new() } else { format!("{prefix}/{}", n.name) };
-        nodes.push(Node { name, op: n.op.clone(), inputs: ins, outputs: outs });
+        nodes.push(Node { name, op: n.op.clone(), inputs: ins, outputs: outs, keep_float: n.keep_float });
     }
     for (k, (&ro, &o)) in region.outputs.iter().zip(outputs).enumerate() {
         let src = id(g, ro);
-        nodes.push(Node { name: format!("{prefix}/output{k}"), op: Op::Identity, inputs: vec![Some(src)], outputs: vec![o] });
+        nodes.push(Node { name: format!("{prefix}/output{k}"), op: Op::Identity, inputs: vec![Some(src)], outputs: vec![o], keep_float: false });
     }
     nodes
 }

@@ -167,8 +167,8 @@ fn sink(g: &mut Graph, producers: &[Option<usize>], i: usize, perm: &[usize]) {
     };
     let inner = g.add_value(name, dtype, shape);
     g.value_mut(inner).quant = g.value(out).quant.clone();
-    g.nodes[i] = Node { name: node.name.clone(), op: node.op.clone(), inputs, outputs: vec![inner] };
-    let t = Node { name: format!("{}/transpose", node.name), op: Op::Transpose { perm: perm.to_vec() }, inputs: vec![Some(inner)], outputs: vec![out] };
+    g.nodes[i] = Node { name: node.name.clone(), op: node.op.clone(), inputs, outputs: vec![inner], keep_float: node.keep_float };
+    let t = Node { name: format!("{}/transpose", node.name), op: Op::Transpose { perm: perm.to_vec() }, inputs: vec![Some(inner)], outputs: vec![out], keep_float: node.keep_float };
     g.nodes.insert(i + 1, t);
 }
 

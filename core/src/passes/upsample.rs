@@ -85,7 +85,7 @@ fn rewrite(g: &mut Graph, out: &mut Vec<Node>, n: Node, x: crate::ir::ValueId, a
     let ys = g.value(y).shape.clone();
     if axis >= 2 {
         let s = sizes(g, &ys);
-        out.push(Node { name: n.name.clone(), op: Op::Resize(attrs), inputs: vec![Some(x), None, None, Some(s)], outputs: vec![y] });
+        out.push(Node { name: n.name.clone(), op: Op::Resize(attrs), inputs: vec![Some(x), None, None, Some(s)], outputs: vec![y], keep_float: false });
         return;
     }
     // Axis 1: NHWC-ordered [N, H, W, C] → [N, C, H, W], resize H, back.
@@ -95,9 +95,9 @@ fn rewrite(g: &mut Graph, out: &mut Vec<Node>, n: Node, x: crate::ir::ValueId, a
     let rt = g.add_value(format!("{}/resized", n.name), DType::F32, nchw(&ys));
     let s = sizes(g, &nchw(&ys));
     debug_assert_eq!(nchw(&ys)[2], nchw(&xs)[2] * factor);
-    out.push(Node { name: format!("{}/to_nchw", n.name), op: Op::Transpose { perm: vec![0, 3, 1, 2] }, inputs: vec![Some(x)], outputs: vec![xt] });
-    out.push(Node { name: format!("{}/resize", n.name), op: Op::Resize(attrs), inputs: vec![Some(xt), None, None, Some(s)], outputs: vec![rt] });
-    out.push(Node { name: n.name, op: Op::Transpose { perm: vec![0, 2, 3, 1] }, inputs: vec![Some(rt)], outputs: vec![y] });
+    out.push(Node { name: format!("{}/to_nchw", n.name), op: Op::Transpose { perm: vec![0, 3, 1, 2] }, inputs: vec![Some(x)], outputs: vec![xt], keep_float: false });
+    out.push(Node { name: format!("{}/resize", n.name), op: Op::Resize(attrs), inputs: vec![Some(xt), None, None, Some(s)], outputs: vec![rt], keep_float: false });
+    out.push(Node { name: n.name, op: Op::Transpose { perm: vec![0, 2, 3, 1] }, inputs: vec![Some(rt)], outputs: vec![y], keep_float: false });
 }
 
 #[cfg(test)]

@@ -116,8 +116,8 @@ pub fn simulate(q: &Graph) -> Result<Graph> {
         let dv = s.add_value(format!("{name}/dq"), DType::F32, shape);
         let sc = s.add_constant(format!("{name}/scale"), Tensor::scalar(p.scale[0]));
         let zp = s.add_constant(format!("{name}/zp"), Tensor::scalar(p.zero_point[0] as i8));
-        nodes.push(crate::ir::Node { name: format!("{name}/quantize"), op: Op::QuantizeLinear { axis: 1, to: DType::I8, rounding: crate::ir::QuantRounding::TfLite }, inputs: vec![Some(v), Some(sc), Some(zp)], outputs: vec![qv] });
-        nodes.push(crate::ir::Node { name: format!("{name}/dequantize"), op: Op::DequantizeLinear { axis: 1 }, inputs: vec![Some(qv), Some(sc), Some(zp)], outputs: vec![dv] });
+        nodes.push(crate::ir::Node { name: format!("{name}/quantize"), op: Op::QuantizeLinear { axis: 1, to: DType::I8, rounding: crate::ir::QuantRounding::TfLite }, inputs: vec![Some(v), Some(sc), Some(zp)], outputs: vec![qv], keep_float: false });
+        nodes.push(crate::ir::Node { name: format!("{name}/dequantize"), op: Op::DequantizeLinear { axis: 1 }, inputs: vec![Some(qv), Some(sc), Some(zp)], outputs: vec![dv], keep_float: false });
         dv
     };
     let mut replaced: std::collections::HashMap<ValueId, ValueId> = std::collections::HashMap::new();

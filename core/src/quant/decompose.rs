@@ -128,7 +128,7 @@ pub(super) fn conv1d(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
     let mut b = Emit { g, nodes: Vec::new(), base: n.name.clone() };
     let x2 = b.reshape("rows", x, &[xs[0], xs[1], 1, xs[2]]);
     let y2 = b.g.add_value(format!("{}/conv_2d", n.name), DType::F32, vec![ys[0], ys[1], 1, ys[2]]);
-    b.nodes.push(Node { name: format!("{}/conv_2d", n.name), op: Op::Conv(attrs), inputs: vec![Some(x2), Some(w2), n.input(2)], outputs: vec![y2] });
+    b.nodes.push(Node { name: format!("{}/conv_2d", n.name), op: Op::Conv(attrs), inputs: vec![Some(x2), Some(w2), n.input(2)], outputs: vec![y2], keep_float: false });
     b.reshape("unrows", y2, &ys);
     let last = b.nodes.last_mut().expect("three nodes");
     last.outputs[0] = y;
@@ -147,14 +147,14 @@ impl Emit<'_> {
     fn op(&mut self, what: &str, op: Op, inputs: &[ValueId], shape: &[usize]) -> ValueId {
         let name = format!("{}/{what}", self.base);
         let v = self.g.add_value(name.clone(), DType::F32, shape.to_vec());
-        self.nodes.push(Node { name, op, inputs: inputs.iter().map(|&i| Some(i)).collect(), outputs: vec![v] });
+        self.nodes.push(Node { name, op, inputs: inputs.iter().map(|&i| Some(i)).collect(), outputs: vec![v], keep_float: false });
         v
     }
     fn reshape(&mut self, what: &str, x: ValueId, shape: &[usize]) -> ValueId {
         let s = self.g.add_constant(format!("{}/{what}_shape", self.base), Tensor::from_vec(vec![shape.len()], shape.iter().map(|&d| d as i64).collect()).expect("1-D"));
         let name = format!("{}/{what}", self.base);
         let v = self.g.add_value(name.clone(), DType::F32, shape.to_vec());
-        self.nodes.push(Node { name, op: Op::Reshape { allowzero: false }, inputs: vec![Some(x), Some(s)], outputs: vec![v] });
+        self.nodes.push(Node { name, op: Op::Reshape { allowzero: false }, inputs: vec![Some(x), Some(s)], outputs: vec![v], keep_float: false });
         v
     }
 }
@@ -244,7 +244,7 @@ pub(super) fn fuse_erf_gelu(g: &mut Graph) {
             remove[k] = true;
         }
         let y = g.nodes[last].outputs[0];
-        replace.push((last, Node { name: format!("{}/gelu", e.name), op: Op::Unary(UnaryOp::Gelu { tanh: false }), inputs: vec![Some(x)], outputs: vec![y] }));
+        replace.push((last, Node { name: format!("{}/gelu", e.name), op: Op::Unary(UnaryOp::Gelu { tanh: false }), inputs: vec![Some(x)], outputs: vec![y], keep_float: false }));
     }
     if replace.is_empty() {
         return;
@@ -444,6 +444,7 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
             op: Op::Split { axis: 1, split: None, num_outputs: 4 },
             inputs: vec![Some(z)],
             outputs: parts.clone(),
+            keep_float: false,
         });
         let sig = |e: &mut Emit, v: ValueId, what: &str| e.op(&format!("{what}{t}"), Op::Unary(UnaryOp::Sigmoid), &[v], &[batch, hidden]);
         let (i, o, f) = (sig(&mut e, parts[0], "i"), sig(&mut e, parts[1], "o"), sig(&mut e, parts[2], "f"));

@@ -29,6 +29,11 @@ pub fn prepare(g: &mut Graph) {
     let nodes = std::mem::take(&mut g.nodes);
     let mut out = Vec::with_capacity(nodes.len());
     for mut n in nodes {
+        if n.keep_float {
+            // stays float in the int8 graph: nothing to make quantizable
+            out.push(n);
+            continue;
+        }
         let f32_out = g.value(n.outputs[0]).dtype == DType::F32;
         match n.op {
             Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } => match decompose::normalization(g, &n, &uses) {
@@ -79,12 +84,13 @@ pub fn prepare(g: &mut Graph) {
                 let a = g.add_constant(format!("{}/alpha", n.name), Tensor::from_f32(vec![], vec![alpha]));
                 let b = g.add_constant(format!("{}/beta", n.name), Tensor::from_f32(vec![], vec![beta]));
                 let ax = g.add_value(format!("{}/scaled", g.value(y).name), DType::F32, shape);
-                out.push(Node { name: format!("{}/mul", n.name), op: Op::Binary(BinaryOp::Mul, None), inputs: vec![Some(x), Some(a)], outputs: vec![ax] });
+                out.push(Node { name: format!("{}/mul", n.name), op: Op::Binary(BinaryOp::Mul, None), inputs: vec![Some(x), Some(a)], outputs: vec![ax], keep_float: false });
                 out.push(Node {
                     name: n.name.clone(),
                     op: Op::Binary(BinaryOp::Add, Some(Activation::Clip { min: 0.0, max: 1.0 })),
                     inputs: vec![Some(ax), Some(b)],
                     outputs: vec![y],
+                    keep_float: false,
                 });
             }
             Op::BatchNorm { epsilon } if g.value(n.outputs[0]).dtype == DType::F32 => match batch_norm_affine(g, &n, epsilon) {
@@ -95,8 +101,8 @@ pub fn prepare(g: &mut Graph) {
                     let a = g.add_constant(format!("{}/scale", n.name), a);
                     let b = g.add_constant(format!("{}/offset", n.name), b);
                     let ax = g.add_value(format!("{}/scaled", g.value(y).name), DType::F32, shape);
-                    out.push(Node { name: format!("{}/mul", n.name), op: Op::Binary(BinaryOp::Mul, None), inputs: vec![Some(x), Some(a)], outputs: vec![ax] });
-                    out.push(Node { name: n.name.clone(), op: Op::Binary(BinaryOp::Add, None), inputs: vec![Some(ax), Some(b)], outputs: vec![y] });
+                    out.push(Node { name: format!("{}/mul", n.name), op: Op::Binary(BinaryOp::Mul, None), inputs: vec![Some(x), Some(a)], outputs: vec![ax], keep_float: false });
+                    out.push(Node { name: n.name.clone(), op: Op::Binary(BinaryOp::Add, None), inputs: vec![Some(ax), Some(b)], outputs: vec![y], keep_float: false });
                 }
                 None => out.push(n),
             },
@@ -135,6 +141,9 @@ fn fuse_rsqrt(g: &mut Graph) {
     let mut drop = vec![false; g.nodes.len()];
     for k in 0..g.nodes.len() {
         let n = &g.nodes[k];
+        if n.keep_float {
+            continue;
+        }
         let (s, div) = match n.op {
             Op::Binary(BinaryOp::Div, _) => (n.input(1), true),
             Op::Unary(UnaryOp::Reciprocal) => (n.input(0), false),

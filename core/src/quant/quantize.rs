@@ -17,7 +17,9 @@
 //! their values. An op the int8 spec (or the exporters) cannot handle is an [`Error::Unsupported`] naming the
 //! node: this pass never leaves part of a model in float, except control flow (`If`, `Loop`): those nodes and
 //! their regions stay float between a dequantize of their int8 inputs and a quantize of their outputs (LiteRT
-//! runs `IF`/`WHILE` on the CPU; the Edge TPU takes neither).
+//! runs `IF`/`WHILE` on the CPU; the Edge TPU takes neither); and the nodes an importer marked
+//! [`Node::keep_float`] (MediaPipe's coordinate math), with the nodes between them, likewise (values only such
+//! islands read stay float).
 
 use std::collections::HashMap;
 
@@ -165,10 +167,14 @@ impl UnionFind {
 /// Quantizes the float graph `g` with the observations in `cal` (see the module docs).
 pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<Graph> {
     let live: Vec<usize> = (0..g.nodes.len()).filter(|&k| g.nodes[k].outputs.iter().any(|o| g.value(*o).constant.is_none())).collect();
-    let mut acts = Activations::mark(g, &live)?;
+    let island = island_nodes(g, &live);
+    let mut acts = Activations::mark(g, &live, &island)?;
     let mut groups = Groups::collect(g, cal, opts, &mut acts)?;
     groups.fit_add_outputs(g, &live, &mut acts);
     let mut q = g.clone();
+    for &k in &live {
+        q.nodes[k].keep_float |= island[k] && !is_float_island_op(&g.nodes[k].op);
+    }
     for v in 0..g.values.len() {
         if acts.is_act[v] {
             let p = groups.params(v, &mut acts.uf);
@@ -181,7 +187,7 @@ pub fn quantize(g: &Graph, cal: &Calibration, opts: &QuantizeOptions) -> Result<
     // time, since one float constant may be quantized differently for different users.
     for &k in &live {
         let n = g.nodes[k].clone();
-        if is_float_island(&n.op) {
+        if island[k] {
             continue; // keeps its float constants
         }
         match &n.op {
@@ -235,16 +241,59 @@ fn add_requantizations(g: &Graph, q: &mut Graph, edges: &[(usize, usize)]) {
 /// Whether `op` stays a float island in an int8 graph: `If` and `Loop` (their regions are not quantized; LiteRT
 /// runs `IF`/`WHILE` on the CPU whatever their tensors hold, and the Edge TPU runs neither).
 /// Comparisons (bool outputs, as conditions of `If`/`Loop`) stay float too: a dequantize before them.
-fn is_float_island(op: &Op) -> bool {
+fn is_float_island_op(op: &Op) -> bool {
     use BinaryOp::*;
     matches!(op, Op::If(_) | Op::Loop(_) | Op::Binary(Equal | Less | LessOrEqual | Greater | GreaterOrEqual, _))
+}
+
+/// Whether node `n` stays float in an int8 graph: its op is an island (above), or an importer marked it
+/// ([`Node::keep_float`]).
+fn is_float_island(n: &Node) -> bool {
+    n.keep_float || is_float_island_op(&n.op)
+}
+
+/// The float islands among the nodes of `g`: [`is_float_island`], and every live node between marked
+/// ([`Node::keep_float`]) ones: a node whose computed inputs all come from marked nodes and whose outputs only
+/// marked nodes read (a MUL of MediaPipe's transform matrix by a constant, between the two custom ops) joins
+/// them, so that their values never pass through int8.
+fn island_nodes(g: &Graph, live: &[usize]) -> Vec<bool> {
+    let mut island: Vec<bool> = g.nodes.iter().map(is_float_island).collect();
+    let producers = g.producers();
+    let mut readers: Vec<Vec<usize>> = vec![Vec::new(); g.values.len()];
+    for (k, n) in g.nodes.iter().enumerate() {
+        for v in n.inputs.iter().flatten() {
+            readers[v.0].push(k);
+        }
+    }
+    let marked = |island: &[bool], k: usize| island[k] && !is_float_island_op(&g.nodes[k].op);
+    loop {
+        let mut changed = false;
+        for &k in live {
+            if island[k] {
+                continue;
+            }
+            let n = &g.nodes[k];
+            let computed: Vec<ValueId> = n.inputs.iter().flatten().copied().filter(|v| g.value(*v).constant.is_none()).collect();
+            let from_islands = !computed.is_empty() && computed.iter().all(|v| producers[v.0].is_some_and(|p| marked(&island, p)));
+            let to_islands = n.outputs.iter().all(|o| {
+                !g.outputs.contains(o) && !readers[o.0].is_empty() && readers[o.0].iter().all(|&r| marked(&island, r))
+            });
+            if from_islands && to_islands {
+                island[k] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            return island;
+        }
+    }
 }
 
 /// Makes every float island of `q` (quantized around it) take float values: a `DequantizeLinear` before each of
 /// its int8 inputs, a `QuantizeLinear` after each of its int8 outputs (with the parameters calibration gave
 /// that output), so its regions run in float.
 fn float_islands(q: &mut Graph) {
-    let islands: Vec<usize> = (0..q.nodes.len()).filter(|&k| is_float_island(&q.nodes[k].op)).collect();
+    let islands: Vec<usize> = (0..q.nodes.len()).filter(|&k| is_float_island(&q.nodes[k])).collect();
     if islands.is_empty() {
         return;
     }
@@ -303,7 +352,7 @@ impl Activations {
     }
 
     /// Checks that every live node quantizes and marks its activations and ties.
-    fn mark(g: &Graph, live: &[usize]) -> Result<Activations> {
+    fn mark(g: &Graph, live: &[usize], island: &[bool]) -> Result<Activations> {
         let nv = g.values.len();
         let mut is_act = vec![false; nv];
         for &i in &g.inputs {
@@ -314,19 +363,27 @@ impl Activations {
             is_act[i.0] = true;
         }
         let mut a = Activations { is_act, uf: UnionFind((0..nv).collect()), fixed: HashMap::new(), requant: Vec::new() };
+        let mut readers: Vec<Vec<usize>> = vec![Vec::new(); nv];
+        for (k, n) in g.nodes.iter().enumerate() {
+            for v in n.inputs.iter().flatten() {
+                readers[v.0].push(k);
+            }
+        }
         for &k in live {
-            a.mark_node(g, k)?;
+            a.mark_node(g, k, island, &readers)?;
         }
         Ok(a)
     }
 
-    fn mark_node(&mut self, g: &Graph, k: usize) -> Result<()> {
+    fn mark_node(&mut self, g: &Graph, k: usize, island: &[bool], readers: &[Vec<usize>]) -> Result<()> {
         let n = &g.nodes[k];
         let what = |why: String| Error::Unsupported(format!("int8 quantization of node '{}' ({}): {why}", n.name, n.op.name()));
-        if is_float_island(&n.op) {
-            // its float outputs are int8 activations of their own (each quantized after the node)
+        if island[k] {
+            // its float outputs that leave the island are int8 activations of their own (each quantized after
+            // the node); those only other islands read stay float
             for &o in &n.outputs {
-                if g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
+                let leaves = g.outputs.contains(&o) || readers[o.0].iter().any(|&r| !island[r]);
+                if leaves && g.value(o).dtype == DType::F32 && g.value(o).constant.is_none() {
                     self.is_act[o.0] = true;
                 }
             }
@@ -872,5 +929,47 @@ mod tests {
         let cal = calibrate(&g, &[vec![Tensor::from_f32(vec![4], vec![0.0, 1.0, 2.0, 3.0])]], RangeMethod::MinMax, &Progress::default()).unwrap();
         let e = quantize(&g, &cal, &QuantizeOptions::default()).unwrap_err().to_string();
         assert!(e.contains("Erf") && e.contains("int8"), "{e}");
+    }
+    /// Relu → [Sqrt → Mul by a constant → Floor] → Relu, Sqrt and Floor marked `keep_float`: the three stay one
+    /// float island (the unmarked Mul between them joins it), a dequantize before and a quantize after it.
+    #[test]
+    fn marked_nodes_and_the_nodes_between_them_stay_float() {
+        for mark in [true, false] {
+            let mut b = GraphBuilder::with_eval("t", &crate::runtime::CpuEval);
+            let x = b.input("x", DType::F32, &[1, 8]);
+            let r = b.op(Op::Unary(UnaryOp::Relu), &[x]).unwrap();
+            let s = b.op(Op::Unary(UnaryOp::Sqrt), &[r]).unwrap();
+            let c = b.constant("c", Tensor::from_f32(vec![1], vec![3.0]));
+            let m = b.op(Op::Binary(BinaryOp::Mul, None), &[s, c]).unwrap();
+            let f = b.op(Op::Unary(UnaryOp::Floor), &[m]).unwrap();
+            let y = b.op(Op::Unary(UnaryOp::Relu), &[f]).unwrap();
+            b.output(y);
+            let mut g = b.finish().unwrap();
+            for n in g.nodes.iter_mut() {
+                n.keep_float = mark && matches!(n.op, Op::Unary(UnaryOp::Sqrt | UnaryOp::Floor));
+            }
+            // 3·√x halfway between integers (and one negative x), so the input's int8 rounding leaves the floor
+            let xs: Vec<f32> = [-1.0].into_iter().chain((0..7).map(|k| ((k as f32 + 0.5) / 3.0).powi(2))).collect();
+            let sample = vec![Tensor::from_f32(vec![1, 8], xs.clone())];
+            let cal = calibrate(&g, std::slice::from_ref(&sample), RangeMethod::MinMax, &Progress::default()).unwrap();
+            let q = quantize(&g, &cal, &QuantizeOptions { method: RangeMethod::MinMax, float_io: true });
+            if !mark {
+                assert!(q.unwrap_err().to_string().contains("Sqrt"));
+                continue;
+            }
+            let q = q.unwrap();
+            for (op, dtype) in [(Op::Unary(UnaryOp::Sqrt), DType::F32), (Op::Binary(BinaryOp::Mul, None), DType::F32), (Op::Unary(UnaryOp::Floor), DType::F32)] {
+                let n = q.nodes.iter().find(|n| n.op == op).unwrap();
+                assert!(n.keep_float, "{op:?}");
+                assert_eq!(q.value(n.outputs[0]).dtype, dtype, "{op:?}");
+            }
+            let count = |f: fn(&Op) -> bool| q.nodes.iter().filter(|n| f(&n.op)).count();
+            // float I/O adds one quantize (input) and one dequantize (output); the island one of each
+            assert_eq!(count(|o| matches!(o, Op::DequantizeLinear { .. })), 2);
+            assert_eq!(count(|o| matches!(o, Op::QuantizeLinear { .. })), 2);
+            let out = crate::runtime::Session::new(q).unwrap().run(&sample).unwrap().remove(0).to_f64_vec();
+            let want: Vec<f64> = xs.iter().map(|&x| ((x as f64).max(0.0).sqrt() * 3.0).floor()).collect();
+            assert!(out.iter().zip(&want).all(|(a, b)| (a - b).abs() < 0.05), "{out:?} vs {want:?}");
+        }
     }
 }

@@ -26,7 +26,7 @@ pub fn to_bf16_keeping(g: &Graph, bf16_inputs: &[usize], bf16_outputs: &[usize])
         let inner = out.inputs[k];
         let Some((name, outer)) = f32_twin(g, &mut out, inner) else { continue };
         out.inputs[k] = outer;
-        front.push(Node { name: format!("{name}.to_bf16"), op: Op::Cast { to: DType::BF16 }, inputs: vec![Some(outer)], outputs: vec![inner] });
+        front.push(Node { name: format!("{name}.to_bf16"), op: Op::Cast { to: DType::BF16 }, inputs: vec![Some(outer)], outputs: vec![inner], keep_float: false });
     }
     out.nodes.splice(0..0, front);
     for k in 0..out.outputs.len() {

@@ -5,6 +5,7 @@
 //! The TFLite importer (`import::tflite`), the Edge TPU export and compiler, and the passes use this module.
 
 pub mod builder;
+pub(crate) mod flexbuffer;
 pub mod schema;
 pub(crate) mod sparsity;
 #[cfg(test)]

@@ -30,6 +30,9 @@ pub(super) struct Importer<'a> {
     /// The subgraphs being imported, outermost first (the main graph is 0): WHILE/IF bodies nest this deep, and
     /// a body that reaches one of them again is recursion, which TFLite does not allow.
     pub(super) stack: Vec<usize>,
+    /// Marks the nodes added while set as [`Node::keep_float`](crate::ir::Node): an op's expansion whose values
+    /// must stay float in an int8 graph (MediaPipe's coordinate math).
+    pub(super) keep_float: bool,
 }
 
 /// Ops whose quantized output has the input's parameters: data movement, max pooling, nearest resize, and
@@ -216,6 +219,7 @@ impl<'a> Importer<'a> {
             .collect();
         self.g.add_node(name, op, inputs, outs.clone());
         let idx = self.g.nodes.len() - 1;
+        self.g.nodes[idx].keep_float = self.keep_float;
         infer::infer_node(&mut self.g, idx, &crate::runtime::CpuEval).map_err(|e| match e {
             Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", self.ctx())),
             other => Error::InvalidModel(format!("{}: {other}", self.ctx())),

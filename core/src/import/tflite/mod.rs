@@ -70,6 +70,7 @@ pub fn load_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Graph> {
         op_index: 0,
         op_name: String::new(),
         stack: vec![0],
+        keep_float: false,
     };
     imp.import_inputs(opts)?;
     let ops = sg.operators();

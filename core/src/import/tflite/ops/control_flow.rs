@@ -49,6 +49,7 @@ impl<'a> Importer<'a> {
             op_index: 0,
             op_name: String::new(),
             stack: self.stack.iter().copied().chain([at]).collect(),
+            keep_float: false,
         };
         let result = (|| {
             for (&t, &v) in declared.iter().zip(inputs) {

@@ -2,14 +2,19 @@
 //! LiteRT itself cannot run: a table from the custom code name to an import function, looked up for `CUSTOM`
 //! operators. Each imports as a composition of IR ops that computes what MediaPipe's kernel computes.
 
-use super::{nn, ImportFn, OpIn};
+use super::{mediapipe, nn, ImportFn, OpIn};
 use crate::format::tflite::schema;
 use crate::import::tflite::importer::{Fused, Importer};
 use crate::ir::ValueId;
 use crate::Result;
 
 /// The custom ops this importer knows, by their custom code.
-pub(super) const OPS: &[(&str, ImportFn)] = &[("Convolution2DTransposeBias", transpose_conv_bias)];
+pub(super) const OPS: &[(&str, ImportFn)] = &[
+    ("Convolution2DTransposeBias", transpose_conv_bias),
+    ("Landmarks2TransformMatrix", mediapipe::landmarks_to_transform_matrix),
+    ("TransformTensorBilinear", mediapipe::transform_tensor_bilinear),
+    ("TransformLandmarks", mediapipe::transform_landmarks),
+];
 
 /// `TfLitePadding` values as MediaPipe's kernels read them from their custom options.
 const PADDING_UNKNOWN: i32 = 0;

@@ -21,6 +21,7 @@ mod control_flow;
 mod custom;
 mod index;
 mod math;
+mod mediapipe;
 mod nn;
 mod quant;
 mod recurrent;
