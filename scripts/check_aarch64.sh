@@ -18,7 +18,9 @@ rustup target list --installed 2>/dev/null | grep -qx aarch64-unknown-linux-gnu 
 command -v aarch64-linux-gnu-gcc >/dev/null || skip "aarch64-linux-gnu-gcc missing (apt-get install gcc-aarch64-linux-gnu libc6-dev-arm64-cross)"
 command -v qemu-aarch64 >/dev/null || skip "qemu-aarch64 missing (apt-get install qemu-user)"
 
-cargo build --release --target aarch64-unknown-linux-gnu -p tpu-sdk
+# The whole workspace: the CLI and the Python extension (scripts/check_python_aarch64.sh packs it into a wheel;
+# with the same PYO3_* environment as this build it finds it fresh).
+cargo build --release --target aarch64-unknown-linux-gnu --workspace
 cargo build --release -p tpu-sdk
 file target/aarch64-unknown-linux-gnu/release/tpu-sdk 2>/dev/null || true
 

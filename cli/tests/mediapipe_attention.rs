@@ -4,8 +4,9 @@
 //! real face (a crop of scikit-image's public-domain astronaut photo, `core/tests/data/astronaut_face_192.jpg`):
 //! - cpu against MediaPipe's own runtime (`zoo/mediapipe_graph_peer.py`: a `CalculatorGraph` feeding the same
 //!   float tensor to the model with MediaPipe's kernels for its custom ops), all 7 outputs. That peer needs a Python with the `mediapipe`
-//!   wheel (`$TPU_SDK_MEDIAPIPE_PYTHON`, else the zoo's `.cache/zoo/venv-mp`); CI does not build one, so without
-//!   it the test notes the skip (a failure only with `TPU_SDK_REQUIRE_MEDIAPIPE=1`);
+//!   wheel (`$TPU_SDK_MEDIAPIPE_PYTHON`, else the zoo's `.cache/zoo/venv-mp`, which scripts/test.sh and so CI
+//!   make); without it the test notes the skip (a failure with `TPU_SDK_REQUIRE_MEDIAPIPE=1`, which
+//!   scripts/test.sh sets once the venv imports mediapipe);
 //! - cloud-tpu (the XLA CPU PJRT plugin) against cpu;
 //! - `compile --target edgetpu`: the int8 file keeps the transform matrices float (a float island between
 //!   DEQUANTIZE and QUANTIZE), LiteRT loads and runs it, and our int8 CPU runtime equals LiteRT's builtin kernels

@@ -213,6 +213,14 @@ fn onnx_ports(path: &std::path::Path) -> Option<(Vec<Port>, Vec<Port>)> {
     Some((ins, outs))
 }
 
+/// The pool of sessions made with `threads=None`: one worker per core, shared by every such session (rayon's
+/// global pool would leave the caller's thread running beside its workers). `None` when its threads cannot
+/// start: the caller's thread then runs alone.
+fn default_pool() -> Option<&'static rayon::ThreadPool> {
+    static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
+    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().build().ok()).as_ref()
+}
+
 /// A model prepared for a target (the `tpu_sdk.Session` wrapper in Python holds one).
 #[pyclass(module = "tpu_sdk._native", frozen)]
 struct NativeSession {
@@ -243,11 +251,18 @@ impl NativeSession {
         Ok((model, exe))
     }
 
+    /// Runs `f` inside the session's pool (`threads=N`) or the process-wide default one, so the calling
+    /// thread's serial work does not compete with idle-spinning pool workers (as the CLI runs its commands
+    /// inside `rayon::ThreadPool::install`).
     fn in_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
-        match &self.pool {
+        match self.pool() {
             Some(p) => p.install(f),
             None => f(),
         }
+    }
+
+    fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool.as_ref().or_else(|| default_pool())
     }
 
     /// The feeds (name → array) as tensors in the model's input order, checked against the inputs' dtypes and
@@ -453,7 +468,7 @@ impl NativeSession {
         let cpu = cpu0.zip(tpu_sdk::cmd::bench::process_cpu_time()).map(|(a, b)| b.saturating_sub(a) / iterations as u32);
         let batch = inputs.first().and_then(|t| t.shape.first().copied()).unwrap_or(1).max(1);
         let st = tpu_sdk::cmd::bench::Stats::of(&times, batch);
-        let threads = self.pool.as_ref().map_or_else(rayon::current_num_threads, |p| p.current_num_threads());
+        let threads = self.pool().map_or(1, |p| p.current_num_threads());
         let doc = serde_json::json!({
             "model": self.on.model.model.display().to_string(),
             "target": self.on.target.target,

@@ -525,7 +525,7 @@ pub(super) fn unrolled_scan(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
             shape.remove(axis);
             let dtype = g.value(x).dtype;
             let s = g.add_value(format!("{prefix}/slice{j}"), dtype, shape);
-            nodes.push(Node { name: format!("{prefix}/slice{j}"), op: Op::Gather { axis }, inputs: vec![Some(x), Some(idx)], outputs: vec![s] });
+            nodes.push(Node { name: format!("{prefix}/slice{j}"), op: Op::Gather { axis }, inputs: vec![Some(x), Some(idx)], outputs: vec![s], keep_float: n.keep_float });
             inputs.push(Some(s));
         }
         inputs.extend_from_slice(&n.inputs[ns + m..]);
@@ -545,7 +545,7 @@ pub(super) fn unrolled_scan(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
         }
     }
     for (i, s) in state.iter().enumerate() {
-        nodes.push(Node { name: format!("{base}/final_state{i}"), op: Op::Identity, inputs: vec![*s], outputs: vec![n.outputs[i]] });
+        nodes.push(Node { name: format!("{base}/final_state{i}"), op: Op::Identity, inputs: vec![*s], outputs: vec![n.outputs[i]], keep_float: n.keep_float });
     }
     for (k, mut slices) in stacked.into_iter().enumerate() {
         let axis = *a.output_axes.get(k)?;
@@ -562,11 +562,11 @@ pub(super) fn unrolled_scan(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
             shape.insert(axis, 1);
             let dtype = g.value(*s).dtype;
             let u = if steps == 1 { y } else { g.add_value(format!("{base}/stack{k}_{t}"), dtype, shape) };
-            nodes.push(Node { name: format!("{base}/stack{k}_{t}"), op: Op::Unsqueeze { axes: Some(vec![axis as i64]) }, inputs: vec![Some(*s)], outputs: vec![u] });
+            nodes.push(Node { name: format!("{base}/stack{k}_{t}"), op: Op::Unsqueeze { axes: Some(vec![axis as i64]) }, inputs: vec![Some(*s)], outputs: vec![u], keep_float: n.keep_float });
             parts.push(Some(u));
         }
         if steps > 1 {
-            nodes.push(Node { name: format!("{base}/stack{k}"), op: Op::Concat { axis }, inputs: parts, outputs: vec![y] });
+            nodes.push(Node { name: format!("{base}/stack{k}"), op: Op::Concat { axis }, inputs: parts, outputs: vec![y], keep_float: n.keep_float });
         }
     }
     Some(nodes)
