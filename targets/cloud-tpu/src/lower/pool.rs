@@ -143,26 +143,35 @@ fn window(cx: &mut Cx, node: &Node, x: &V, a: &PoolAttrs, kind: Kind) -> Result<
                         .collect()
                 })
                 .collect();
-            let out_sp = &out_shape[2..];
-            let total: usize = out_sp.iter().product();
-            let mut counts = vec![1.0f64; total];
-            for (idx, c) in counts.iter_mut().enumerate() {
-                let mut rem = idx;
-                for i in (0..nsp).rev() {
-                    *c *= per_dim[i][rem % out_sp[i]];
-                    rem /= out_sp[i];
+            // The divisor is separable: the product of one count per spatial dim. A dim whose counts are all
+            // equal is a scalar factor; each other dim is a 1-D constant broadcast along it, and the factors
+            // multiply into the divisor (exactly: the counts are small integers). A constant of the output's
+            // whole spatial size would grow with the product of the dims (a huge padding made it hundreds of
+            // megabytes of program text).
+            let mut scalar = 1.0f64;
+            let mut divisor: Option<V> = None;
+            for (i, counts) in per_dim.iter().enumerate() {
+                let first = counts.first().copied().unwrap_or(1.0);
+                if counts.iter().all(|&c| c == first) {
+                    scalar *= first;
+                    continue;
                 }
+                let t = Tensor::from_f32(vec![counts.len()], counts.iter().map(|&c| c as f32).collect());
+                let cv = cx.constant(&t);
+                let cv = cx.convert(&cv, x.dtype);
+                let cb = cx.broadcast_in_dim(&cv, &[i + 2], &out_shape);
+                divisor = Some(match divisor {
+                    Some(d) => cx.mul(&d, &cb),
+                    None => cb,
+                });
             }
-            let first = counts.first().copied().unwrap_or(1.0);
-            if counts.iter().all(|&c| c == first) {
-                return Ok(cx.binary_scalar("divide", &sum, first));
-            }
-            let t = Tensor::from_f32(out_sp.to_vec(), counts.iter().map(|&c| c as f32).collect());
-            let cv = cx.constant(&t);
-            let cv = cx.convert(&cv, x.dtype);
-            let dims: Vec<usize> = (2..x.rank()).collect();
-            let cb = cx.broadcast_in_dim(&cv, &dims, &out_shape);
-            Ok(cx.div(&sum, &cb))
+            Ok(match divisor {
+                None => cx.binary_scalar("divide", &sum, scalar),
+                Some(d) => {
+                    let d = if scalar == 1.0 { d } else { cx.binary_scalar("multiply", &d, scalar) };
+                    cx.div(&sum, &d)
+                }
+            })
         }
     }
 }
