@@ -59,6 +59,9 @@ ONNX = {
     "ocr_ddddocr": ("ddddocr==1.6.1", "ddddocr/common.onnx", [f32([1, 1, 64, 160], name="input1")]),
 }
 MEDIAPIPE = ("mediapipe==0.10.14", "--python-version 3.11 --platform manylinux2014_x86_64")
+# what pip resolved for the mediapipe wheel's runtime (numpy<2), pinned so the install does not backtrack; the same
+# list as scripts/test.sh's
+MEDIAPIPE_RUNTIME_PINS = ["numpy==1.26.4", "jax==0.7.1", "jaxlib==0.7.1", "opencv-contrib-python==4.11.0.86", "protobuf==4.25.9"]
 
 
 def fetch_wheel(spec, extra=""):
@@ -149,7 +152,7 @@ def mediapipe_runtime_venv():
     venv = os.path.join(common.CACHE, "venv-mp")
     subprocess.run([shutil.which("python3.11") or sys.executable, "-m", "venv", venv], check=True)
     subprocess.run([os.path.join(venv, "bin", "python"), "-m", "pip", "install", "--quiet", "--disable-pip-version-check",
-                    MEDIAPIPE[0], "numpy<2"], check=True)
+                    MEDIAPIPE[0], *MEDIAPIPE_RUNTIME_PINS], check=True)
     return py
 
 
