@@ -38,15 +38,14 @@ PY
 fi
 export TPU_SDK_MEDIAPIPE_MODELS="$PWD/.cache/mediapipe"
 
-# MediaPipe's own runtime (the mediapipe 0.10.14 wheel in a venv of its own, numpy<2; the versions pip resolved,
-# pinned as zoo/build_wheels.py's MEDIAPIPE_RUNTIME_PINS: 45 s, 1 GB): the peer of the attention
-# face mesh, whose custom ops LiteRT cannot run (cli/tests/mediapipe_attention.rs, zoo/mediapipe_graph_peer.py).
+# MediaPipe's own runtime (the mediapipe 0.10.14 wheel in a venv of its own, `.cache/zoo/venv-mp`, made by the
+# zoo's `build_wheels.mediapipe_runtime_venv` with its pinned versions: 45 s, 1 GB): the peer of the attention face
+# mesh, whose custom ops LiteRT cannot run (cli/tests/mediapipe_attention.rs, zoo/mediapipe_graph_peer.py).
 # Its wheels stop at CPython 3.12: elsewhere the install fails, a warning says so, and that test notes the skip.
 mp_venv=.cache/zoo/venv-mp
 if ! "$mp_venv/bin/python" -c 'import mediapipe' 2>/dev/null; then
     rm -rf "$mp_venv"
-    if ! { python3 -m venv "$mp_venv" && "$mp_venv/bin/pip" install --quiet --disable-pip-version-check mediapipe==0.10.14 numpy==1.26.4 \
-            jax==0.7.1 jaxlib==0.7.1 opencv-contrib-python==4.11.0.86 protobuf==4.25.9 \
+    if ! { .venv/bin/python -c 'import sys; sys.path.insert(0, "zoo"); import build_wheels; build_wheels.mediapipe_runtime_venv()' \
             && "$mp_venv/bin/python" -c 'import mediapipe'; }; then
         echo "=== WARNING: MediaPipe's runtime could not be installed; the attention face mesh is not compared with it ==="
         rm -rf "$mp_venv"

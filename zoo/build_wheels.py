@@ -59,8 +59,8 @@ ONNX = {
     "ocr_ddddocr": ("ddddocr==1.6.1", "ddddocr/common.onnx", [f32([1, 1, 64, 160], name="input1")]),
 }
 MEDIAPIPE = ("mediapipe==0.10.14", "--python-version 3.11 --platform manylinux2014_x86_64")
-# what pip resolved for the mediapipe wheel's runtime (numpy<2), pinned so the install does not backtrack; the same
-# list as scripts/test.sh's
+# what pip resolved for the mediapipe wheel's runtime (numpy<2), pinned so the install does not backtrack
+# (scripts/test.sh installs it through mediapipe_runtime_venv too)
 MEDIAPIPE_RUNTIME_PINS = ["numpy==1.26.4", "jax==0.7.1", "jaxlib==0.7.1", "opencv-contrib-python==4.11.0.86", "protobuf==4.25.9"]
 
 
