@@ -25,22 +25,19 @@ class _Buf:
     def __init__(self, data: bytes) -> None:
         self.d = data
 
-    def u32(self, at: int) -> int:
-        if not 0 <= at <= len(self.d) - 4:
+    def _read(self, fmt: str, at: int) -> int:
+        if not 0 <= at <= len(self.d) - struct.calcsize(fmt):
             raise ValueError("offset out of the file")
-        return struct.unpack_from("<I", self.d, at)[0]
+        return struct.unpack_from(fmt, self.d, at)[0]
+
+    def u32(self, at: int) -> int:
+        return self._read("<I", at)
 
     def i32(self, at: int) -> int:
-        return struct.unpack_from("<i", self.d, at)[0] if 0 <= at <= len(self.d) - 4 else self._bad()
+        return self._read("<i", at)
 
     def u16(self, at: int) -> int:
-        if not 0 <= at <= len(self.d) - 2:
-            raise ValueError("offset out of the file")
-        return struct.unpack_from("<H", self.d, at)[0]
-
-    @staticmethod
-    def _bad() -> int:
-        raise ValueError("offset out of the file")
+        return self._read("<H", at)
 
     def field(self, table: int, index: int) -> Optional[int]:
         """The absolute position of field ``index`` of the table at ``table``, or None when absent."""
