@@ -6,6 +6,8 @@
 //! 4 `DeviceError`, otherwise `Error`), with the CLI's message. The GIL is released while a model loads, runs or
 //! compiles.
 
+mod input_buffer;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -15,6 +17,8 @@ use std::time::{Duration, Instant};
 use numpy::{PyArray1, PyArrayDescrMethods, PyArrayDyn, PyArrayMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyType};
+
+use input_buffer::InputBuffer;
 use tpu_sdk::cmd::{ModelArgs, ModelOnTarget, Opened, TargetArgs};
 use tpu_sdk::core::import::DeclaredDim;
 use tpu_sdk::core::ir::TensorData;
@@ -87,6 +91,7 @@ fn read_array<T: numpy::Element + Copy>(a: &Bound<'_, PyAny>) -> PyResult<(Vec<u
     let arr = a.downcast::<PyArrayDyn<T>>()?;
     let ro = arr.readonly();
     let shape = ro.shape().to_vec();
+    input_buffer::note_copy(ro.len() * std::mem::size_of::<T>());
     let v = match ro.as_slice() {
         Ok(s) => s.to_vec(),
         Err(_) => ro.as_array().iter().copied().collect(),
@@ -131,6 +136,21 @@ fn to_numpy<'py>(py: Python<'py>, t: Tensor) -> PyResult<Bound<'py, PyAny>> {
         TensorData::I64(v) => arr!(v),
         TensorData::Bool(v) => arr!(v),
     })
+}
+
+/// One input of a run: a copy of the caller's array, or the tensor of an `input_array` array, read in place.
+enum Feed<'py> {
+    Copied(Tensor),
+    InPlace(Bound<'py, InputBuffer>),
+}
+
+impl Feed<'_> {
+    fn tensor(&self) -> &Tensor {
+        match self {
+            Feed::Copied(t) => t,
+            Feed::InPlace(b) => b.get().tensor(),
+        }
+    }
 }
 
 /// A model input or output as `Session.inputs` / `.outputs` describe it.
@@ -266,10 +286,10 @@ impl NativeSession {
     }
 
     /// The feeds (name → array) as tensors in the model's input order, checked against the inputs' dtypes and
-    /// fixed dims.
-    fn tensors(&self, py: Python<'_>, feeds: &Bound<'_, PyDict>) -> PyResult<Vec<Tensor>> {
+    /// fixed dims: arrays from `input_array` as they are, others copied.
+    fn tensors<'py>(&self, py: Python<'py>, feeds: &Bound<'py, PyDict>) -> PyResult<Vec<Feed<'py>>> {
         let names: Vec<&str> = self.inputs.iter().map(|p| p.name.as_str()).collect();
-        let mut slots: Vec<Option<Tensor>> = vec![None; self.inputs.len()];
+        let mut slots: Vec<Option<Feed<'py>>> = (0..self.inputs.len()).map(|_| None).collect();
         for (k, v) in feeds.iter() {
             let name: String = k.extract().map_err(|_| input_error(py, format!("feed keys are input names (str), not {}", k.get_type())))?;
             let i = names
@@ -295,7 +315,10 @@ impl NativeSession {
                     ),
                 ));
             }
-            slots[i] = Some(to_tensor(arr.as_any(), port.dtype)?);
+            slots[i] = Some(match InputBuffer::behind(arr) {
+                Some(b) => Feed::InPlace(b),
+                None => Feed::Copied(to_tensor(arr.as_any(), port.dtype)?),
+            });
         }
         slots
             .into_iter()
@@ -306,7 +329,7 @@ impl NativeSession {
 
     /// Runs `inputs` on the executable prepared for their shapes (preparing one when there is none yet), with
     /// the GIL released.
-    fn run_tensors(&self, py: Python<'_>, inputs: &[Tensor]) -> PyResult<Vec<Tensor>> {
+    fn run_tensors(&self, py: Python<'_>, inputs: &[&Tensor]) -> PyResult<Vec<Tensor>> {
         let shapes: Vec<Vec<usize>> = inputs.iter().map(|t| t.shape.clone()).collect();
         let r = py.allow_threads(|| -> anyhow::Result<Vec<Tensor>> {
             let mut prepared = self.prepared.lock().unwrap_or_else(|p| p.into_inner());
@@ -330,7 +353,7 @@ impl NativeSession {
                 }
             };
             let exe = &mut prepared[k].exe;
-            Ok(self.in_pool(|| exe.run(inputs))?)
+            Ok(self.in_pool(|| exe.run_refs(inputs))?)
         });
         r.map_err(|e| to_py(py, e))
     }
@@ -422,9 +445,41 @@ impl NativeSession {
         self.on.model.model.clone()
     }
 
+    /// A zeroed array for input `name` (of `shape`, which inputs with free dims need) that runs read in place:
+    /// fill it and pass it in `run`'s feeds, and it is not copied. A bf16 input gives a float32 array, converted
+    /// on each run.
+    #[pyo3(signature = (name, shape=None))]
+    fn input_array<'py>(&self, py: Python<'py>, name: &str, shape: Option<Vec<usize>>) -> PyResult<Bound<'py, PyAny>> {
+        let names: Vec<&str> = self.inputs.iter().map(|p| p.name.as_str()).collect();
+        let port = self
+            .inputs
+            .iter()
+            .find(|p| p.name == name)
+            .ok_or_else(|| input_error(py, format!("the model has no input '{name}' (inputs: {})", names.join(", "))))?;
+        let shape: Vec<usize> = match shape {
+            Some(s) => {
+                let fits = s.len() == port.shape.len() && port.shape.iter().zip(&s).all(|(w, g)| w.is_none_or(|w| w == *g));
+                if !fits {
+                    let given: Vec<Option<usize>> = s.iter().map(|&d| Some(d)).collect();
+                    return Err(input_error(py, format!("input '{name}' is {}, shape {} does not fit it", shape_text(&port.shape), shape_text(&given))));
+                }
+                s
+            }
+            None => port.shape.iter().map(|d| d.ok_or(())).collect::<Result<_, ()>>().map_err(|_| {
+                input_error(py, format!("input '{name}' is {}: give the shape of the array (shape=[...])", shape_text(&port.shape)))
+            })?,
+        };
+        tpu_sdk::core::limits::check_tensor(&format!("input '{name}'"), port.dtype, &shape).map_err(|e| to_py(py, e.into()))?;
+        match InputBuffer::array(py, port.dtype, &shape)? {
+            Some(a) => Ok(a),
+            None => Ok(numpy::PyArrayDyn::<f32>::zeros(py, numpy::ndarray::IxDyn(&shape), false).into_any()),
+        }
+    }
+
     /// Runs the model on `feeds` (input name → array) and returns output name → array, in output order.
     fn run<'py>(&self, py: Python<'py>, feeds: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-        let inputs = self.tensors(py, feeds)?;
+        let feeds = self.tensors(py, feeds)?;
+        let inputs: Vec<&Tensor> = feeds.iter().map(Feed::tensor).collect();
         let outputs = self.run_tensors(py, &inputs)?;
         let d = PyDict::new(py);
         for (p, t) in self.outputs.iter().zip(outputs) {
@@ -441,18 +496,19 @@ impl NativeSession {
         if iterations == 0 {
             return Err(input_error(py, "iterations must be at least 1".into()));
         }
-        let inputs = match feeds {
+        let feeds = match feeds {
             Some(f) => self.tensors(py, f)?,
             None => {
                 let mut made = Vec::with_capacity(self.inputs.len());
                 for (k, p) in self.inputs.iter().enumerate() {
                     let shape: Vec<usize> = p.shape.iter().map(|d| d.unwrap_or(1)).collect();
                     tpu_sdk::core::limits::check_tensor(&format!("bench's random input '{}'", p.name), p.dtype, &shape).map_err(|e| to_py(py, e.into()))?;
-                    made.push(tpu_sdk::cmd::random_tensor(p.dtype, &shape, k as u64 + 1));
+                    made.push(Feed::Copied(tpu_sdk::cmd::random_tensor(p.dtype, &shape, k as u64 + 1)));
                 }
                 made
             }
         };
+        let inputs: Vec<&Tensor> = feeds.iter().map(Feed::tensor).collect();
         for _ in 0..warmup {
             self.run_tensors(py, &inputs)?;
             py.check_signals()?;
@@ -583,6 +639,25 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> u8 {
     })
 }
 
+/// What the `coral` Interpreter reads from a `.tflite` file itself (JSON text): `inputs` / `outputs` as
+/// `[tensor number, name]` pairs of the first subgraph, and `signatures`: `{key: {"inputs": {name: number},
+/// "outputs": {...}, "subgraph_index": n}}`. Raises `ModelError` for a file that is not a readable TFLite model.
+#[pyfunction]
+fn tflite_interface(py: Python<'_>, path: PathBuf) -> PyResult<String> {
+    let r = py.allow_threads(|| -> tpu_sdk::Result<_> {
+        let bytes = std::fs::read(&path).map_err(|e| tpu_sdk::Error::Io { path: path.display().to_string(), source: e })?;
+        tpu_sdk::core::import::tflite::file_interface(&bytes)
+    });
+    let fi = r.map_err(|e| to_py(py, e.into()))?;
+    let maps = |v: &[(String, u32)]| v.iter().map(|(n, t)| (n.clone(), serde_json::json!(t))).collect::<serde_json::Map<_, _>>();
+    let signatures: serde_json::Map<String, serde_json::Value> = fi
+        .signatures
+        .iter()
+        .map(|d| (d.key.clone(), serde_json::json!({"inputs": maps(&d.inputs), "outputs": maps(&d.outputs), "subgraph_index": d.subgraph_index})))
+        .collect();
+    Ok(serde_json::json!({"inputs": fi.inputs, "outputs": fi.outputs, "signatures": signatures}).to_string())
+}
+
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     // as the CLI: the CPU runtime spreads each GEMM over the rayon pool itself (see tpu_sdk::cmd::main)
@@ -591,10 +666,13 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     }
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_class::<NativeSession>()?;
+    m.add_class::<InputBuffer>()?;
+    m.add_function(wrap_pyfunction!(input_buffer::_input_bytes_copied, m)?)?;
     m.add_function(wrap_pyfunction!(compile, m)?)?;
     m.add_function(wrap_pyfunction!(inspect, m)?)?;
     m.add_function(wrap_pyfunction!(devices, m)?)?;
     m.add_function(wrap_pyfunction!(targets, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(tflite_interface, m)?)?;
     Ok(())
 }

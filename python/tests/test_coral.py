@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
+import tpu_sdk
 from conftest import DATA, EDGETPU_DATA, ROOT, ZOO, litert, need, random_input
 from tpu_sdk.coral import interpreter as tflite
 from tpu_sdk.coral.adapters import classify, common, detect
@@ -46,7 +47,9 @@ def test_interpreter_is_bit_equal_to_litert(path):
             peer.set_tensor(a["index"], x)
             ours.set_tensor(b["index"], x)
         peer.invoke()
+        before = tpu_sdk._native._input_bytes_copied()
         ours.invoke()
+        assert tpu_sdk._native._input_bytes_copied() == before, "invoke copied its input buffers"
         for a, b in zip(peer.get_output_details(), ours.get_output_details()):
             assert (a["name"], a["dtype"], a["quantization"]) == (b["name"], b["dtype"], b["quantization"])
             np.testing.assert_array_equal(ours.get_tensor(b["index"]), peer.get_tensor(a["index"]))

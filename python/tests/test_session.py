@@ -125,6 +125,57 @@ def test_outputs_own_their_memory_and_runs_are_independent():
     assert_close(a, ort_run(CLS, {"x": x}))
 
 
+def test_input_array_is_read_in_place():
+    # an array from input_array is the runtime's own tensor: runs read it with nothing copied in
+    s = tpu_sdk.Session(CLS, input_shapes={"x": [1, 3, 48, 192]})
+    a = s.input_array("x")
+    assert a.shape == (1, 3, 48, 192) and a.dtype == np.float32 and a.flags.writeable and not a.any()
+    copied = tpu_sdk._native._input_bytes_copied
+    for seed in (11, 12):
+        x = random_input(np.float32, a.shape, seed=seed)
+        a[...] = x
+        before = copied()
+        ours = s.run({"x": a})
+        assert copied() == before, "an input_array array was copied"
+        assert_close(ours, ort_run(CLS, {"x": x}))
+    # any other array is copied once, and counted
+    before = copied()
+    assert_close(s.run({"x": x.copy()}), ours, rtol=0, atol=0)
+    assert copied() == before + x.nbytes
+    # a view of the whole array in C order is the same memory: read in place too
+    before = copied()
+    assert_close(s.run({"x": a.reshape(1, 3, 48, 192)}), ours, rtol=0, atol=0)
+    assert copied() == before
+    # a strided view is not the tensor's layout: copied, and still right
+    t = s.input_array("x", [1, 3, 48, 192])
+    t[...] = x
+    assert_close(s.run({"x": t[:, ::-1][:, ::-1]}), ours, rtol=0, atol=0)
+    # the array keeps its memory after the session is gone
+    del s
+    import gc
+
+    gc.collect()
+    a[...] = 2.0
+    assert float(a.sum()) == 2.0 * a.size
+
+
+def test_input_array_shapes_and_names():
+    s = tpu_sdk.Session(CLS)  # free N, H, W
+    with pytest.raises(tpu_sdk.InputError, match="give the shape"):
+        s.input_array("x")
+    with pytest.raises(tpu_sdk.InputError, match="does not fit"):
+        s.input_array("x", [1, 4, 48, 192])
+    with pytest.raises(tpu_sdk.InputError, match="no input 'y'"):
+        s.input_array("y", [1, 3, 48, 192])
+    with pytest.raises(tpu_sdk.Error, match="memory"):
+        s.input_array("x", [1 << 20, 3, 1 << 20, 1 << 10])
+    a = s.input_array("x", [2, 3, 48, 96])
+    a[...] = random_input(np.float32, a.shape, seed=5)
+    before = tpu_sdk._native._input_bytes_copied()
+    assert_close(s.run({"x": a}), ort_run(CLS, {"x": np.array(a)}))
+    assert tpu_sdk._native._input_bytes_copied() == before
+
+
 def test_threads_share_a_session():
     # the GIL is released while a model runs: four Python threads run one session at once
     s = tpu_sdk.Session(CLS, input_shapes={"x": [1, 3, 48, 192]})

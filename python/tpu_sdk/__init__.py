@@ -120,9 +120,24 @@ class Session:
             out[k] = v
         return out
 
+    def input_array(self, name: str, shape: Optional[Sequence[int]] = None) -> _np.ndarray:
+        """A zeroed numpy array for input ``name`` that :meth:`run` reads in place, with no copy: fill it
+        (``a[...] = x``, or decode an image into it) and pass it in the feeds, as often as you like. ``shape``
+        is needed for inputs with free dimensions. Arrays from anywhere else are copied once per run.
+
+        The array's memory is the runtime's: do not write to it from another thread while a run that reads
+        it is in progress (the GIL is released during runs). A bf16 input gives a float32 array, converted on
+        each run.
+
+        Raises :class:`InputError` for an unknown name or a shape that does not fit the input."""
+        return self._native.input_array(name, None if shape is None else [int(d) for d in shape])
+
     def run(self, feeds: Mapping[str, Any]) -> Dict[str, _np.ndarray]:
         """Runs the model on ``feeds`` (input name → numpy array of the input's dtype and shape) and returns
         output name → numpy array, in the model's output order. The GIL is released while the model runs.
+
+        Copies: arrays from :meth:`input_array` are read in place; other arrays are copied once. Outputs are
+        new arrays that take over the runtime's buffers (not copied).
 
         Raises :class:`InputError` for an unknown or missing input name or an array of another dtype or
         shape than the input's."""

@@ -40,4 +40,7 @@ impl Executable for Session {
     fn run(&mut self, inputs: &[Tensor]) -> crate::Result<Vec<Tensor>> {
         Session::run(self, inputs)
     }
+    fn run_refs(&mut self, inputs: &[&Tensor]) -> crate::Result<Vec<Tensor>> {
+        Session::run_refs(self, inputs)
+    }
 }

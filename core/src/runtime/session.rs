@@ -3,8 +3,8 @@
 //! Planning (in [`Session::new`]) verifies the graph, skips nodes that inference folded to constants, and
 //! assigns every computed value a buffer from a pool: when a value's last reader has run, its buffer goes back
 //! to the pool and a later value of the same dtype reuses it (best fit by size). Buffers keep their capacity
-//! between runs, so after the first run a steady-state run allocates no tensor memory; only the returned
-//! output copies are new.
+//! between runs, so after the first run a steady-state run allocates no tensor memory but the outputs it
+//! returns: their buffers are handed to the caller, not copied, and allocated again by the next run.
 //!
 //! Threads: a `Session` is `Send + Sync`. [`Session::run`] takes `&mut self` because it writes the planned
 //! buffers, so one session serves one run at a time: share it across threads behind a `Mutex`, or give each
@@ -274,10 +274,28 @@ impl Session {
     /// Runs the graph on `inputs` (in graph input order) and returns the outputs in graph output order.
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         let refs: Vec<&Tensor> = inputs.iter().collect();
-        self.check_input_refs(&refs)?;
-        self.execute(&refs)?;
+        self.run_refs(&refs)
+    }
+
+    /// [`Session::run`] on borrowed inputs: nothing is copied in (kernels read the caller's tensors), and
+    /// nothing is copied out: each output's planned buffer is handed over (the next run allocates it again).
+    /// Only an output that is a constant, an input, or listed twice is a copy.
+    pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        self.check_input_refs(inputs)?;
+        self.execute(inputs)?;
         let Session { graph, srcs, bufs, .. } = self;
-        Ok(graph.outputs.iter().map(|o| resolve(graph, &refs, bufs, srcs[o.0].expect("planned: outputs are computed")).clone()).collect())
+        let mut handed = vec![false; bufs.len()];
+        Ok(graph
+            .outputs
+            .iter()
+            .map(|o| match srcs[o.0].expect("planned: outputs are computed") {
+                Src::Buf(b) if !handed[b] => {
+                    handed[b] = true;
+                    std::mem::take(&mut bufs[b])
+                }
+                s => resolve(graph, inputs, bufs, s).clone(),
+            })
+            .collect())
     }
 
     /// Runs the graph on borrowed inputs and copies the outputs into `outputs` (one per graph output), reusing

@@ -23,11 +23,22 @@ pub use options::{CloudTpuOptions, EdgeTpuOptions, Emit, IoDType, OptionError, P
 pub trait Executable: Send {
     /// Runs on `inputs` (graph input order) and returns outputs in graph output order.
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>>;
+
+    /// [`Executable::run`] on borrowed inputs, for callers that hold tensors they cannot give away (the Python
+    /// package's arrays). The default copies them; an executable that reads inputs in place (the CPU
+    /// runtime) overrides it to copy nothing.
+    fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        let owned: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
+        self.run(&owned)
+    }
 }
 
 impl Executable for Box<dyn Executable> {
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         (**self).run(inputs)
+    }
+    fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        (**self).run_refs(inputs)
     }
 }
 

@@ -7,16 +7,26 @@ quantization_parameters, sparsity_parameters), ``set_tensor``, ``invoke``, ``get
 tflite_runtime reports them) and the signature defs are the file's; only the inputs and outputs can be read.
 """
 
+import json
 import os
-import struct
 import tempfile
-from typing import Any, Callable, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence
 
 import numpy as np
 
 import tpu_sdk
-from tpu_sdk._errors import InputError
-from tpu_sdk.coral._tflite_file import TfliteIo, read_io
+from tpu_sdk import _native
+from tpu_sdk._errors import Error, InputError
+
+
+class TfliteIo(NamedTuple):
+    """The TFLite file's own interface, read by the library's TFLite reader (``_native.tflite_interface``)."""
+
+    inputs: List[int]
+    outputs: List[int]
+    tensor_names: Dict[int, str]
+    # signature key -> {"inputs": {name: tensor index}, "outputs": {name: tensor index}, "subgraph_index": int}
+    signatures: Dict[str, Dict[str, Any]]
 
 
 class Delegate:
@@ -43,10 +53,11 @@ def _file_io(path: str) -> Optional[TfliteIo]:
     """The TFLite file's input/output tensor numbers and signatures; None for another format or a file this
     reader cannot follow (the session's own errors say what is wrong with it)."""
     try:
-        with open(path, "rb") as f:
-            return read_io(f.read())
-    except (OSError, ValueError, UnicodeDecodeError, struct.error):
+        doc = json.loads(_native.tflite_interface(path))
+    except Error:
         return None
+    names = {int(t): str(n) for t, n in doc["inputs"] + doc["outputs"]}
+    return TfliteIo([int(t) for t, _ in doc["inputs"]], [int(t) for t, _ in doc["outputs"]], names, doc["signatures"])
 
 
 def _signature(shape: Sequence[Optional[int]]) -> np.ndarray:
@@ -156,8 +167,11 @@ class Interpreter:
         return self._target
 
     def allocate_tensors(self) -> None:
-        """Allocates the input and output buffers (again after :meth:`resize_tensor_input`)."""
-        self._bufs = [np.zeros(tuple(d["shape"]), dtype=d["dtype"]) for d in self._in + self._out]
+        """Allocates the input and output buffers (again after :meth:`resize_tensor_input`). The input buffers
+        are the runtime's own (``Session.input_array``): what :meth:`set_tensor` or ``tensor(i)()[...] = x``
+        writes there is read in place by :meth:`invoke`, with no further copy."""
+        ins = [self._session.input_array(d["name"], [int(x) for x in d["shape"]]) for d in self._in]
+        self._bufs = ins + [np.zeros(tuple(d["shape"]), dtype=d["dtype"]) for d in self._out]
         self._allocated = True
 
     def _need_allocated(self) -> None:

@@ -86,6 +86,64 @@ pub fn load_bytes(bytes: &[u8], opts: &ImportOptions) -> Result<Graph> {
     Ok(imp.g)
 }
 
+/// A TFLite file's interface as tflite_runtime's Interpreter reports it: the first subgraph's input and output
+/// tensor numbers with their names (as the importer names the values), and the signature defs.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct FileInterface {
+    /// (tensor number, name) of each input of the first subgraph, in order.
+    pub inputs: Vec<(u32, String)>,
+    /// (tensor number, name) of each output of the first subgraph, in order.
+    pub outputs: Vec<(u32, String)>,
+    /// The signature defs, in file order.
+    pub signatures: Vec<SignatureDef>,
+}
+
+/// One SavedModel signature of a TFLite file: names for tensors of a subgraph.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct SignatureDef {
+    /// `signature_key` (`serving_default` for TF's converter).
+    pub key: String,
+    /// The subgraph the tensor numbers belong to.
+    pub subgraph_index: u32,
+    /// (signature name, tensor number) of each input.
+    pub inputs: Vec<(String, u32)>,
+    /// (signature name, tensor number) of each output.
+    pub outputs: Vec<(String, u32)>,
+}
+
+/// Reads a `.tflite` file's [`FileInterface`] without importing it (the file is verified first).
+pub fn file_interface(bytes: &[u8]) -> Result<FileInterface> {
+    let model = parse_model(bytes).map_err(|e| Error::InvalidModel(e.to_string()))?;
+    let sg = model.subgraphs().filter(|s| !s.is_empty()).map(|s| s.get(0)).ok_or_else(|| Error::InvalidModel("the model has no subgraphs".into()))?;
+    let tensors = sg.tensors();
+    let named = |list: Vec<i32>, what: &str| -> Result<Vec<(u32, String)>> {
+        list.into_iter()
+            .map(|t| {
+                let i = u32::try_from(t).map_err(|_| Error::InvalidModel(format!("{what} tensor #{t} does not exist")))?;
+                let tensor = get(tensors, i as usize).ok_or_else(|| Error::InvalidModel(format!("{what} tensor #{t} does not exist")))?;
+                Ok((i, tensor.name().filter(|s| !s.is_empty()).map(str::to_string).unwrap_or_else(|| format!("tensor_{t}"))))
+            })
+            .collect()
+    };
+    let maps = |v: Option<flatbuffers::Vector<'_, flatbuffers::ForwardsUOffset<crate::format::tflite::schema::TensorMap<'_>>>>| -> Vec<(String, u32)> {
+        v.map(|v| v.iter().map(|m| (m.name().unwrap_or("").to_string(), m.tensor_index())).collect()).unwrap_or_default()
+    };
+    let signatures = model
+        .signature_defs()
+        .map(|v| {
+            v.iter()
+                .map(|d| SignatureDef {
+                    key: d.signature_key().unwrap_or("").to_string(),
+                    subgraph_index: d.subgraph_index(),
+                    inputs: maps(d.inputs()),
+                    outputs: maps(d.outputs()),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(FileInterface { inputs: named(to_vec(sg.inputs()), "input")?, outputs: named(to_vec(sg.outputs()), "output")?, signatures })
+}
+
 /// The first subgraph's inputs as the file declares them, -1 in `shape_signature` as a free dimension; reads
 /// the model without importing it.
 pub fn declared_inputs(path: &Path) -> Result<Vec<super::DeclaredInput>> {

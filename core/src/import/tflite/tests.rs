@@ -9,6 +9,11 @@ use super::*;
 fn malformed_files_give_errors_never_panics() {
     let good = conv_model(bo::CONV_2D).to_bytes();
     let opts = ImportOptions::default();
+    let sg = &conv_model(bo::CONV_2D).subgraphs[0];
+    let fi = file_interface(&good).unwrap();
+    assert_eq!(fi.inputs.iter().map(|(t, _)| *t as i32).collect::<Vec<_>>(), sg.inputs);
+    assert_eq!(fi.outputs.iter().map(|(t, _)| *t as i32).collect::<Vec<_>>(), sg.outputs);
+    assert!(fi.signatures.is_empty());
     // Not a model.
     let e = load_bytes(b"hello world, not a model", &opts).unwrap_err().to_string();
     assert!(e.contains("not a TFLite model") && e.contains("TFL3"), "{e}");
@@ -16,6 +21,7 @@ fn malformed_files_give_errors_never_panics() {
     // Every truncation.
     for n in 0..good.len() {
         assert!(load_bytes(&good[..n], &opts).is_err(), "truncated to {n} bytes was accepted");
+        assert!(file_interface(&good[..n]).is_err(), "truncated to {n} bytes: its interface was read");
     }
     // Root offset pointing outside the buffer.
     let mut bad = good.clone();
@@ -28,6 +34,7 @@ fn malformed_files_give_errors_never_panics() {
             let mut b = good.clone();
             b[i] = v;
             let _ = load_bytes(&b, &opts);
+            let _ = file_interface(&b);
         }
     }
 }

@@ -276,6 +276,12 @@ impl Interpreter {
 
     /// Runs one inference.
     pub fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        self.run_refs(&refs)
+    }
+
+    /// [`Interpreter::run`] on borrowed inputs (they are copied into the TFLite interpreter's tensors either way).
+    pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         if inputs.len() != self.inputs.len() {
             return Err(Error::InputMismatch(format!("the model takes {} inputs, {} given", self.inputs.len(), inputs.len())));
         }
@@ -312,6 +318,9 @@ impl Interpreter {
 impl Executable for Interpreter {
     fn run(&mut self, inputs: &[Tensor]) -> Result<Vec<Tensor>> {
         Interpreter::run(self, inputs)
+    }
+    fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
+        Interpreter::run_refs(self, inputs)
     }
 }
 
