@@ -25,7 +25,7 @@ pub struct Args {
     /// Input .npy files (default: deterministic random data of the model's input types).
     #[arg(long = "input", value_name = "[NAME=]FILE")]
     inputs: Vec<InputSpec>,
-    /// Print the ten op kinds that take the most time (CPU target).
+    /// Print the ten op kinds and the ten nodes that take the most time (CPU target).
     #[arg(long)]
     profile: bool,
     /// Run one copy of the model on every device of the target at once (edgetpu: every Edge TPU libedgetpu
@@ -72,6 +72,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     }
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
+    let mut slowest: Vec<(String, Duration)> = Vec::new();
     let (times, cpu) = if a.profile && a.on.target.target == "cpu" {
         let mut s = tpu_sdk::core::runtime::Session::new(g.clone())?;
         let timed = time_runs(&a, &mut |x: &[Tensor], timed: bool| {
@@ -90,13 +91,27 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
         profile_table = by_op.into_iter().map(|(k, (d, c))| (k, d / a.iterations as u32, c)).collect();
         profile_table.sort_by(|x, y| y.1.cmp(&x.1));
         profile_table.truncate(10);
+        let sg = s.graph();
+        slowest = sg
+            .nodes
+            .iter()
+            .zip(s.profile().unwrap_or(&[]))
+            .map(|(n, d)| {
+                let out = n.outputs.first().map(|&o| sg.value(o)).map_or(String::new(), |v| format!(" -> {}{:?}", v.dtype, v.shape));
+                // TFLite names join every fused op's name with ';': the first says which layer it is
+                let name: String = n.name.split(';').next().unwrap_or("").chars().take(72).collect();
+                (format!("{} '{name}'{out}", n.op.name()), *d / a.iterations as u32)
+            })
+            .collect();
+        slowest.sort_by(|x, y| y.1.cmp(&x.1));
+        slowest.truncate(10);
         timed
     } else {
         let mut exe = target.prepare(model.graph().clone())?;
         time_runs(&a, &mut |x: &[Tensor], _| exe.run(x).map(drop), &inputs)?
     };
     let cpu_per_run = cpu.map(|c| c / a.iterations as u32);
-    report(&a, &times, cpu_per_run, batch, threads, &profile_table)
+    report(&a, &times, cpu_per_run, batch, threads, &profile_table, &slowest)
 }
 
 type RunFn<'a> = dyn FnMut(&[Tensor], bool) -> tpu_sdk::Result<()> + 'a;
@@ -307,14 +322,24 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-fn report(a: &Args, times: &[Duration], cpu_per_run: Option<Duration>, batch: usize, threads: usize, profile: &[(String, Duration, usize)]) -> Result<()> {
+/// Prints the report; `profile` is time per op kind, `slowest` the slowest nodes (`Op 'name' -> f32[..]`).
+fn report(
+    a: &Args,
+    times: &[Duration],
+    cpu_per_run: Option<Duration>,
+    batch: usize,
+    threads: usize,
+    profile: &[(String, Duration, usize)],
+    slowest: &[(String, Duration)],
+) -> Result<()> {
     let st = Stats::of(times, batch);
     if a.json {
         let profile: Vec<_> = profile.iter().map(|(op, d, n)| json!({"op": op, "nodes": n, "ms_per_run": ms(*d)})).collect();
+        let slowest: Vec<_> = slowest.iter().map(|(node, d)| json!({"node": node, "ms_per_run": ms(*d)})).collect();
         let doc = json_doc(
             a,
             batch,
-            json!({"threads": threads, "latency_ms": st.json(), "cpu_ms_per_run": cpu_per_run.map(ms), "throughput_per_s": st.throughput, "profile": profile}),
+            json!({"threads": threads, "latency_ms": st.json(), "cpu_ms_per_run": cpu_per_run.map(ms), "throughput_per_s": st.throughput, "profile": profile, "slowest_nodes": slowest}),
         );
         println!("{}", serde_json::to_string_pretty(&doc)?);
         return Ok(());
@@ -339,6 +364,10 @@ fn report(a: &Args, times: &[Duration], cpu_per_run: Option<Duration>, batch: us
         println!("time per run by op:");
         for (op, d, n) in profile {
             println!("  {op:<24} {:>9.3} ms  ({n} nodes)", ms(*d));
+        }
+        println!("slowest nodes:");
+        for (node, d) in slowest {
+            println!("  {:>9.3} ms  {node}", ms(*d));
         }
     }
     Ok(())

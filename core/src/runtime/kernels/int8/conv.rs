@@ -530,10 +530,12 @@ unsafe fn dw_block64(
 ) -> [std::arch::x86_64::__m512i; 4] {
     use std::arch::x86_64::*;
     let mut a = [b; 4];
+    // only the vectors that hold outputs (small planes fill one or two)
+    let nv = rem.div_ceil(16).min(4);
     for (&off, &wt) in offs.iter().zip(w) {
         let wv = _mm512_set1_epi32(wt as u16 as i32);
         let src = pad.as_ptr().add(off + at);
-        for (v, av) in a.iter_mut().enumerate() {
+        for (v, av) in a.iter_mut().enumerate().take(nv) {
             let x = _mm512_cvtepi16_epi32(_mm256_maskz_loadu_epi16(tail_mask(rem, v), src.add(16 * v)));
             *av = _mm512_add_epi32(*av, _mm512_madd_epi16(x, wv));
         }
