@@ -13,6 +13,16 @@ use crate::oracle::{python_or_default, skip};
 /// (input name, tensor) pairs, using the Python `py` and the scratch folder `dir`; returns the outputs in
 /// the model's order. Panics when onnxruntime fails.
 pub fn run_model(py: &Path, model: &Path, inputs: &[(String, Tensor)], dir: &Path) -> Vec<Tensor> {
+    run_model_on(py, model, inputs, dir, false)
+}
+
+/// [`run_model`] on onnx's reference evaluator (`onnx.reference.ReferenceEvaluator`) instead of onnxruntime:
+/// for what onnxruntime does not implement (batch-major recurrent layers, `layout=1`).
+pub fn run_model_reference(py: &Path, model: &Path, inputs: &[(String, Tensor)], dir: &Path) -> Vec<Tensor> {
+    run_model_on(py, model, inputs, dir, true)
+}
+
+fn run_model_on(py: &Path, model: &Path, inputs: &[(String, Tensor)], dir: &Path, reference: bool) -> Vec<Tensor> {
     std::fs::create_dir_all(dir).unwrap();
     let mut args = Vec::new();
     for (k, (name, t)) in inputs.iter().enumerate() {
@@ -21,8 +31,9 @@ pub fn run_model(py: &Path, model: &Path, inputs: &[(String, Tensor)], dir: &Pat
         args.push(format!("{name}={}", p.display()));
     }
     let out_dir = dir.join("ort");
-    let st = Command::new(py).arg(crate::repo().join("scripts/ort_run.py")).arg(model).arg(&out_dir).args(&args).status().unwrap();
-    assert!(st.success(), "onnxruntime failed on {}", model.display());
+    let flag: &[&str] = if reference { &["--reference"] } else { &[] };
+    let st = Command::new(py).arg(crate::repo().join("scripts/ort_run.py")).args(flag).arg(model).arg(&out_dir).args(&args).status().unwrap();
+    assert!(st.success(), "{} failed on {}", if reference { "onnx's reference evaluator" } else { "onnxruntime" }, model.display());
     let mut outs = Vec::new();
     for k in 0.. {
         let p = out_dir.join(format!("output_{k}.npy"));

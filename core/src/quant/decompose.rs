@@ -150,6 +150,18 @@ impl Emit<'_> {
         self.nodes.push(Node { name, op, inputs: inputs.iter().map(|&i| Some(i)).collect(), outputs: vec![v], keep_float: false });
         v
     }
+    /// `parts` equal pieces of `x` along axis 1, each of `shape`.
+    fn split(&mut self, what: &str, x: ValueId, parts: usize, shape: &[usize]) -> Vec<ValueId> {
+        let outs: Vec<ValueId> = (0..parts).map(|k| self.g.add_value(format!("{}/{what}_{k}", self.base), DType::F32, shape.to_vec())).collect();
+        self.nodes.push(Node {
+            name: format!("{}/{what}", self.base),
+            op: Op::Split { axis: 1, split: None, num_outputs: parts },
+            inputs: vec![Some(x)],
+            outputs: outs.clone(),
+            keep_float: false,
+        });
+        outs
+    }
     fn reshape(&mut self, what: &str, x: ValueId, shape: &[usize]) -> ValueId {
         let s = self.g.add_constant(format!("{}/{what}_shape", self.base), Tensor::from_vec(vec![shape.len()], shape.iter().map(|&d| d as i64).collect()).expect("1-D"));
         let name = format!("{}/{what}", self.base);
@@ -479,6 +491,176 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
 
 /// The longest sequence [`unrolled_lstm`] unrolls (each step adds about twenty ops).
 pub const MAX_UNROLLED_STEPS: usize = 16;
+
+/// A GRU of static length unrolled into the cell's arithmetic, step by step and direction by direction (TFLite
+/// has no GRU op; TensorFlow's converter unrolls Keras GRUs the same way). Per step, with ONNX's gate order
+/// z, r, h and `x_t` the step's slice of X:
+/// `xg = x_t·Wᵀ + (Wb + [Rb_z, Rb_r, 0 or Rb_h])`, `hg = h·R_zrᵀ`, `z = σ(xg_z + hg_z)`, `r = σ(xg_r + hg_r)`;
+/// `linear_before_reset`: `n = tanh(xg_h + r·(h·R_hᵀ + Rb_h))`, otherwise `n = tanh(xg_h + (r·h)·R_hᵀ)` (Rb_h
+/// then in `xg`); `h' = n + z·(h − n)`, which is `(1 − z)·n + z·h`. Y stacks each direction's states in
+/// time order (a reverse direction runs from the last step); Y_h is each direction's last state. Every op has
+/// float and int8 TFLite kernels. `None` (the node stays, and the exporter refuses it by name) for other
+/// activations than sigmoid and tanh, clip, `sequence_lens` shorter than the sequence, non-constant weights,
+/// a dynamic or zero length, or more than [`MAX_UNROLLED_SCAN_NODES`] nodes.
+pub(super) fn unrolled_gru(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
+    use crate::ir::ops::recurrent::{input, RnnActivation as Act, RnnCell};
+    let Op::Rnn(a) = &n.op else { return None };
+    let dirs = a.direction.count();
+    if a.cell != RnnCell::Gru || a.clip.is_some() || (0..dirs).any(|d| a.activations_of(d) != [Act::Sigmoid, Act::Tanh]) {
+        return None;
+    }
+    let x = n.input(input::X)?;
+    let xs = g.value(x).shape.clone();
+    if g.value(x).dtype != DType::F32 || g.value(x).dynamic || xs.len() != 3 {
+        return None;
+    }
+    let (seq_axis, batch_axis) = if a.batch_major { (1, 0) } else { (0, 1) };
+    let (seq, batch, isz, hid) = (xs[seq_axis], xs[batch_axis], xs[2], a.hidden_size);
+    if seq == 0 || seq.saturating_mul(dirs).saturating_mul(20) > MAX_UNROLLED_SCAN_NODES {
+        return None;
+    }
+    if let Some(l) = n.input(input::SEQ_LENS) {
+        let full = g.value(l).constant.as_ref().is_some_and(|c| c.to_i64_vec().iter().all(|&s| s == seq as i64));
+        if !full {
+            return None;
+        }
+    }
+    let constant = |i: usize| n.input(i).and_then(|v| g.value(v).constant.clone());
+    let (w, r) = (constant(input::W)?, constant(input::R)?);
+    let (wv, rv) = (w.as_f32()?.to_vec(), r.as_f32()?.to_vec());
+    let bv = match n.input(input::B) {
+        Some(_) => constant(input::B)?.as_f32()?.to_vec(),
+        None => vec![0.0; dirs * 6 * hid],
+    };
+    if wv.len() != dirs * 3 * hid * isz || rv.len() != dirs * 3 * hid * hid || bv.len() != dirs * 6 * hid {
+        return None;
+    }
+    if let Some(h0) = n.input(input::INITIAL_H) {
+        let want = if a.batch_major { [batch, dirs, hid] } else { [dirs, batch, hid] };
+        if g.value(h0).shape != want || g.value(h0).dtype != DType::F32 {
+            return None;
+        }
+    }
+    let base = n.name.clone();
+    let gemm_t = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true, activation: None };
+    let mut e = Emit { g, nodes: Vec::new(), base: base.clone() };
+    let mut ys: Vec<Vec<ValueId>> = vec![Vec::new(); dirs]; // per direction, in time order
+    let mut finals = Vec::with_capacity(dirs);
+    for d in 0..dirs {
+        let (wd, rd, bd) = (&wv[d * 3 * hid * isz..(d + 1) * 3 * hid * isz], &rv[d * 3 * hid * hid..(d + 1) * 3 * hid * hid], &bv[d * 6 * hid..(d + 1) * 6 * hid]);
+        let (wb, rb) = bd.split_at(3 * hid);
+        // the input projection's bias: Wb, plus Rb for z and r, and Rb_h unless it is applied before the reset
+        let xbias: Vec<f32> = (0..3 * hid).map(|k| wb[k] + if k < 2 * hid || !a.linear_before_reset { rb[k] } else { 0.0 }).collect();
+        let wc = e.g.add_constant(format!("{base}/d{d}/w"), Tensor::from_f32(vec![3 * hid, isz], wd.to_vec()));
+        let xb = e.g.add_constant(format!("{base}/d{d}/x_bias"), Tensor::from_f32(vec![3 * hid], xbias));
+        let (rzr, rh) = rd.split_at(2 * hid * hid);
+        let rzr = e.g.add_constant(format!("{base}/d{d}/r_zr"), Tensor::from_f32(vec![2 * hid, hid], rzr.to_vec()));
+        let rh = e.g.add_constant(format!("{base}/d{d}/r_h"), Tensor::from_f32(vec![hid, hid], rh.to_vec()));
+        let rbh = e.g.add_constant(format!("{base}/d{d}/r_bias_h"), Tensor::from_f32(vec![hid], rb[2 * hid..].to_vec()));
+        // `None`: the zero state (no initial_h, or a constant zero one), whose first step needs no recurrent
+        // products (and a constant operand of a FULLY_CONNECTED would not quantize)
+        let zero_h0 = n.input(input::INITIAL_H).is_none_or(|v| e.g.value(v).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&x| x == 0.0)));
+        let mut h: Option<ValueId> = match n.input(input::INITIAL_H) {
+            Some(h0) if !zero_h0 => {
+                let idx = e.g.add_constant(format!("{base}/d{d}/index"), Tensor::from_vec(vec![], vec![d as i64]).expect("scalar"));
+                Some(e.op(&format!("d{d}/h0"), Op::Gather { axis: if a.batch_major { 1 } else { 0 } }, &[h0, idx], &[batch, hid]))
+            }
+            _ => None,
+        };
+        let reverse = (dirs == 2 && d == 1) || matches!(a.direction, crate::ir::ops::recurrent::RnnDirection::Reverse);
+        let mut hs = vec![None; seq];
+        let bin = |e: &mut Emit, what: String, op: BinaryOp, x: ValueId, y: ValueId| e.op(&what, Op::Binary(op, None), &[x, y], &[batch, hid]);
+        for k in 0..seq {
+            let t = if reverse { seq - 1 - k } else { k };
+            let s = format!("d{d}/t{t}");
+            let idx = e.g.add_constant(format!("{base}/{s}/index"), Tensor::from_vec(vec![], vec![t as i64]).expect("scalar"));
+            let xt = e.op(&format!("{s}/x"), Op::Gather { axis: seq_axis }, &[x, idx], &[batch, isz]);
+            let xg = e.op(&format!("{s}/xw"), gemm_t.clone(), &[xt, wc, xb], &[batch, 3 * hid]);
+            let xparts = e.split(&format!("{s}/xw_split"), xg, 3, &[batch, hid]);
+            let (zsum, rsum) = match h {
+                Some(h) => {
+                    let hg = e.op(&format!("{s}/hr"), gemm_t.clone(), &[h, rzr], &[batch, 2 * hid]);
+                    let hparts = e.split(&format!("{s}/hr_split"), hg, 2, &[batch, hid]);
+                    (bin(&mut e, format!("{s}/z_in"), BinaryOp::Add, xparts[0], hparts[0]), bin(&mut e, format!("{s}/r_in"), BinaryOp::Add, xparts[1], hparts[1]))
+                }
+                None => (xparts[0], xparts[1]),
+            };
+            let z = e.op(&format!("{s}/z"), Op::Unary(UnaryOp::Sigmoid), &[zsum], &[batch, hid]);
+            let rg = e.op(&format!("{s}/r"), Op::Unary(UnaryOp::Sigmoid), &[rsum], &[batch, hid]);
+            let recurrent = match (h, a.linear_before_reset) {
+                (Some(h), true) => {
+                    let hh = e.op(&format!("{s}/hr_h"), gemm_t.clone(), &[h, rh, rbh], &[batch, hid]);
+                    Some(bin(&mut e, format!("{s}/reset"), BinaryOp::Mul, rg, hh))
+                }
+                (Some(h), false) => {
+                    let reset = bin(&mut e, format!("{s}/reset"), BinaryOp::Mul, rg, h);
+                    Some(e.op(&format!("{s}/hr_h"), gemm_t.clone(), &[reset, rh], &[batch, hid]))
+                }
+                // h = 0: h·R_hᵀ is 0, leaving r·Rb_h before the reset (and nothing after it)
+                (None, true) => Some(bin(&mut e, format!("{s}/reset"), BinaryOp::Mul, rg, rbh)),
+                (None, false) => None,
+            };
+            let nsum = match recurrent {
+                Some(v) => bin(&mut e, format!("{s}/n_in"), BinaryOp::Add, xparts[2], v),
+                None => xparts[2],
+            };
+            let nv = e.op(&format!("{s}/n"), Op::Unary(UnaryOp::Tanh), &[nsum], &[batch, hid]);
+            let next = match h {
+                Some(h) => {
+                    let diff = bin(&mut e, format!("{s}/h_minus_n"), BinaryOp::Sub, h, nv);
+                    let kept = bin(&mut e, format!("{s}/z_h_minus_n"), BinaryOp::Mul, z, diff);
+                    bin(&mut e, format!("{s}/h"), BinaryOp::Add, nv, kept)
+                }
+                None => {
+                    // (1 − z)·n = n − z·n
+                    let zn = bin(&mut e, format!("{s}/z_n"), BinaryOp::Mul, z, nv);
+                    bin(&mut e, format!("{s}/h"), BinaryOp::Sub, nv, zn)
+                }
+            };
+            h = Some(next);
+            hs[t] = Some(next);
+        }
+        let h = h.expect("at least one step");
+        ys[d] = hs.into_iter().map(|v| v.expect("every step ran")).collect();
+        finals.push(h);
+    }
+    // Y: [seq, dirs, batch, hid] (layout 0) or [batch, seq, dirs, hid] (layout 1)
+    if let Some(&y) = n.outputs.first() {
+        let step_shape: Vec<usize> = if a.batch_major { vec![batch, 1, 1, hid] } else { vec![1, 1, batch, hid] };
+        let (dir_axis, seq_out_axis) = if a.batch_major { (2, 1) } else { (1, 0) };
+        let mut steps = Vec::with_capacity(seq);
+        for t in 0..seq {
+            let per_dir: Vec<ValueId> = (0..dirs).map(|d| e.reshape(&format!("d{d}/t{t}/y"), ys[d][t], &step_shape)).collect();
+            let mut shape = step_shape.clone();
+            shape[dir_axis] = dirs;
+            steps.push(if dirs == 1 { per_dir[0] } else { e.op(&format!("t{t}/y"), Op::Concat { axis: dir_axis }, &per_dir, &shape) });
+        }
+        let mut shape = step_shape;
+        shape[dir_axis] = dirs;
+        shape[seq_out_axis] = seq;
+        if seq == 1 {
+            // the one step's last node writes Y
+            e.nodes.last_mut().expect("a step").outputs[0] = y;
+        } else {
+            e.op("y", Op::Concat { axis: seq_out_axis }, &steps, &shape);
+            e.nodes.last_mut().expect("concat").outputs[0] = y;
+        }
+        e.g.values[y.0].shape = shape;
+    }
+    // Y_h: [dirs, batch, hid] (layout 0) or [batch, dirs, hid]
+    if let Some(&yh) = n.outputs.get(1) {
+        let one: Vec<usize> = if a.batch_major { vec![batch, 1, hid] } else { vec![1, batch, hid] };
+        let axis = if a.batch_major { 1 } else { 0 };
+        let per_dir: Vec<ValueId> = finals.iter().enumerate().map(|(d, &h)| e.reshape(&format!("d{d}/y_h"), h, &one)).collect();
+        if dirs > 1 {
+            let mut shape = one.clone();
+            shape[axis] = dirs;
+            e.op("y_h", Op::Concat { axis }, &per_dir, &shape);
+        }
+        e.nodes.last_mut().expect("y_h").outputs[0] = yh;
+    }
+    Some(e.nodes)
+}
 
 /// A `Scan` (opset 9 and later, static length) unrolled into its body's nodes, once per step: step `t` reads
 /// slice `t` of each scan input (a `Gather` with a scalar index, which drops the iterated axis; the last slice

@@ -6,8 +6,8 @@
 //! TFLite has kernels for those, not for DIV, a hard sigmoid or a batch norm. Division by a square root and the
 //! reciprocal of one become RSQRT (and a Mul); `x^2` becomes `x·x`; Neg becomes a Mul by −1 (LiteRT's int8 NEG
 //! negates the stored integers, which is only right for a zero point of 0). A 1-D convolution, LayerNorm,
-//! InstanceNorm, GroupNorm, the erf form of GELU, a short LSTM whose state starts from the model's inputs and a
-//! Scan of static length (unrolled: TFLite has no scan form) decompose as [`super::decompose`] describes. The rewritten
+//! InstanceNorm, GroupNorm, the erf form of GELU, a short LSTM whose state starts from the model's inputs, a GRU
+//! and a Scan of static length (unrolled: TFLite has neither a GRU nor a scan form) decompose as [`super::decompose`] describes. The rewritten
 //! graph computes the same function.
 
 use super::decompose;
@@ -40,7 +40,7 @@ pub fn prepare(g: &mut Graph) {
                 Some(nodes) => out.extend(nodes),
                 None => out.push(n),
             },
-            Op::Rnn(_) => match decompose::unrolled_lstm(g, &n, &uses) {
+            Op::Rnn(_) => match decompose::unrolled_lstm(g, &n, &uses).or_else(|| decompose::unrolled_gru(g, &n)) {
                 Some(nodes) => out.extend(nodes),
                 None => out.push(n),
             },

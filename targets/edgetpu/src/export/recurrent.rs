@@ -7,7 +7,7 @@
 //! TFLite's LSTM takes the weights per gate in the order input, forget, cell, output (ONNX: i, o, f, c), one bias
 //! per gate (ONNX's input and recurrent biases summed), peepholes i, f, o (ONNX: i, o, f), and its states as
 //! variable tensors that start at zero on a fresh interpreter. So what TFLite cannot express is refused, naming
-//! the reason: GRU cells, gate `clip`, `input_forget`, activations other than sigmoid gates with one tanh or relu
+//! the reason: GRU cells that `quant::prepare` could not unroll (`quant::decompose::unrolled_gru`), gate `clip`, `input_forget`, activations other than sigmoid gates with one tanh or relu
 //! cell activation (an RNN: tanh or relu), `sequence_lens` shorter than the sequence, non-zero initial states,
 //! and a used final cell state Y_c (the op has no such output).
 //!
@@ -88,12 +88,13 @@ impl Ex<'_> {
         c.to_f64_vec().iter().all(|&x| x == zp)
     }
 
-    /// An LSTM (one UNIDIRECTIONAL_SEQUENCE_LSTM per direction); GRU and RNN are refused.
+    /// An LSTM (one UNIDIRECTIONAL_SEQUENCE_LSTM per direction) or an RNN (UNIDIRECTIONAL_SEQUENCE_RNN); a GRU
+    /// that `quant::prepare` could not unroll is refused.
     pub(super) fn rnn(&mut self, n: &Node, a: &RnnAttrs) -> Result<()> {
         let g = self.g;
         if a.cell == RnnCell::Gru {
             return Err(self.unsupported(format!(
-                "op {} (a recurrent layer) has no TFLite export (LSTM and RNN export, as UNIDIRECTIONAL_SEQUENCE_LSTM / _RNN) and is not supported on edgetpu; run the model with --target cpu or --target cloud-tpu",
+                "op {} (a recurrent layer) cannot export to TFLite: TFLite has no GRU op, and a GRU exports unrolled only with sigmoid and tanh activations, no clip, constant weights, a static length and full sequence_lens; it is not supported on edgetpu; run the model with --target cpu or --target cloud-tpu",
                 a.cell.onnx_name()
             )));
         }
