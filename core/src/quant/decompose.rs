@@ -410,7 +410,8 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
     // only where the fused op cannot go: a state that does not start at zero, or a read final cell state
     let zero_or_absent = |i: usize| n.input(i).is_none_or(|v| g.value(v).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&e| e == 0.0)));
     let cell_out_read = n.outputs.get(2).is_some_and(|&o| uses[o.0] > 0 || g.outputs.contains(&o));
-    if !peephole_zero || (zero_or_absent(input::INITIAL_H) && zero_or_absent(input::INITIAL_C) && !cell_out_read) {
+    let (zero_h, zero_c) = (zero_or_absent(input::INITIAL_H), zero_or_absent(input::INITIAL_C));
+    if !peephole_zero || (zero_h && zero_c && !cell_out_read) {
         return None;
     }
     let gates = 4 * hidden;
@@ -435,21 +436,28 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
     let bc = g.add_constant(format!("{base}/bias"), Tensor::from_f32(vec![gates], bias));
     let gemm = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true, activation: None };
     let mut e = Emit { g, nodes: Vec::new(), base: base.clone() };
-    let state = |e: &mut Emit, i: usize, what: &str| -> ValueId {
+    // `None`: a zero state (absent or constant zero), whose first step has no products with it (a constant
+    // operand of FULLY_CONNECTED or MUL would not quantize)
+    let state = |e: &mut Emit, i: usize, zero: bool, what: &str| -> Option<ValueId> {
         match n.input(i) {
-            Some(v) => e.reshape(what, v, &[batch, hidden]),
-            None => e.g.add_constant(format!("{base}/{what}"), Tensor::from_f32(vec![batch, hidden], vec![0.0; batch * hidden])),
+            Some(v) if !zero => Some(e.reshape(what, v, &[batch, hidden])),
+            _ => None,
         }
     };
-    let mut h = state(&mut e, input::INITIAL_H, "h0");
-    let mut c = state(&mut e, input::INITIAL_C, "c0");
+    let mut h = state(&mut e, input::INITIAL_H, zero_h, "h0");
+    let mut c = state(&mut e, input::INITIAL_C, zero_c, "c0");
     let mut ys = Vec::new();
     for t in 0..seq {
         let idx = e.g.add_constant(format!("{base}/t{t}"), Tensor::from_vec(vec![], vec![t as i64]).expect("scalar"));
         let xt = e.op(&format!("x{t}"), Op::Gather { axis: 0 }, &[x, idx], &[batch, xs[2]]);
         let xg = e.op(&format!("xw{t}"), gemm.clone(), &[xt, wc, bc], &[batch, gates]);
-        let hg = e.op(&format!("hr{t}"), gemm.clone(), &[h, rc], &[batch, gates]);
-        let z = e.op(&format!("gates{t}"), Op::Binary(BinaryOp::Add, None), &[xg, hg], &[batch, gates]);
+        let z = match h {
+            Some(h) => {
+                let hg = e.op(&format!("hr{t}"), gemm.clone(), &[h, rc], &[batch, gates]);
+                e.op(&format!("gates{t}"), Op::Binary(BinaryOp::Add, None), &[xg, hg], &[batch, gates])
+            }
+            None => xg,
+        };
         let parts: Vec<ValueId> = (0..4).map(|k| e.g.add_value(format!("{base}/gate{t}_{k}"), DType::F32, vec![batch, hidden])).collect();
         e.nodes.push(Node {
             name: format!("{base}/split{t}"),
@@ -461,12 +469,19 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
         let sig = |e: &mut Emit, v: ValueId, what: &str| e.op(&format!("{what}{t}"), Op::Unary(UnaryOp::Sigmoid), &[v], &[batch, hidden]);
         let (i, o, f) = (sig(&mut e, parts[0], "i"), sig(&mut e, parts[1], "o"), sig(&mut e, parts[2], "f"));
         let cand = e.op(&format!("candidate{t}"), Op::Unary(UnaryOp::Tanh), &[parts[3]], &[batch, hidden]);
-        let kept = e.op(&format!("kept{t}"), Op::Binary(BinaryOp::Mul, None), &[f, c], &[batch, hidden]);
         let added = e.op(&format!("added{t}"), Op::Binary(BinaryOp::Mul, None), &[i, cand], &[batch, hidden]);
-        c = e.op(&format!("c{}", t + 1), Op::Binary(BinaryOp::Add, None), &[kept, added], &[batch, hidden]);
-        let tc = e.op(&format!("tanh_c{}", t + 1), Op::Unary(UnaryOp::Tanh), &[c], &[batch, hidden]);
-        h = e.op(&format!("h{}", t + 1), Op::Binary(BinaryOp::Mul, None), &[o, tc], &[batch, hidden]);
-        ys.push(e.reshape(&format!("y{t}"), h, &[1, 1, batch, hidden]));
+        let cn = match c {
+            Some(c) => {
+                let kept = e.op(&format!("kept{t}"), Op::Binary(BinaryOp::Mul, None), &[f, c], &[batch, hidden]);
+                e.op(&format!("c{}", t + 1), Op::Binary(BinaryOp::Add, None), &[kept, added], &[batch, hidden])
+            }
+            None => added,
+        };
+        c = Some(cn);
+        let tc = e.op(&format!("tanh_c{}", t + 1), Op::Unary(UnaryOp::Tanh), &[cn], &[batch, hidden]);
+        let hn = e.op(&format!("h{}", t + 1), Op::Binary(BinaryOp::Mul, None), &[o, tc], &[batch, hidden]);
+        h = Some(hn);
+        ys.push(e.reshape(&format!("y{t}"), hn, &[1, 1, batch, hidden]));
     }
     // the original outputs, written by the last node of each
     let outs: [Option<ValueId>; 3] = [n.outputs.first().copied(), n.outputs.get(1).copied(), n.outputs.get(2).copied()];
@@ -482,6 +497,7 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
     }
     for (k, v) in [(1, h), (2, c)] {
         if let Some(out) = outs[k] {
+            let v = v.expect("a step ran (seq >= 1)");
             e.reshape(if k == 1 { "y_h" } else { "y_c" }, v, &[1, batch, hidden]);
             e.nodes.last_mut().expect("reshape").outputs[0] = out;
         }

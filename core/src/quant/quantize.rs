@@ -519,9 +519,19 @@ impl Groups {
     }
 }
 
-/// The scale of node `n`'s (already quantized) input `i` in `q`.
-fn input_scale(q: &Graph, n: &Node, i: usize) -> f32 {
-    q.value(n.input(i).expect("data input")).quant.as_ref().expect("quantized input").scale[0]
+/// The scale of node `n`'s (already quantized) input `i` in `q`; an error when that input has no int8 form (a
+/// constant data operand, which constant folding leaves only when a rewrite made it after folding ran).
+fn input_scale(q: &Graph, n: &Node, i: usize) -> Result<f32> {
+    let v = n.input(i).ok_or_else(|| Error::InvalidModel(format!("node '{}' ({}) has no input {i}", n.name, n.op.name())))?;
+    match q.value(v).quant.as_ref().and_then(|p| p.scale.first()) {
+        Some(&s) => Ok(s),
+        None => Err(Error::Unsupported(format!(
+            "int8 quantization of node '{}' ({}): its input '{}' is not a quantized activation (a constant where int8 needs a computed value)",
+            n.name,
+            n.op.name(),
+            q.value(v).name
+        ))),
+    }
 }
 
 /// Conv: per-channel int8 weights and an int32 bias (added when absent) for node `k`.
@@ -530,7 +540,7 @@ fn quantize_conv_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node) -> Result
     let w = n.input(1).expect("verified");
     let wt = g.value(w).constant.as_ref().expect("checked").clone();
     let (mut wq, mut scales) = weights_per_channel(&wt)?;
-    let s_in = input_scale(q, n, 0);
+    let s_in = input_scale(q, n, 0)?;
     let c_out = wt.shape[0];
     let bias = match n.input(2) {
         Some(b) => g.value(b).constant.as_ref().ok_or_else(|| Error::Unsupported(format!("int8 quantization of node '{name}': non-constant bias")))?.to_f64_vec(),
@@ -581,7 +591,7 @@ fn quantize_conv_transpose_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node)
         Some(b) => g.value(b).constant.as_ref().ok_or_else(|| what("non-constant bias".into()))?.to_f64_vec(),
         None => vec![0.0; scales.len()],
     };
-    let bid = add_bias(q, format!("{}/bias_int32", n.name), &bias, input_scale(q, n, 0), &scales, true);
+    let bid = add_bias(q, format!("{}/bias_int32", n.name), &bias, input_scale(q, n, 0)?, &scales, true);
     q.nodes[k].inputs.resize(3, None);
     q.nodes[k].inputs[2] = Some(bid);
     Ok(())
@@ -608,7 +618,7 @@ fn quantize_gemm_weights(g: &Graph, q: &mut Graph, k: usize, n: &Node, (alpha, b
         Some(_) => return Err(Error::Unsupported(format!("int8 quantization of node '{name}': Gemm C is a full matrix, not a bias"))),
         None => vec![0.0; n_out],
     };
-    let s_in = input_scale(q, n, 0);
+    let s_in = input_scale(q, n, 0)?;
     let (mut wq, mut scales) = weights_per_channel(&w)?;
     widen_for_bias(&w, &mut wq, &mut scales, &bias, s_in);
     let wid = add_quant_const(q, format!("{}_int8", g.value(b).name), wq, QuantParams { zero_point: vec![0; scales.len()], scale: scales.clone(), axis: Some(0) });

@@ -4,8 +4,9 @@
 //! MUL, ADD, SUB, CONCATENATION), as TensorFlow's converter unrolls a Keras GRU. The unrolled file runs in
 //! LiteRT's builtin kernels equal to onnxruntime (onnx's reference evaluator for the batch-major layout, which
 //! onnxruntime does not implement) on the torch-exported 2-layer bidirectional GRU and on single-node GRUs with
-//! every attribute the unrolling handles (`scripts/make_gru_models.py`); in int8 it quantizes like any other
-//! ops and our int8 runtime equals LiteRT exactly. A GRU it cannot unroll (a ScaledTanh activation) is refused
+//! every attribute the unrolling handles (`scripts/make_unrolled_rnn_models.py`); in int8 it quantizes like any
+//! other ops and our int8 runtime equals LiteRT exactly. The same for an LSTM that unrolls because it starts from
+//! a given cell state (and no hidden state) and its final cell state is read. A GRU it cannot unroll (a ScaledTanh activation) is refused
 //! naming the node. Needs `$TPU_SDK_PYTHON`; without it the oracle tests say so and pass, unless
 //! `TPU_SDK_REQUIRE_ORACLES=1`.
 
@@ -44,9 +45,9 @@ fn lstms_and_rnns_export() {
 
 /// The models: the torch export and the single-node GRUs, each with whether onnxruntime runs it.
 fn gru_models(py: &Path, dir: &Path) -> Vec<(PathBuf, bool)> {
-    oracle::run_script(py, "scripts/make_gru_models.py", &[dir]);
+    oracle::run_script(py, "scripts/make_unrolled_rnn_models.py", &[dir]);
     let mut m = vec![(rnn_data().join("gru_bi2_batch_first.onnx"), true)];
-    for (name, ort) in [("gru_reset_before_h0", true), ("gru_bi_batch_major", false), ("gru_reverse_no_bias", true), ("gru_one_step", true)] {
+    for (name, ort) in [("gru_reset_before_h0", true), ("gru_bi_batch_major", false), ("gru_reverse_no_bias", true), ("gru_one_step", true), ("lstm_c0_only", true)] {
         m.push((dir.join(format!("{name}.onnx")), ort));
     }
     m
