@@ -22,8 +22,20 @@ mod depthwise;
 mod im2col;
 mod packed;
 mod transpose;
+#[cfg(target_arch = "x86_64")]
+mod winograd;
 
-pub(super) use packed::prepare as prepare_packed;
+/// The prepared kernel of an f32 Conv with constant weights: Winograd F(2×2, 3×3) for the 3×3 stride-1
+/// convolutions where it gains ([`winograd`]), else the weights packed for the im2col GEMM ([`packed`]).
+pub(super) fn prepare_packed(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn super::PreparedKernel>> {
+    #[cfg(target_arch = "x86_64")]
+    if std::env::var_os("TPU_SDK_NO_WINOGRAD").is_none() {
+        if let Some(k) = winograd::prepare(g, n) {
+            return Some(k);
+        }
+    }
+    packed::prepare(g, n)
+}
 
 /// True when the plan runs the direct depthwise kernel (one input channel per group, 1-D/2-D).
 fn is_depthwise(p: &ConvPlan) -> bool {
