@@ -25,8 +25,12 @@
 //! convolutions (AMD EPYC Zen 4; ms, Winograd / im2col): 64→64 ch 32×32 0.54 / 0.95 (onnxruntime 0.67),
 //! 16→32 ch 128×128 1.41 / 2.09, 512→512 ch 7×7 3.14 / 3.83, 64→64 ch 6×6 0.046 / 0.067, 8→16 ch 64×64
 //! 0.151 / 0.165; it loses at 4→16 ch 64×64 (0.111 / 0.087) and 256→256 ch 4×4 (0.37 / 0.26). Hence at least
-//! [`MIN_CHANNELS`] input and output channels and an output of at least [`MIN_PIXELS`] pixels; other 3×3
-//! convolutions take the packed im2col path (`TPU_SDK_NO_WINOGRAD=1` sends them all there, for comparisons).
+//! [`MIN_CHANNELS`] input and output channels and an output of at least [`MIN_PIXELS`] pixels. The transformed
+//! weights are 16/9 the size of the weights: in a whole network the late layers' (512→512 ch: 16.8 MB) push the
+//! next layers' weights out of the 32 MB L3, and in ResNet-18 at 128×128 the 512-channel convolution after a
+//! Winograd layer went from 1.7 to 2.9 ms. So weights over [`SMALL_WEIGHTS_BYTES`] transformed take Winograd only
+//! from [`MIN_PIXELS_LARGE_WEIGHTS`] output pixels, where each weight serves many tiles. Other 3×3 convolutions
+//! take the packed im2col path (`TPU_SDK_NO_WINOGRAD=1` sends them all there, for comparisons).
 //! x86-64 with AVX2/FMA only (the packed GEMM's CPUs).
 
 use std::cell::RefCell;
@@ -41,6 +45,11 @@ use crate::ir::{Activation, ConvAttrs, DType, Graph, Op, Tensor};
 pub(super) const MIN_CHANNELS: usize = 8;
 /// Fewest output pixels (per image) for which the transforms pay off.
 pub(super) const MIN_PIXELS: usize = 36;
+/// Transformed weights up to this size (bytes) are used at [`MIN_PIXELS`]; larger ones only from
+/// [`MIN_PIXELS_LARGE_WEIGHTS`] output pixels.
+pub(super) const SMALL_WEIGHTS_BYTES: usize = 1 << 20;
+/// Fewest output pixels for layers whose transformed weights exceed [`SMALL_WEIGHTS_BYTES`].
+pub(super) const MIN_PIXELS_LARGE_WEIGHTS: usize = 256;
 
 /// A prepared F(2×2, 3×3) convolution.
 #[derive(Debug)]
@@ -77,6 +86,11 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
         return None;
     }
     if p.c < MIN_CHANNELS || p.m < MIN_CHANNELS || geo.out_size() < MIN_PIXELS {
+        return None;
+    }
+    // 16/9 of the weights' bytes: where few pixels reuse them, the larger weights cost more memory traffic than the
+    // saved multiply-adds (and crowd the other layers' weights out of the cache)
+    if geo.out_size() < MIN_PIXELS_LARGE_WEIGHTS && 16 * p.m * p.c * 4 > SMALL_WEIGHTS_BYTES {
         return None;
     }
     let u = transformed_weights(w.as_f32()?, p.m, p.c)?;
@@ -355,7 +369,8 @@ mod tests {
             }
         }
         // too few channels or pixels, a stride or a group: declined
-        for (xs, m, strides, group) in [(vec![1, 4, 16, 16], 16, 1, 1), (vec![1, 16, 6, 6], 16, 1, 1), (vec![1, 16, 16, 16], 16, 2, 1), (vec![1, 32, 16, 16], 32, 1, 2)] {
+        // (and large weights over few pixels: 256 → 256 channels over 8×8 outputs)
+        for (xs, m, strides, group) in [(vec![1, 4, 16, 16], 16, 1, 1), (vec![1, 16, 6, 6], 16, 1, 1), (vec![1, 16, 16, 16], 16, 2, 1), (vec![1, 32, 16, 16], 32, 1, 2), (vec![1, 256, 10, 10], 256, 1, 1)] {
             let mut g = Graph::new("c");
             let x = g.add_input("x", DType::F32, xs.clone());
             let w = g.add_constant("w", Tensor::from_f32(vec![m, xs[1] / group, 3, 3], rnd(m * xs[1] / group * 9, 3)));
