@@ -37,6 +37,40 @@ pub(super) fn prepare_packed(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn s
     packed::prepare(g, n)
 }
 
+/// Conv node `n` when it is an f32 convolution with constant weights and static shapes (what the prepared
+/// kernels take): its attributes, plan and weights.
+#[cfg(target_arch = "x86_64")]
+fn constant_f32_conv(g: &crate::ir::Graph, n: usize) -> Option<(&ConvAttrs, ConvPlan, &[f32], &[usize])> {
+    let node = &g.nodes[n];
+    let crate::ir::Op::Conv(attrs) = &node.op else { return None };
+    let x = g.values.get(node.inputs.first().copied().flatten()?.0)?;
+    let wv = g.values.get(node.inputs.get(1).copied().flatten()?.0)?;
+    let w = wv.constant.as_ref()?;
+    let bias = node.inputs.get(2).copied().flatten().map(|b| &g.values[b.0]);
+    if x.dtype != DType::F32 || w.dtype() != DType::F32 || x.quant.is_some() || wv.quant.is_some() || x.dynamic {
+        return None;
+    }
+    if bias.is_some_and(|b| b.dtype != DType::F32) || node.outputs.iter().any(|o| g.values[o.0].dynamic) {
+        return None;
+    }
+    let p = conv_plan(&x.shape, &w.shape, bias.map(|b| &b.shape[..]), attrs).ok()?;
+    Some((attrs, p, w.as_f32()?, &w.shape))
+}
+
+/// A prepared f32 Conv's run-time operands: the plan for input `x`, the input and the bias.
+#[cfg(target_arch = "x86_64")]
+fn f32_operands<'a>(inputs: &[Option<&'a Tensor>], w_shape: &[usize], attrs: &ConvAttrs) -> Result<(ConvPlan, &'a [f32], Option<&'a [f32]>), String> {
+    let x = input(inputs, 0)?;
+    let b = inputs.get(2).copied().flatten();
+    let p = conv_plan(&x.shape, w_shape, b.map(|b| &b.shape[..]), attrs)?;
+    let xv = x.as_f32().ok_or_else(|| format!("the prepared Conv takes f32 input, got {}", x.dtype()))?;
+    let bv = match b {
+        Some(b) => Some(b.as_f32().ok_or("Conv bias must be f32 like its input")?),
+        None => None,
+    };
+    Ok((p, xv, bv))
+}
+
 /// True when the plan runs the direct depthwise kernel (one input channel per group, 1-D/2-D).
 fn is_depthwise(p: &ConvPlan) -> bool {
     let g = &p.geom;

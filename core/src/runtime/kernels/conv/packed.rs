@@ -29,9 +29,9 @@ mod x86 {
     use super::super::super::matmul::{bias_act, for_each_task, threads, BlockOut, MatRef};
     use super::super::super::numeric::{gemm_packed_a, PackedA};
     use super::super::super::{input, PreparedKernel, Scratch};
-    use super::super::{im2col, is_depthwise};
-    use crate::ir::ops::conv::{conv_plan, ConvPlan};
-    use crate::ir::{ConvAttrs, DType, Graph, Op, Tensor};
+    use super::super::{constant_f32_conv, f32_operands, im2col, is_depthwise};
+    use crate::ir::ops::conv::ConvPlan;
+    use crate::ir::{ConvAttrs, Graph, Tensor};
 
     #[derive(Debug)]
     struct PackedConv {
@@ -42,38 +42,19 @@ mod x86 {
     }
 
     pub(super) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
-        let node = &g.nodes[n];
-        let Op::Conv(attrs) = &node.op else { return None };
-        let x = g.values.get(node.inputs.first().copied().flatten()?.0)?;
-        let wv = g.values.get(node.inputs.get(1).copied().flatten()?.0)?;
-        let w = wv.constant.as_ref()?;
-        let bias = node.inputs.get(2).copied().flatten().map(|b| &g.values[b.0]);
-        if x.dtype != DType::F32 || w.dtype() != DType::F32 || x.quant.is_some() || wv.quant.is_some() || x.dynamic {
-            return None;
-        }
-        if bias.is_some_and(|b| b.dtype != DType::F32) || node.outputs.iter().any(|o| g.values[o.0].dynamic) {
-            return None;
-        }
-        let p = conv_plan(&x.shape, &w.shape, bias.map(|b| &b.shape[..]), attrs).ok()?;
+        let (attrs, p, wd, w_shape) = constant_f32_conv(g, n)?;
         if is_depthwise(&p) || p.n * p.c * p.geom.in_size() == 0 {
             return None;
         }
         let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
-        let wd = w.as_f32()?;
         let groups = (0..p.group).map(|grp| PackedA::new(wd.get(grp * mg * kk..(grp + 1) * mg * kk)?, mg, kk)).collect::<Option<Vec<_>>>()?;
-        Some(Box::new(PackedConv { attrs: attrs.clone(), w_shape: w.shape.clone(), groups }))
+        Some(Box::new(PackedConv { attrs: attrs.clone(), w_shape: w_shape.to_vec(), groups }))
     }
 
     impl PreparedKernel for PackedConv {
         fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
+            let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
             let x = input(inputs, 0)?;
-            let b = inputs.get(2).copied().flatten();
-            let p = conv_plan(&x.shape, &self.w_shape, b.map(|b| &b.shape[..]), &self.attrs)?;
-            let xv = x.as_f32().ok_or_else(|| format!("the prepared Conv takes f32 input, got {}", x.dtype()))?;
-            let bv = match b {
-                Some(b) => Some(b.as_f32().ok_or("Conv bias must be f32 like its input")?),
-                None => None,
-            };
             let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
             if p.group != self.groups.len() || self.groups.iter().any(|a| a.m() != mg || a.k() != kk) || is_depthwise(&p) {
                 return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));

@@ -38,8 +38,7 @@ use std::cell::RefCell;
 use super::super::matmul::{bias_act, for_each_task, threads, BlockOut};
 use super::super::numeric::{gemm_packed_a, PackedA};
 use super::super::{input, PreparedKernel, Scratch};
-use crate::ir::ops::conv::conv_plan;
-use crate::ir::{Activation, ConvAttrs, DType, Graph, Op, Tensor};
+use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
 /// Fewest input and output channels for which the transforms pay off.
 pub(super) const MIN_CHANNELS: usize = 8;
@@ -68,19 +67,10 @@ thread_local! {
 /// The prepared kernel of Conv node `n` when it is a 3×3, stride 1, dilation 1, ungrouped f32 2-D convolution
 /// with constant weights, large enough to gain (see the module documentation).
 pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
-    let node = &g.nodes[n];
-    let Op::Conv(attrs) = &node.op else { return None };
-    let x = g.values.get(node.inputs.first().copied().flatten()?.0)?;
-    let wv = g.values.get(node.inputs.get(1).copied().flatten()?.0)?;
-    let w = wv.constant.as_ref()?;
-    let bias = node.inputs.get(2).copied().flatten().map(|b| &g.values[b.0]);
-    if x.dtype != DType::F32 || w.dtype() != DType::F32 || x.quant.is_some() || wv.quant.is_some() || x.dynamic || x.shape.len() != 4 {
+    let (attrs, p, w, w_shape) = super::constant_f32_conv(g, n)?;
+    if w_shape.len() != 4 {
         return None;
     }
-    if bias.is_some_and(|b| b.dtype != DType::F32) || node.outputs.iter().any(|o| g.values[o.0].dynamic) {
-        return None;
-    }
-    let p = conv_plan(&x.shape, &w.shape, bias.map(|b| &b.shape[..]), attrs).ok()?;
     let geo = &p.geom;
     if p.group != 1 || geo.rank != 2 || geo.k[1..] != [3, 3] || geo.s[1..] != [1, 1] || geo.d[1..] != [1, 1] {
         return None;
@@ -93,8 +83,8 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
     if geo.out_size() < MIN_PIXELS_LARGE_WEIGHTS && 16 * p.m * p.c * 4 > SMALL_WEIGHTS_BYTES {
         return None;
     }
-    let u = transformed_weights(w.as_f32()?, p.m, p.c)?;
-    Some(Box::new(Winograd { attrs: attrs.clone(), w_shape: w.shape.clone(), u }))
+    let u = transformed_weights(w, p.m, p.c)?;
+    Some(Box::new(Winograd { attrs: attrs.clone(), w_shape: w_shape.to_vec(), u }))
 }
 
 /// `U = G g Gᵀ` for every (out, in) channel pair of the `[m, c, 3, 3]` weights, as 16 packed `m × c` matrices.
@@ -123,14 +113,8 @@ fn transformed_weights(w: &[f32], m: usize, c: usize) -> Option<Vec<PackedA>> {
 
 impl PreparedKernel for Winograd {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let (p, xv, bv) = super::f32_operands(inputs, &self.w_shape, &self.attrs)?;
         let x = input(inputs, 0)?;
-        let b = inputs.get(2).copied().flatten();
-        let p = conv_plan(&x.shape, &self.w_shape, b.map(|b| &b.shape[..]), &self.attrs)?;
-        let xv = x.as_f32().ok_or_else(|| format!("the prepared Conv takes f32 input, got {}", x.dtype()))?;
-        let bv = match b {
-            Some(b) => Some(b.as_f32().ok_or("Conv bias must be f32 like its input")?),
-            None => None,
-        };
         let geo = &p.geom;
         let (ih, iw, oh, ow) = (geo.inp[1], geo.inp[2], geo.out[1], geo.out[2]);
         if self.u[0].m() != p.m || self.u[0].k() != p.c || p.group != 1 || geo.rank != 2 {
