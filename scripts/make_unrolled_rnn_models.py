@@ -9,6 +9,7 @@ right, beside the torch-exported 2-layer bidirectional GRU of core/tests/data/rn
   gru_reverse_no_bias   reverse, no bias input, only Y_h as output
   gru_one_step          forward, a sequence of one step
   lstm_c0_only          LSTM, forward, initial_c a graph input and no initial_h, Y_c read
+  gru_too_long          forward, 501 steps: more than the unrolling takes (refused by name)
 """
 
 import os
@@ -96,6 +97,7 @@ def main():
     write(out, "gru_reverse_no_bias", dict(direction="reverse"), (4, 1, 3), 5, 1, bias=False, outputs=("y_h",))
     write(out, "gru_one_step", dict(linear_before_reset=1), (1, 2, 4), 3, 1)
     write_lstm_c0_only(out)
+    write(out, "gru_too_long", dict(), (501, 1, 2), 2, 1)
 
 
 if __name__ == "__main__":

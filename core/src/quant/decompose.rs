@@ -508,6 +508,10 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
 /// The longest sequence [`unrolled_lstm`] unrolls (each step adds about twenty ops).
 pub const MAX_UNROLLED_STEPS: usize = 16;
 
+/// The longest sequence [`unrolled_gru`] unrolls, per direction (each step adds about twenty ops, so a
+/// bidirectional GRU stays within [`MAX_UNROLLED_SCAN_NODES`]).
+pub const MAX_UNROLLED_GRU_STEPS: usize = MAX_UNROLLED_SCAN_NODES / 40;
+
 /// A GRU of static length unrolled into the cell's arithmetic, step by step and direction by direction (TFLite
 /// has no GRU op; TensorFlow's converter unrolls Keras GRUs the same way). Per step, with ONNX's gate order
 /// z, r, h and `x_t` the step's slice of X:
@@ -517,7 +521,7 @@ pub const MAX_UNROLLED_STEPS: usize = 16;
 /// time order (a reverse direction runs from the last step); Y_h is each direction's last state. Every op has
 /// float and int8 TFLite kernels. `None` (the node stays, and the exporter refuses it by name) for other
 /// activations than sigmoid and tanh, clip, `sequence_lens` shorter than the sequence, non-constant weights,
-/// a dynamic or zero length, or more than [`MAX_UNROLLED_SCAN_NODES`] nodes.
+/// a dynamic or zero length, or more than [`MAX_UNROLLED_GRU_STEPS`] steps.
 pub(super) fn unrolled_gru(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
     use crate::ir::ops::recurrent::{input, RnnActivation as Act, RnnCell};
     let Op::Rnn(a) = &n.op else { return None };
@@ -532,7 +536,7 @@ pub(super) fn unrolled_gru(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
     }
     let (seq_axis, batch_axis) = if a.batch_major { (1, 0) } else { (0, 1) };
     let (seq, batch, isz, hid) = (xs[seq_axis], xs[batch_axis], xs[2], a.hidden_size);
-    if seq == 0 || seq.saturating_mul(dirs).saturating_mul(20) > MAX_UNROLLED_SCAN_NODES {
+    if seq == 0 || seq > MAX_UNROLLED_GRU_STEPS {
         return None;
     }
     if let Some(l) = n.input(input::SEQ_LENS) {

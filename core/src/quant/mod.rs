@@ -8,6 +8,7 @@
 pub mod calibrate;
 pub mod compare;
 mod decompose;
+pub use decompose::MAX_UNROLLED_GRU_STEPS;
 mod lstm;
 pub mod params;
 pub mod prepare;

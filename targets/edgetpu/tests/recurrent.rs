@@ -37,6 +37,17 @@ fn a_gru_it_cannot_unroll_is_refused_naming_the_node() {
 }
 
 #[test]
+fn a_gru_longer_than_the_unrolling_takes_is_refused_saying_so() {
+    let Some(py) = oracle::python() else { return };
+    let dir = fresh_dir("gru_too_long");
+    oracle::run_script(&py, "scripts/make_unrolled_rnn_models.py", &[&dir]);
+    let g = loaded(&dir.join("gru_too_long.onnx"));
+    let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
+    let limit = format!("at most {} steps", tpu_sdk_core::quant::MAX_UNROLLED_GRU_STEPS);
+    assert!(e.contains("'/gru_too_long/GRU'") && e.contains(&limit), "{e}");
+}
+
+#[test]
 fn lstms_and_rnns_export() {
     for model in ["crnn", "rnn_tanh2"] {
         export(&loaded(&rnn_data().join(format!("{model}.onnx"))), &ExportOptions::default()).unwrap();

@@ -94,8 +94,9 @@ impl Ex<'_> {
         let g = self.g;
         if a.cell == RnnCell::Gru {
             return Err(self.unsupported(format!(
-                "op {} (a recurrent layer) cannot export to TFLite: TFLite has no GRU op, and a GRU exports unrolled only with sigmoid and tanh activations, no clip, constant weights, a static length and full sequence_lens; it is not supported on edgetpu; run the model with --target cpu or --target cloud-tpu",
-                a.cell.onnx_name()
+                "op {} (a recurrent layer) cannot export to TFLite: TFLite has no GRU op, and a GRU exports unrolled only with sigmoid and tanh activations, no clip, constant weights, a static length (at most {} steps per direction) and full sequence_lens; it is not supported on edgetpu; run the model with --target cpu or --target cloud-tpu",
+                a.cell.onnx_name(),
+                tpu_sdk_core::quant::MAX_UNROLLED_GRU_STEPS
             )));
         }
         let lstm = a.cell == RnnCell::Lstm;
