@@ -351,6 +351,7 @@ fn aot(_: &Args, _: Option<&str>) -> Result<()> {
     Err(UsageError("--aot-topology and --emit-stablehlo need the cloud-tpu feature (build with default features)".into()).into())
 }
 
+#[cfg(feature = "cloud-tpu")]
 fn compute_dtype(a: &Args) -> Option<tpu_sdk::DType> {
     a.dtype.as_deref().map(|d| if d == "bf16" { tpu_sdk::DType::BF16 } else { tpu_sdk::DType::F32 })
 }
