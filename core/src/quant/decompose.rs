@@ -408,7 +408,7 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
         None => None,
     };
     // only where the fused op cannot go: a state that does not start at zero, or a read final cell state
-    let zero_or_absent = |i: usize| n.input(i).is_none_or(|v| g.value(v).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&e| e == 0.0)));
+    let zero_or_absent = |i: usize| zero_state(g, n, i);
     let cell_out_read = n.outputs.get(2).is_some_and(|&o| uses[o.0] > 0 || g.outputs.contains(&o));
     let (zero_h, zero_c) = (zero_or_absent(input::INITIAL_H), zero_or_absent(input::INITIAL_C));
     if !peephole_zero || (zero_h && zero_c && !cell_out_read) {
@@ -458,14 +458,7 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
             }
             None => xg,
         };
-        let parts: Vec<ValueId> = (0..4).map(|k| e.g.add_value(format!("{base}/gate{t}_{k}"), DType::F32, vec![batch, hidden])).collect();
-        e.nodes.push(Node {
-            name: format!("{base}/split{t}"),
-            op: Op::Split { axis: 1, split: None, num_outputs: 4 },
-            inputs: vec![Some(z)],
-            outputs: parts.clone(),
-            keep_float: false,
-        });
+        let parts = e.split(&format!("gate{t}"), z, 4, &[batch, hidden]);
         let sig = |e: &mut Emit, v: ValueId, what: &str| e.op(&format!("{what}{t}"), Op::Unary(UnaryOp::Sigmoid), &[v], &[batch, hidden]);
         let (i, o, f) = (sig(&mut e, parts[0], "i"), sig(&mut e, parts[1], "o"), sig(&mut e, parts[2], "f"));
         let cand = e.op(&format!("candidate{t}"), Op::Unary(UnaryOp::Tanh), &[parts[3]], &[batch, hidden]);
@@ -503,6 +496,12 @@ pub(super) fn unrolled_lstm(g: &mut Graph, n: &Node, uses: &[usize]) -> Option<V
         }
     }
     Some(e.nodes)
+}
+
+/// Whether recurrent node `n`'s state input `i` is absent or a constant of zeros (the state a layer starts
+/// from when none is given).
+fn zero_state(g: &Graph, n: &Node, i: usize) -> bool {
+    n.input(i).is_none_or(|v| g.value(v).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&e| e == 0.0)))
 }
 
 /// The longest sequence [`unrolled_lstm`] unrolls (each step adds about twenty ops).
@@ -579,7 +578,7 @@ pub(super) fn unrolled_gru(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
         let rbh = e.g.add_constant(format!("{base}/d{d}/r_bias_h"), Tensor::from_f32(vec![hid], rb[2 * hid..].to_vec()));
         // `None`: the zero state (no initial_h, or a constant zero one), whose first step needs no recurrent
         // products (and a constant operand of a FULLY_CONNECTED would not quantize)
-        let zero_h0 = n.input(input::INITIAL_H).is_none_or(|v| e.g.value(v).constant.as_ref().is_some_and(|t| t.to_f64_vec().iter().all(|&x| x == 0.0)));
+        let zero_h0 = zero_state(e.g, n, input::INITIAL_H);
         let mut h: Option<ValueId> = match n.input(input::INITIAL_H) {
             Some(h0) if !zero_h0 => {
                 let idx = e.g.add_constant(format!("{base}/d{d}/index"), Tensor::from_vec(vec![], vec![d as i64]).expect("scalar"));
