@@ -331,10 +331,7 @@ mod tests {
             g.add_node("conv", Op::Conv(a.clone()), vec![Some(x), Some(w), b], vec![y]);
             g.outputs.push(y);
             infer_graph(&mut g, &CpuEval).unwrap();
-            let Some(k) = super::prepare(&g, 0) else {
-                panic!("case {seed}: not prepared");
-                return;
-            };
+            let k = super::prepare(&g, 0).unwrap_or_else(|| panic!("case {seed}: not prepared"));
             let xt = Tensor::from_f32(xs.clone(), rnd(xs.iter().product(), seed as u64 + 100));
             let tensors: Vec<Option<&Tensor>> = g.nodes[0].inputs.iter().map(|i| i.map(|v| g.values[v.0].constant.as_ref().unwrap_or(&xt))).collect();
             let mut want = vec![Tensor::default()];
