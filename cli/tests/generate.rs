@@ -261,6 +261,59 @@ fn a_batch_of_prompts_gives_each_prompts_own_tokens() {
     }
 }
 
+/// `--replicas N` splits a batch of prompts across N devices of the XLA CPU plugin (each device keeping its rows'
+/// cache), `--shard auto` splits each replica's weights across devices (the cache replicated on each); every
+/// prompt still gets transformers' greedy tokens. Three prompts on two replicas take a filler row.
+#[cfg(feature = "cloud-tpu")]
+#[test]
+fn replicas_and_shards_generate_each_prompts_own_tokens() {
+    if oracle::python().is_none() {
+        return;
+    }
+    let Some(plugin) = oracle::xla_cpu_plugin_of_python() else {
+        return oracle::skip("the XLA CPU plugin (fastatomstruct-xla-cpu) is not installed in $TPU_SDK_PYTHON");
+    };
+    let model = data("llama").join("model.onnx");
+    let refs = references("llama");
+    let n = refs.iter().map(|(_, w)| w.len()).min().unwrap();
+    let ns = n.to_string();
+    let base = ["--target", "cloud-tpu", "--plugin", plugin.to_str().unwrap()];
+    for (layout, prompts) in [(&["--replicas", "2"][..], 3), (&["--replicas", "4"][..], 2), (&["--shard", "auto", "--shard", "parts=2"][..], 2), (&["--replicas", "2", "--shard", "auto"][..], 4)] {
+        let mut args = vec!["generate", model.to_str().unwrap(), "--max-new-tokens", &ns, "--buckets", BUCKETS, "--json"];
+        let ids: Vec<String> = refs.iter().take(prompts).map(|(p, _)| join(p)).collect();
+        for p in &ids {
+            args.extend_from_slice(&["--input-ids", p]);
+        }
+        args.extend_from_slice(&base);
+        args.extend_from_slice(layout);
+        let doc: Value = serde_json::from_str(&ok(tpu_sdk(&args))).unwrap();
+        let rows = doc["batch"].as_array().map(|r| r.to_vec()).unwrap_or_else(|| vec![doc.clone()]);
+        assert_eq!(rows.len(), prompts, "{layout:?}: {doc}");
+        for (row, (prompt, want)) in rows.iter().zip(&refs) {
+            assert_eq!(ids_of(row, "input_ids"), *prompt, "{layout:?}");
+            assert_eq!(ids_of(row, "generated_ids"), want[..n], "{layout:?}: prompt of {} tokens", prompt.len());
+        }
+        // growing into a larger bucket moves the cache through the host: each replica's piece of each of the 4 tensors
+        let replicas = if layout.contains(&"--replicas") { layout[1].parse::<u64>().unwrap() } else { 1 };
+        let moves = doc["transfers"]["cache_downloads"].as_u64().unwrap();
+        assert!(moves > 0 && moves % (4 * replicas) == 0, "{layout:?}: {doc}");
+    }
+    // within one bucket the cache never leaves the devices
+    let prompt = join(&refs[2].0);
+    let args = ["generate", model.to_str().unwrap(), "--max-new-tokens", &ns, "--buckets", "64", "--json", "--input-ids", &prompt, "--input-ids", &prompt];
+    let doc: Value = serde_json::from_str(&ok(tpu_sdk(&[&args[..], &base[..], &["--replicas", "2", "--shard", "auto"][..]].concat()))).unwrap();
+    assert_eq!(doc["transfers"]["cache_downloads"], 0, "{doc}");
+    for row in doc["batch"].as_array().unwrap() {
+        assert_eq!(ids_of(row, "generated_ids"), refs[2].1[..n], "{doc}");
+    }
+    // a no-cache model cannot split its one prompt across replicas; AOT programs are single-device
+    let nocache = data("llama").join("model_nocache.onnx");
+    let e = expect(tpu_sdk(&[&["generate", nocache.to_str().unwrap(), "--input-ids", "3,4", "--replicas", "2"][..], &base[..]].concat()), 3).1;
+    assert!(e.contains("--replicas 2") && e.contains("position_ids"), "{e}");
+    let e = expect(tpu_sdk(&["generate", model.to_str().unwrap(), "--emit-stablehlo", "--output-dir", "/nonexistent", "--shard", "auto", "--target", "cloud-tpu"]), 2).1;
+    assert!(e.contains("--shard"), "{e}");
+}
+
 #[test]
 fn bad_input_gets_a_clear_error() {
     let dir = fresh_dir("generate_bad");

@@ -77,8 +77,8 @@ pub struct Args {
 
 pub fn main(a: Args) -> Result<()> {
     super::reject_other_targets_flags(&a.target.target, &[])?;
-    if a.target.replicas.is_some() || !a.target.shard.is_empty() {
-        return Err(UsageError("generate runs on one device: --replicas and --shard are not supported by generate yet (several prompts, each its own --input-ids or --prompt, run as one batch)".into()).into());
+    if (a.target.replicas.is_some() || !a.target.shard.is_empty()) && (a.aot_topology.is_some() || a.emit_stablehlo) {
+        return Err(UsageError("--aot-topology and --emit-stablehlo write single-device programs: not with --replicas or --shard".into()).into());
     }
     if let Some(topology) = &a.aot_topology {
         return aot(&a, Some(topology));
@@ -193,13 +193,7 @@ pub fn main(a: Args) -> Result<()> {
             "compile_ms": out.compile.as_secs_f64() * 1e3,
             "programs_compiled": g.programs_compiled(),
             "cache_on_device": g.cache_on_target(),
-            "transfers": {
-                "uploads": g.transfers().uploads,
-                "upload_bytes": g.transfers().upload_bytes,
-                "downloads": g.transfers().downloads,
-                "download_bytes": g.transfers().download_bytes,
-                "cache_downloads": g.transfers().state_downloads,
-            },
+            "transfers": transfers_json(&g),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {
@@ -214,6 +208,18 @@ pub fn main(a: Args) -> Result<()> {
         );
     }
     Ok(())
+}
+
+/// The host ↔ target traffic of the programs that keep the cache on the target (`--json`'s "transfers").
+fn transfers_json(g: &Generator) -> serde_json::Value {
+    let t = g.transfers();
+    json!({
+        "uploads": t.uploads,
+        "upload_bytes": t.upload_bytes,
+        "downloads": t.downloads,
+        "download_bytes": t.download_bytes,
+        "cache_downloads": t.state_downloads,
+    })
 }
 
 /// Several prompts: generated as one batch, then printed one per line (or as JSON).
@@ -245,6 +251,7 @@ fn batch(a: &Args, g: &mut Generator, prompts: &[Vec<i64>], params: &GeneratePar
             "compile_ms": o.compile.as_secs_f64() * 1e3,
             "programs_compiled": g.programs_compiled(),
             "cache_on_device": g.cache_on_target(),
+            "transfers": transfers_json(g),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
     } else {

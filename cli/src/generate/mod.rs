@@ -292,17 +292,33 @@ impl Generator {
                 )));
             }
         }
+        // A target that splits the batch across data-parallel replicas takes a multiple of their number: filler rows
+        // (copies of the last prompt, inactive from the start, dropped from the results) make it up.
+        let multiple = self.target.batch_multiple().max(1);
+        let real = prompts.len();
+        let mut rows: Vec<Vec<i64>> = prompts.to_vec();
+        if multiple > 1 {
+            if self.mode != Mode::Bucketed {
+                return Err(Error::Unsupported(format!(
+                    "--replicas {multiple} splits a batch of prompts across devices, which needs the cache form with position_ids (this model runs {:?})",
+                    self.mode
+                )));
+            }
+            while rows.len() % multiple != 0 {
+                rows.push(prompts[real - 1].clone());
+            }
+        }
         let rng = Rng::new(params.sampling.seed);
         let compile0 = self.compile_time;
-        let rows = prompts.len();
         Ok(Tokens {
             g: self,
             params: params.clone(),
             rng,
-            outs: prompts.iter().map(|p| Generation { input_ids: p.clone(), ..Generation::default() }).collect(),
-            pads: prompts.iter().map(|p| longest - p.len()).collect(),
-            active: vec![params.max_new_tokens > 0; rows],
-            last: vec![0; rows],
+            outs: rows.iter().map(|p| Generation { input_ids: p.clone(), ..Generation::default() }).collect(),
+            pads: rows.iter().map(|p| longest - p.len()).collect(),
+            active: (0..rows.len()).map(|r| r < real && params.max_new_tokens > 0).collect(),
+            real,
+            last: vec![0; rows.len()],
             steps: 0,
             cache: None,
             holder: None,
@@ -408,6 +424,13 @@ impl Generator {
 
     fn compile(&self, past: usize, seq: usize, batch: usize) -> Result<Program> {
         let i = &self.interface;
+        let resident = self.mode == Mode::Bucketed && self.target.keeps_resident_values();
+        // a target that splits the batch across data-parallel replicas compiles one replica's program
+        let replicas = if resident { self.target.batch_multiple().max(1) } else { 1 };
+        if batch % replicas != 0 {
+            return Err(Error::InputMismatch(format!("a batch of {batch} rows cannot be split across {replicas} replicas")));
+        }
+        let batch = batch / replicas;
         let (g, mut roles) = self.load_graph(past, seq, batch)?;
         let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
         let out_index = |g: &crate::Graph, n: &str| {
@@ -426,12 +449,17 @@ impl Generator {
         let cache_names: Vec<(&String, &String)> =
             i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
 
-        if self.mode == Mode::Bucketed && self.target.keeps_resident_values() {
+        if resident {
             // the cache kept on the target, when it can keep values between calls
             let (rg, links) = self.resident_form(&g)?;
             roles.insert(kv_cache::CACHE_LEN_INPUT.to_string(), Role::CacheLen);
             roles.insert(kv_cache::NEW_COUNT_INPUT.to_string(), Role::NewCount);
-            if let Some(exe) = self.target.prepare_resident(&rg, &links)? {
+            let batched: Vec<bool> = rg
+                .inputs
+                .iter()
+                .map(|&v| matches!(roles.get(&name_of(&rg, v)), Some(Role::Ids | Role::Mask | Role::Positions | Role::Past(_))))
+                .collect();
+            if let Some(exe) = self.target.prepare_resident(&rg, &links, &batched)? {
                 let roles = rg
                     .inputs
                     .iter()
@@ -477,6 +505,8 @@ pub struct Tokens<'g> {
     pads: Vec<usize>,
     /// Rows still generating (a row stops at an end-of-sequence token; the batch runs while any row does).
     active: Vec<bool>,
+    /// The rows that are prompts (the first ones); the rest fill the batch up to the target's multiple.
+    real: usize,
     /// The token each row feeds next.
     last: Vec<i64>,
     /// Steps run (the prefill is step 0).
@@ -499,6 +529,7 @@ impl Tokens<'_> {
 
     /// The generation of every prompt of the batch so far.
     fn finish_all(mut self) -> Vec<Generation> {
+        self.outs.truncate(self.real);
         let compile = self.g.compile_time - self.compile0;
         for o in &mut self.outs {
             o.compile = compile;

@@ -129,8 +129,14 @@ pub trait Target: Send + Sync {
     /// Prepares `graph` with its `links` outputs kept on the target between calls (see [`ResidentExecutable`]).
     /// `None` (the default): the target keeps nothing between calls, and the caller carries such values itself
     /// (the CPU, whose memory is the host's).
-    fn prepare_resident(&self, graph: &Graph, links: &[ResidentLink]) -> Result<Option<Box<dyn ResidentExecutable>>> {
-        let _ = (graph, links);
+    ///
+    /// `batched` says, per graph input, whether its axis 0 is the batch. A target with a
+    /// [`Target::batch_multiple`] of N > 1 runs N data-parallel replicas of `graph`, which is then one replica's
+    /// program: the executable takes and returns N times its batch on the batched inputs and on every output
+    /// (the caller builds the graph at the replica's batch: a model whose shapes were folded for one batch cannot
+    /// be re-batched afterwards), and gives every replica the other inputs whole.
+    fn prepare_resident(&self, graph: &Graph, links: &[ResidentLink], batched: &[bool]) -> Result<Option<Box<dyn ResidentExecutable>>> {
+        let _ = (graph, links, batched);
         Ok(None)
     }
 
@@ -138,6 +144,12 @@ pub trait Target: Send + Sync {
     /// it would take when it cannot).
     fn keeps_resident_values(&self) -> bool {
         false
+    }
+
+    /// The batch (axis 0 of the inputs) of a prepared program must be a multiple of this: a target that splits
+    /// each batch across data-parallel replicas (cloud-tpu's `--replicas N`) says N. 1 by default.
+    fn batch_multiple(&self) -> usize {
+        1
     }
 
     /// For a model file this target runs as it is — a compiled program the core IR cannot hold, such as an

@@ -1,6 +1,13 @@
 //! A program whose linked outputs stay in device memory and feed its linked inputs on the next call (a
 //! generation's key/value cache): compiled with input/output aliasing (`tf.aliasing_output`), so XLA writes each
 //! linked output into the donated buffer of its input, and the host sees only the other inputs and outputs.
+//!
+//! With the target's `--replicas N` the program is one replica's and the batch is split across N data-parallel
+//! replicas: each device holds the resident values of its rows (the inputs the caller marks as batched are split
+//! along axis 0; the others, such as a step's cache length, go whole to every device), and the outputs the host
+//! sees are joined along axis 0.
+//! With `--shard`, each replica is an SPMD program over several devices with its weights split; the resident
+//! values are replicated across a replica's devices, each updating its own copy in place.
 
 use tpu_sdk_core::ir::{DType, Graph, Tensor};
 use tpu_sdk_core::target::{ResidentExecutable, ResidentLink, ResidentState, Transfers};
@@ -8,20 +15,30 @@ use tpu_sdk_core::target::{ResidentExecutable, ResidentLink, ResidentState, Tran
 use crate::error::{Error, Result};
 use crate::pjrt::Buffer;
 use crate::target::{CloudTpuTarget, ReplicatedExecutable};
+use crate::tensor_split;
 
 /// See the module doc. Built by `CloudTpuTarget`'s `Target::prepare_resident`.
 pub struct CloudTpuResident {
     exe: ReplicatedExecutable,
+    /// Data-parallel replicas, and devices per replica (tensor-parallel partitions).
+    replicas: usize,
+    parts: usize,
+    /// Each input as the caller sees it: name, dtype, whole-batch shape (graph order).
     inputs: Vec<(String, DType, Vec<usize>)>,
+    /// Each input's shape on one device (the batch divided among the replicas where `split`).
+    device_shapes: Vec<Vec<usize>>,
+    /// Whether each input's axis 0 is split across the replicas.
+    split: Vec<bool>,
     outputs: usize,
     links: Vec<ResidentLink>,
-    state: Vec<Option<Buffer>>,
+    /// Per link, one buffer per device (replica-major); `None` before any value is set.
+    state: Vec<Option<Vec<Buffer>>>,
     transfers: Transfers,
 }
 
 impl std::fmt::Debug for CloudTpuResident {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CloudTpuResident({} links)", self.links.len())
+        write!(f, "CloudTpuResident({} links, {} replica(s) × {} device(s))", self.links.len(), self.replicas, self.parts)
     }
 }
 
@@ -30,12 +47,17 @@ fn bytes(t: &Tensor) -> u64 {
 }
 
 impl CloudTpuResident {
-    /// Compiles `graph` for one device with each `(output, input)` of `links` aliased.
-    pub fn new(target: &CloudTpuTarget, graph: &Graph, links: &[ResidentLink]) -> Result<CloudTpuResident> {
+    /// Compiles `graph` with each `(output, input)` of `links` aliased, for the target's replicas and shard plan
+    /// (one device when it has neither). With N replicas `graph` is one replica's program and the inputs marked in
+    /// `batched` take N times its batch (see `Target::prepare_resident`).
+    pub fn new(target: &CloudTpuTarget, graph: &Graph, links: &[ResidentLink], batched: &[bool]) -> Result<CloudTpuResident> {
         for (k, &(o, i)) in links.iter().enumerate() {
             if links[..k].iter().any(|&(o2, i2)| o2 == o || i2 == i) {
                 return Err(Error::Invalid(format!("resident link {k} ({o} → {i}) repeats an output or input")));
             }
+        }
+        if batched.len() != graph.inputs.len() {
+            return Err(Error::Invalid(format!("{} batch flags for {} inputs", batched.len(), graph.inputs.len())));
         }
         let converted;
         let graph = match target.compute_dtype {
@@ -47,28 +69,82 @@ impl CloudTpuResident {
             }
             Some(d) => return Err(Error::Invalid(format!("cloud-tpu computes in f32 or bf16, not {d}"))),
         };
-        let exe = target.build_aliased(graph, 1, None, links)?;
-        let inputs = graph.inputs.iter().map(|&i| (graph.value(i).name.clone(), graph.value(i).dtype, graph.value(i).shape.clone())).collect();
-        Ok(CloudTpuResident { exe, inputs, outputs: graph.outputs.len(), links: links.to_vec(), state: links.iter().map(|_| None).collect(), transfers: Transfers::default() })
+        let n = target.replicas.max(1);
+        let split: Vec<bool> = graph.inputs.iter().zip(batched).map(|(&i, &b)| n > 1 && b && !graph.value(i).shape.is_empty()).collect();
+        if n > 1 {
+            if let Some(&o) = graph.outputs.iter().find(|&&o| graph.value(o).shape.is_empty()) {
+                return Err(Error::Invalid(format!("--replicas {n}: output '{}' is a scalar, so the replicas' outputs cannot be joined", graph.value(o).name)));
+            }
+        }
+        let plan = target.replica_plan(graph, n, &target.shard)?;
+        let exe = target.build_aliased(graph, n, plan.as_ref(), links)?;
+        let parts = exe.devices.len() / n;
+        let inputs = graph
+            .inputs
+            .iter()
+            .zip(&split)
+            .map(|(&i, &s)| {
+                let v = graph.value(i);
+                let mut shape = v.shape.clone();
+                if s {
+                    shape[0] *= n;
+                }
+                (v.name.clone(), v.dtype, shape)
+            })
+            .collect();
+        let device_shapes = graph.inputs.iter().map(|&i| graph.value(i).shape.clone()).collect();
+        Ok(CloudTpuResident {
+            exe,
+            replicas: n,
+            parts,
+            inputs,
+            device_shapes,
+            split,
+            outputs: graph.outputs.len(),
+            links: links.to_vec(),
+            state: links.iter().map(|_| None).collect(),
+            transfers: Transfers::default(),
+        })
     }
 
-    /// The device addresses of the resident values (link order; `None` where there is none): a donated buffer
-    /// that an aliased output reused keeps its address from call to call.
+    /// The devices the program runs on, replica by replica.
+    pub fn devices(&self) -> &[crate::pjrt::Device] {
+        &self.exe.devices
+    }
+
+    /// The device addresses of the resident values (link order, first device; `None` where there is none): a
+    /// donated buffer that an aliased output reused keeps its address from call to call.
     pub fn state_addresses(&self) -> Result<Vec<Option<usize>>> {
-        self.state.iter().map(|b| b.as_ref().map(Buffer::device_address).transpose()).collect()
+        self.state.iter().map(|b| b.as_ref().and_then(|v| v.first()).map(Buffer::device_address).transpose()).collect()
     }
 
-    fn upload(&mut self, t: &Tensor) -> Result<Buffer> {
-        self.transfers.uploads += 1;
-        self.transfers.upload_bytes += bytes(t);
-        self.exe.client.upload(t, &self.exe.devices[0])
+    /// Uploads input `i`'s host tensor `t` to every device: its replica's share of the batch, or all of it.
+    fn upload_to_devices(&mut self, i: usize, t: &Tensor) -> Result<Vec<Buffer>> {
+        let pieces = if self.split[i] { tensor_split::split(t, 0, self.replicas) } else { vec![t.clone()] };
+        let mut bufs = Vec::with_capacity(self.exe.devices.len());
+        for (d, device) in self.exe.devices.iter().enumerate() {
+            let piece = &pieces[if self.split[i] { d / self.parts } else { 0 }];
+            self.transfers.uploads += 1;
+            self.transfers.upload_bytes += bytes(piece);
+            bufs.push(self.exe.client.upload(piece, device)?);
+        }
+        Ok(bufs)
     }
 
-    fn download(&mut self, b: &Buffer) -> Result<Tensor> {
-        let t = b.to_tensor()?;
-        self.transfers.downloads += 1;
-        self.transfers.download_bytes += bytes(&t);
-        Ok(t)
+    /// The host tensor of a value held on every device: each replica's first device's piece, joined along axis 0.
+    fn download_joined(&mut self, bufs: &[Buffer], split: bool) -> Result<Tensor> {
+        let replicas = if split { self.replicas } else { 1 };
+        let mut pieces = Vec::with_capacity(replicas);
+        for r in 0..replicas {
+            let t = bufs[r * self.parts].to_tensor()?;
+            self.transfers.downloads += 1;
+            self.transfers.download_bytes += bytes(&t);
+            pieces.push(t);
+        }
+        if pieces.len() == 1 {
+            return Ok(pieces.pop().expect("one piece"));
+        }
+        tensor_split::concat0(&pieces).ok_or_else(|| Error::Invalid("the replicas' pieces of an output cannot be joined".into()))
     }
 
     fn link_of_input(&self, i: usize) -> Option<usize> {
@@ -100,35 +176,48 @@ impl CloudTpuResident {
                 return Err(Error::InputMismatch(format!("input '{name}': expected {dtype}{shape:?}, given {}{:?}", t.dtype(), t.shape)));
             }
         }
+        // per free input, one buffer per device
         let mut uploaded = Vec::with_capacity(inputs.len());
-        for t in inputs {
-            uploaded.push(self.upload(t)?);
+        for (t, &i) in inputs.iter().zip(&free) {
+            uploaded.push(self.upload_to_devices(i, t)?);
         }
         // the resident buffers are moved in: their inputs are donated to the aliased outputs
         let mut donated = Vec::with_capacity(self.links.len());
         for (k, s) in self.state.iter_mut().enumerate() {
             donated.push(s.take().ok_or_else(|| Error::InputMismatch(format!("resident input '{}' has no value: set_state first", self.inputs[self.links[k].1].0)))?);
         }
-        let mut args: Vec<&Buffer> = Vec::with_capacity(self.inputs.len() + self.exe.params[0].len());
-        let mut next = uploaded.iter();
-        for i in 0..self.inputs.len() {
-            match self.links.iter().position(|&(_, input)| input == i) {
-                Some(k) => args.push(&donated[k]),
-                None => args.push(next.next().expect("counted above")),
-            }
-        }
-        args.extend(self.exe.params[0].iter());
-        let outs = self.exe.exe.execute(&args, None)?;
+        let devices = self.exe.devices.len();
+        let args: Vec<Vec<&Buffer>> = (0..devices)
+            .map(|d| {
+                let mut next = uploaded.iter();
+                let mut list: Vec<&Buffer> = (0..self.inputs.len())
+                    .map(|i| match self.link_of_input(i) {
+                        Some(k) => &donated[k][d],
+                        None => &next.next().expect("one upload per free input")[d],
+                    })
+                    .collect();
+                list.extend(self.exe.params[d].iter());
+                list
+            })
+            .collect();
+        let outs = self.exe.exe.execute_replicated(&args)?;
         drop(args);
         drop(donated);
-        if outs.len() != self.outputs {
-            return Err(Error::Invalid(format!("the program returned {} outputs, the model has {}", outs.len(), self.outputs)));
+        // per output, one buffer per device
+        let mut per_output: Vec<Vec<Buffer>> = (0..self.outputs).map(|_| Vec::with_capacity(devices)).collect();
+        for device_outs in outs {
+            if device_outs.len() != self.outputs {
+                return Err(Error::Invalid(format!("the program returned {} outputs, the model has {}", device_outs.len(), self.outputs)));
+            }
+            for (o, b) in device_outs.into_iter().enumerate() {
+                per_output[o].push(b);
+            }
         }
         let mut result = Vec::new();
-        for (o, b) in outs.into_iter().enumerate() {
+        for (o, bufs) in per_output.into_iter().enumerate() {
             match self.links.iter().position(|&(out, _)| out == o) {
-                Some(k) => self.state[k] = Some(b),
-                None => result.push(self.download(&b)?),
+                Some(k) => self.state[k] = Some(bufs),
+                None => result.push(self.download_joined(&bufs, self.replicas > 1)?),
             }
         }
         Ok(result)
@@ -143,8 +232,8 @@ impl ResidentExecutable for CloudTpuResident {
     fn set_state(&mut self, state: &[Tensor]) -> tpu_sdk_core::Result<()> {
         self.check_state_shapes(state)?;
         let mut bufs = Vec::with_capacity(state.len());
-        for t in state {
-            bufs.push(Some(self.upload(t)?));
+        for (k, t) in state.iter().enumerate() {
+            bufs.push(Some(self.upload_to_devices(self.links[k].1, t)?));
         }
         self.state = bufs;
         Ok(())
@@ -152,33 +241,38 @@ impl ResidentExecutable for CloudTpuResident {
 
     fn state_to_host(&mut self) -> tpu_sdk_core::Result<Vec<Tensor>> {
         let mut out = Vec::with_capacity(self.state.len());
-        for b in &self.state {
-            let b = b.as_ref().ok_or_else(|| Error::InputMismatch("no resident value to copy".into()))?;
-            out.push(b.to_tensor()?);
-        }
-        for t in &out {
-            self.transfers.downloads += 1;
-            self.transfers.download_bytes += bytes(t);
-            self.transfers.state_downloads += 1;
+        for k in 0..self.state.len() {
+            let bufs = self.state[k].take().ok_or_else(|| Error::InputMismatch("no resident value to copy".into()))?;
+            let before = self.transfers.downloads;
+            let joined = self.download_joined(&bufs, self.split[self.links[k].1]);
+            self.state[k] = Some(bufs);
+            self.transfers.state_downloads += self.transfers.downloads - before;
+            out.push(joined?);
         }
         Ok(out)
     }
 
     fn take_state(&mut self) -> tpu_sdk_core::Result<ResidentState> {
-        let bufs: Vec<Option<Buffer>> = std::mem::replace(&mut self.state, self.links.iter().map(|_| None).collect());
+        let bufs: Vec<Option<Vec<Buffer>>> = std::mem::replace(&mut self.state, self.links.iter().map(|_| None).collect());
         Ok(ResidentState(Box::new(bufs)))
     }
 
     fn put_state(&mut self, state: ResidentState) -> tpu_sdk_core::Result<()> {
-        let bufs = state.0.downcast::<Vec<Option<Buffer>>>().map_err(|_| Error::Invalid("resident values from another kind of executable".into()))?;
+        let bufs = state.0.downcast::<Vec<Option<Vec<Buffer>>>>().map_err(|_| Error::Invalid("resident values from another kind of executable".into()))?;
         if bufs.len() != self.links.len() {
             return Err(Error::InputMismatch(format!("{} resident values for {} links", bufs.len(), self.links.len())).into());
         }
         for (b, &(_, i)) in bufs.iter().zip(&self.links) {
             let Some(b) = b else { continue };
-            let (name, dtype, shape) = &self.inputs[i];
-            if b.dtype()? != *dtype || b.dims()? != *shape {
-                return Err(Error::InputMismatch(format!("resident input '{name}' is {dtype}{shape:?}, the value put in is not")).into());
+            let (name, dtype, _) = &self.inputs[i];
+            let shape = &self.device_shapes[i];
+            if b.len() != self.exe.devices.len() {
+                return Err(Error::InputMismatch(format!("resident input '{name}' put in from {} device(s), this program runs on {}", b.len(), self.exe.devices.len())).into());
+            }
+            for d in b {
+                if d.dtype()? != *dtype || d.dims()? != *shape {
+                    return Err(Error::InputMismatch(format!("resident input '{name}' is {dtype}{shape:?} per device, the value put in is not")).into());
+                }
             }
         }
         self.state = *bufs;

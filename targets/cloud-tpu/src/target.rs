@@ -26,10 +26,11 @@ pub struct CloudTpuTarget {
     /// Folder of the on-disk compilation cache; `None` compiles every time. [`CloudTpuTarget::new`] takes it from
     /// `$TPU_SDK_COMPILE_CACHE`.
     pub cache_dir: Option<PathBuf>,
-    /// Data-parallel replicas for [`Target::prepare`] (`--replicas`): the batch (axis 0 of every input) is split
-    /// across this many devices and the outputs are joined; 0 and 1 mean one device.
+    /// Data-parallel replicas for [`Target::prepare`] and [`Target::prepare_resident`] (`--replicas`): the batch
+    /// (axis 0 of the inputs) is split across this many devices and the outputs are joined; 0 and 1 mean one device.
     pub replicas: usize,
-    /// Tensor-parallel annotations for [`Target::prepare`] (`--shard` values, see [`crate::shard`]).
+    /// Tensor-parallel annotations for [`Target::prepare`] and [`Target::prepare_resident`] (`--shard` values, see
+    /// [`crate::shard`]).
     pub shard: Vec<String>,
     /// What [`Target::prepare`] and [`Target::prepare_resident`] compute in: `None` or f32, or bf16 (the graph
     /// rewritten by [`crate::bf16`]: f32 inputs and outputs cast at the interface, resident values stored in bf16).
@@ -94,18 +95,22 @@ impl CloudTpuTarget {
         let n = replicas.max(1);
         let g = per_replica_graph(&graph, n)?;
         let full_sig = Signature::of(&graph);
-        let plan = if specs.is_empty() {
-            None
-        } else {
-            let found = self.find_plugin()?;
-            let available = Plugin::load(&found.path)?.shared_client()?.addressable_devices()?.len().saturating_sub(self.device);
-            let mut plan =
-                crate::shard::plan(&g, specs, available / n)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
-            plan.replicas = n;
-            Some(plan)
-        };
+        let plan = self.replica_plan(&g, n, specs)?;
         let exe = self.build(&g, n, plan.as_ref())?;
         Ok(DataParallelExecutable { exe, full_sig, plan })
+    }
+
+    /// The tensor-parallel plan of each of `n` replicas of `g` for the `--shard` values `specs` (`None` when there
+    /// are none): without `parts=N`, the partitions are the available devices divided by the replicas.
+    pub(crate) fn replica_plan(&self, g: &Graph, n: usize, specs: &[String]) -> Result<Option<ShardPlan>> {
+        if specs.is_empty() {
+            return Ok(None);
+        }
+        let found = self.find_plugin()?;
+        let available = Plugin::load(&found.path)?.shared_client()?.addressable_devices()?.len().saturating_sub(self.device);
+        let mut plan = crate::shard::plan(g, specs, available / n)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
+        plan.replicas = n;
+        Ok(Some(plan))
     }
 
     /// Compiles `graph` for tensor parallelism with the `--shard` values `specs` (see [`crate::shard`]): one
@@ -140,9 +145,11 @@ impl CloudTpuTarget {
         self.build_aliased(graph, replicas, plan, &[])
     }
 
-    /// [`CloudTpuTarget::build`] with input/output aliasing (`(output, input)` pairs; one device, no plan).
+    /// [`CloudTpuTarget::build`] with input/output aliasing (`(output, input)` pairs; with a plan, the aliased
+    /// values are replicated across its partitions).
     pub(crate) fn build_aliased(&self, graph: &Graph, replicas: usize, plan: Option<&ShardPlan>, aliases: &[(usize, usize)]) -> Result<ReplicatedExecutable> {
         let program = match plan {
+            Some(p) if !aliases.is_empty() => crate::lower::lower_program_sharded_aliased(graph, &self.lower, p, aliases)?,
             Some(p) => lower_program_sharded(graph, &self.lower, p, true)?,
             None if !aliases.is_empty() => crate::lower::lower_program_aliased(graph, &self.lower, aliases)?,
             None => lower_program(graph, &self.lower)?,
@@ -374,13 +381,13 @@ impl Target for CloudTpuTarget {
         &self,
         graph: &Graph,
         links: &[tpu_sdk_core::target::ResidentLink],
+        batched: &[bool],
     ) -> tpu_sdk_core::Result<Option<Box<dyn tpu_sdk_core::target::ResidentExecutable>>> {
-        if self.replicas > 1 || !self.shard.is_empty() {
-            return Err(tpu_sdk_core::Error::Unsupported(
-                "values kept on the device between calls (generation's cache) run on one device: not with --replicas or --shard yet".into(),
-            ));
-        }
-        Ok(Some(Box::new(crate::resident::CloudTpuResident::new(self, graph, links)?)))
+        Ok(Some(Box::new(crate::resident::CloudTpuResident::new(self, graph, links, batched)?)))
+    }
+
+    fn batch_multiple(&self) -> usize {
+        self.replicas.max(1)
     }
 
     fn devices(&self) -> tpu_sdk_core::Result<Vec<tpu_sdk_core::target::DeviceInfo>> {

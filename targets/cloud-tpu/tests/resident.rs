@@ -36,7 +36,7 @@ fn the_linked_output_stays_on_the_device_in_the_donated_buffer() {
     let target = CloudTpuTarget::with_plugin(plugin);
     let g = accumulator();
     // output 1 (next) feeds input 0 (state)
-    let mut r = CloudTpuResident::new(&target, &g, &[(1, 0)]).unwrap();
+    let mut r = CloudTpuResident::new(&target, &g, &[(1, 0)], &vec![true; g.inputs.len()]).unwrap();
     r.set_state(&[row(0.0)]).unwrap();
     let a0 = r.state_addresses().unwrap()[0].unwrap();
     let out = r.run(&[row(1.0)]).unwrap();
@@ -54,7 +54,7 @@ fn the_linked_output_stays_on_the_device_in_the_donated_buffer() {
     assert_eq!(r.transfers().state_downloads, 1);
 
     // moved to another executable of the same shapes: no copy
-    let mut other = target.prepare_resident(&g, &[(1, 0)]).unwrap().expect("cloud-tpu keeps values on the device");
+    let mut other = target.prepare_resident(&g, &[(1, 0)], &vec![true; g.inputs.len()]).unwrap().expect("cloud-tpu keeps values on the device");
     other.put_state(r.take_state().unwrap()).unwrap();
     assert_eq!(other.run(&[row(1.0)]).unwrap()[0].as_f32().unwrap(), &[40.0]);
     assert_eq!(other.transfers().uploads, 1, "only x was uploaded");
@@ -69,11 +69,11 @@ fn bad_links_and_states_are_refused() {
     let target = CloudTpuTarget::with_plugin(plugin);
     let g = accumulator();
     // the sum [] cannot reuse the state [1, 4]
-    let e = CloudTpuResident::new(&target, &g, &[(0, 0)]).unwrap_err().to_string();
+    let e = CloudTpuResident::new(&target, &g, &[(0, 0)], &vec![true; g.inputs.len()]).unwrap_err().to_string();
     assert!(e.contains("types differ"), "{e}");
-    let e = CloudTpuResident::new(&target, &g, &[(1, 0), (1, 1)]).unwrap_err().to_string();
+    let e = CloudTpuResident::new(&target, &g, &[(1, 0), (1, 1)], &vec![true; g.inputs.len()]).unwrap_err().to_string();
     assert!(e.contains("repeats"), "{e}");
-    let mut r = CloudTpuResident::new(&target, &g, &[(1, 0)]).unwrap();
+    let mut r = CloudTpuResident::new(&target, &g, &[(1, 0)], &vec![true; g.inputs.len()]).unwrap();
     let e = r.set_state(&[Tensor::zeros(DType::F32, vec![2, 4])]).unwrap_err().to_string();
     assert!(e.contains("'state'"), "{e}");
     r.set_state(&[row(0.0)]).unwrap();

@@ -125,6 +125,12 @@ pub fn lower_program(graph: &Graph, opts: &LowerOptions) -> Result<Program> {
 /// input's buffer as reusable for that output (`tf.aliasing_output`), so a runtime that donates the input gets
 /// the output written in place (a generation's key/value cache). The two must have the same type.
 pub fn lower_program_aliased(graph: &Graph, opts: &LowerOptions, aliases: &[(usize, usize)]) -> Result<Program> {
+    check_aliases(graph, aliases)?;
+    lower_with(graph, opts, None, false, aliases)
+}
+
+/// Each `(output, input)` alias names an output and an input of the same type.
+fn check_aliases(graph: &Graph, aliases: &[(usize, usize)]) -> Result<()> {
     for &(o, i) in aliases {
         let (Some(&ov), Some(&iv)) = (graph.outputs.get(o), graph.inputs.get(i)) else {
             return Err(Error::Invalid(format!("alias of output {o} to input {i}: no such output or input")));
@@ -137,7 +143,7 @@ pub fn lower_program_aliased(graph: &Graph, opts: &LowerOptions, aliases: &[(usi
             )));
         }
     }
-    lower_with(graph, opts, None, false, aliases)
+    Ok(())
 }
 
 /// Lowers `graph` for SPMD tensor parallelism with `plan`: every argument and result carries an `mhlo.sharding`
@@ -152,6 +158,18 @@ pub fn lower_program_sharded(
     weights_as_args: bool,
 ) -> Result<Program> {
     lower_with(graph, opts, Some(plan), weights_as_args, &[])
+}
+
+/// [`lower_program_sharded`] (weights as arguments) with input/output aliasing as in [`lower_program_aliased`]:
+/// the aliased inputs and outputs are replicated, so each device of the plan updates its own copy in place.
+pub fn lower_program_sharded_aliased(
+    graph: &Graph,
+    opts: &LowerOptions,
+    plan: &crate::shard::ShardPlan,
+    aliases: &[(usize, usize)],
+) -> Result<Program> {
+    check_aliases(graph, aliases)?;
+    lower_with(graph, opts, Some(plan), true, aliases)
 }
 
 fn lower_with(
@@ -182,11 +200,13 @@ fn lower_with(
                 v.name
             )));
         }
-        let alias = match aliases.iter().find(|&&(_, input)| input == i) {
-            Some((output, _)) => format!(" {{tf.aliasing_output = {output} : i32}}"),
-            None => String::new(),
-        };
-        args.push(format!("%arg{i}: {}{}{alias}", emit::ty(v.dtype, &v.shape), ann(None, v.shape.len())));
+        // one attribute dictionary: the sharding (with a plan) and the alias
+        let mut attrs: Vec<String> = plan.map(|p| p.attribute(None, v.shape.len())).into_iter().collect();
+        if let Some((output, _)) = aliases.iter().find(|&&(_, input)| input == i) {
+            attrs.push(format!("tf.aliasing_output = {output} : i32"));
+        }
+        let attrs = if attrs.is_empty() { String::new() } else { format!(" {{{}}}", attrs.join(", ")) };
+        args.push(format!("%arg{i}: {}{attrs}", emit::ty(v.dtype, &v.shape)));
         cx.bind(id, format!("%arg{i}"));
     }
     lower_nodes(&mut cx, graph)?;
