@@ -63,8 +63,12 @@ export TPU_SDK_REQUIRE_ORACLES=1
 export TPU_SDK_REQUIRE_SSHD=1
 export TPU_SDK_REQUIRE_VALGRIND=1
 bash zoo/run.sh --fast  # the model zoo's CI subset: 7 real models on every target, zoo/expected_fast.txt must pass
-cargo test --workspace -- --nocapture 2>&1 | grep -v '^$' | grep -vE '^test .* \.\.\. ok$'
+# each test binary's start time, so that a slow one shows in the log
+stamp() { while IFS= read -r line; do case $line in *Running*) echo "[$(date -u +%H:%M:%S)] $line" ;; *) echo "$line" ;; esac; done; }
+echo "[$(date -u +%H:%M:%S)] cargo test --workspace"
+cargo test --workspace -- --nocapture 2>&1 | grep --line-buffered -v '^$' | grep --line-buffered -vE '^test .* \.\.\. ok$' | stamp
 rc=${PIPESTATUS[0]}
+echo "[$(date -u +%H:%M:%S)] cargo test --workspace finished (exit $rc)"
 [ "$rc" -eq 0 ] || exit "$rc"
 # the short fuzz pass: every cargo-fuzz target for 20 s (fuzz/README.md; `bash scripts/fuzz.sh 600` for a long one)
 bash scripts/fuzz.sh "${TPU_SDK_FUZZ_SECONDS:-20}"
