@@ -233,12 +233,18 @@ fn onnx_ports(path: &std::path::Path) -> Option<(Vec<Port>, Vec<Port>)> {
     Some((ins, outs))
 }
 
+/// A rayon pool whose workers compute with subnormals flushed to zero, as CPU sessions do
+/// (`tpu_sdk::core::runtime::fp_env`).
+fn pool_builder() -> rayon::ThreadPoolBuilder {
+    rayon::ThreadPoolBuilder::new().start_handler(|_| tpu_sdk::core::runtime::fp_env::flush_denormals())
+}
+
 /// The pool of sessions made with `threads=None`: one worker per core, shared by every such session (rayon's
 /// global pool would leave the caller's thread running beside its workers). `None` when its threads cannot
 /// start: the caller's thread then runs alone.
 fn default_pool() -> Option<&'static rayon::ThreadPool> {
     static POOL: std::sync::OnceLock<Option<rayon::ThreadPool>> = std::sync::OnceLock::new();
-    POOL.get_or_init(|| rayon::ThreadPoolBuilder::new().build().ok()).as_ref()
+    POOL.get_or_init(|| pool_builder().build().ok()).as_ref()
 }
 
 /// A model prepared for a target (the `tpu_sdk.Session` wrapper in Python holds one).
@@ -377,7 +383,7 @@ impl NativeSession {
         }
         let pool = match threads {
             Some(0) => return Err(input_error(py, "threads must be at least 1".into())),
-            Some(n) => Some(rayon::ThreadPoolBuilder::new().num_threads(n).build().map_err(|e| raise(py, "Error", format!("cannot start {n} threads: {e}")))?),
+            Some(n) => Some(pool_builder().num_threads(n).build().map_err(|e| raise(py, "Error", format!("cannot start {n} threads: {e}")))?),
             None => None,
         };
         let mut shapes: Vec<(String, Vec<usize>)> = input_shapes.unwrap_or_default().into_iter().collect();

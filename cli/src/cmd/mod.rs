@@ -116,7 +116,9 @@ where
         Command::Cache(a) => cache::main(a),
         Command::Generate(a) => generate::main(a),
     };
-    let r = match rayon::ThreadPoolBuilder::new().num_threads(threads).build() {
+    // its workers compute with subnormals flushed to zero, as CPU sessions do (tpu_sdk::core::runtime::fp_env)
+    let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).start_handler(|_| tpu_sdk::core::runtime::fp_env::flush_denormals());
+    let r = match pool.build() {
         Ok(pool) => pool.install(dispatch),
         Err(e) => {
             if cli.threads.is_some() {

@@ -3,6 +3,7 @@
 
 mod control_flow;
 mod fold;
+pub mod fp_env;
 pub mod kernels;
 mod session;
 

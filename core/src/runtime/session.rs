@@ -311,6 +311,8 @@ impl Session {
     }
 
     fn execute(&mut self, inputs: &[&Tensor]) -> Result<()> {
+        // subnormals flushed on this thread for the run (see fp_env)
+        let _flush = super::fp_env::FlushDenormals::new();
         let Session { graph, steps, bufs, outs_tmp, scratch, profile, .. } = self;
         for step in steps.iter_mut() {
             let node = &graph.nodes[step.node];
@@ -423,6 +425,27 @@ mod tests {
     use super::*;
     use crate::ir::{infer::infer_graph, BinaryOp, Op, UnaryOp};
     use super::super::CpuEval;
+
+    /// A run computes with subnormals flushed to zero (see `fp_env`): 1e-30 · 1e-10 is 0, not 1e-40; the calling
+    /// thread's setting is what it was afterwards.
+    #[test]
+    fn runs_flush_subnormal_results_to_zero() {
+        let mut g = Graph::new("tiny");
+        let x = g.add_input("x", DType::F32, vec![2]);
+        let y = g.add_input("y", DType::F32, vec![2]);
+        let o = g.add_value("o", DType::F32, vec![]);
+        g.add_node("mul", Op::Binary(BinaryOp::Mul, None), vec![Some(x), Some(y)], vec![o]);
+        g.outputs.push(o);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut s = Session::new(g).unwrap();
+        let before = super::super::fp_env::denormals_flushed();
+        let out = s.run(&[Tensor::from_f32(vec![2], vec![1e-30, 2.0]), Tensor::from_f32(vec![2], vec![1e-10, 3.0])]).unwrap();
+        assert_eq!(out[0].as_f32().unwrap()[1], 6.0);
+        if cfg!(any(target_arch = "x86_64", target_arch = "aarch64")) {
+            assert_eq!(out[0].as_f32().unwrap()[0], 0.0, "a subnormal product is flushed");
+        }
+        assert_eq!(super::super::fp_env::denormals_flushed(), before);
+    }
 
     /// x -> neg -> a; a + x -> b; neg(b) -> c; c * x -> out. Four values computed, at most three live at once.
     fn chain() -> Graph {
