@@ -56,7 +56,7 @@ pub struct Retry<'a> {
     /// How many retries there are.
     pub attempts: usize,
     /// Changes the graph and the inputs for an attempt.
-    pub change: &'a dyn Fn(usize, &mut Graph, &mut Vec<Tensor>) -> Result<(), String>,
+    pub change: &'a (dyn Fn(usize, &mut Graph, &mut Vec<Tensor>) -> Result<(), String> + Sync),
 }
 
 /// How the cases are run.
@@ -117,30 +117,35 @@ impl Suite {
         names
     }
 
-    /// Runs the cases `names` that match the filter and exist (in the given order).
+    /// Runs the cases `names` that match the filter and exist, on rayon's threads (the cases are independent; the
+    /// suite on a PJRT plugin compiles one program per case, which takes one core).
     pub fn run<'n>(&self, names: impl IntoIterator<Item = &'n String>, opts: &RunOptions) -> Report {
+        use rayon::prelude::*;
+        let names: Vec<&String> =
+            names.into_iter().filter(|n| n.contains(&self.filter) && self.dir.join(n.as_str()).join("model.onnx").exists()).collect();
+        let results: Vec<(String, (Outcome, usize, String))> = names.par_iter().map(|name| (name.to_string(), self.run_one(name, opts))).collect();
         let mut report = Report::default();
-        for name in names.into_iter().filter(|n| n.contains(&self.filter)) {
-            let dir = self.dir.join(name);
-            if !dir.join("model.onnx").exists() {
-                continue;
-            }
-            let mut attempt = 0;
-            let mut outcome = run_guarded(&dir, opts, 0);
-            if let Some(retry) = &opts.retry {
-                while attempt < retry.attempts && matches!(&outcome, Outcome::NotRun(m) if (retry.when)(m)) {
-                    attempt += 1;
-                    outcome = run_guarded(&dir, opts, attempt);
-                }
-            }
-            if self.verbose {
-                if let Outcome::Fail(m) | Outcome::NotRun(m) = &outcome {
-                    eprintln!("{name}: {m}");
-                }
-            }
-            report.cases.insert(name.clone(), (outcome, attempt, op_of(&dir, name)));
-        }
+        report.cases.extend(results);
         report
+    }
+
+    /// One case, with its retries: (outcome, attempts made, op).
+    fn run_one(&self, name: &str, opts: &RunOptions) -> (Outcome, usize, String) {
+        let dir = self.dir.join(name);
+        let mut attempt = 0;
+        let mut outcome = run_guarded(&dir, opts, 0);
+        if let Some(retry) = &opts.retry {
+            while attempt < retry.attempts && matches!(&outcome, Outcome::NotRun(m) if (retry.when)(m)) {
+                attempt += 1;
+                outcome = run_guarded(&dir, opts, attempt);
+            }
+        }
+        if self.verbose {
+            if let Outcome::Fail(m) | Outcome::NotRun(m) = &outcome {
+                eprintln!("{name}: {m}");
+            }
+        }
+        (outcome, attempt, op_of(&dir, name))
     }
 }
 
