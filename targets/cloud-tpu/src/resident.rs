@@ -107,11 +107,6 @@ impl CloudTpuResident {
         })
     }
 
-    /// The devices the program runs on, replica by replica.
-    pub fn devices(&self) -> &[crate::pjrt::Device] {
-        &self.exe.devices
-    }
-
     /// The device addresses of the resident values (link order, first device; `None` where there is none): a
     /// donated buffer that an aliased output reused keeps its address from call to call.
     pub fn state_addresses(&self) -> Result<Vec<Option<usize>>> {
@@ -120,10 +115,10 @@ impl CloudTpuResident {
 
     /// Uploads input `i`'s host tensor `t` to every device: its replica's share of the batch, or all of it.
     fn upload_to_devices(&mut self, i: usize, t: &Tensor) -> Result<Vec<Buffer>> {
-        let pieces = if self.split[i] { tensor_split::split(t, 0, self.replicas) } else { vec![t.clone()] };
+        let pieces = self.split[i].then(|| tensor_split::split(t, 0, self.replicas));
         let mut bufs = Vec::with_capacity(self.exe.devices.len());
         for (d, device) in self.exe.devices.iter().enumerate() {
-            let piece = &pieces[if self.split[i] { d / self.parts } else { 0 }];
+            let piece = pieces.as_ref().map_or(t, |p| &p[d / self.parts]);
             self.transfers.uploads += 1;
             self.transfers.upload_bytes += bytes(piece);
             bufs.push(self.exe.client.upload(piece, device)?);
