@@ -217,7 +217,9 @@ impl<'a, T: Real> BlockOut<'a, T> {
     }
 
     /// The pointer to element `off`, for a kernel that writes a block of `span` elements from there (checked to
-    /// lie inside C); writing through it carries [`BlockOut::gemm_block`]'s disjointness contract.
+    /// lie inside C); writing through it carries [`BlockOut::gemm_block`]'s disjointness contract. (Used by the
+    /// x86-64 prepared kernels.)
+    #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
     pub fn block_ptr(&self, off: usize, span: usize) -> *mut T {
         assert!(off.checked_add(span).is_some_and(|e| e <= self.len), "output block out of bounds");
         // SAFETY: off ≤ len (asserted): inside the allocation or one past its end.

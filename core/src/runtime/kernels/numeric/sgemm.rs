@@ -9,14 +9,19 @@
 //! chain: results differ from matrixmultiply's by rounding only.
 
 /// Rows of the microkernel tile.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const MR: usize = 6;
 /// Columns of the microkernel tile (two 8-lane vectors).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const NR: usize = 16;
 /// Depth of one packed block (A panel 6·256·4 = 6 KiB, B panel 16·256·4 = 16 KiB: both stay in L1).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const KC: usize = 256;
 /// Rows of one packed A block (12 panels, 72 KiB at full KC: L2).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const MC: usize = 72;
 /// Columns of one packed B block (512 KiB at full KC: L2).
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 const NC: usize = 512;
 
 /// `C ← alpha·A·B + beta·C` with matrixmultiply's argument convention (element (i, j) of A at
@@ -611,6 +616,7 @@ mod x86 {
 const GEMV_PANELS: usize = 4;
 
 /// Columns per panel of a packed B: a split of a product's columns between tasks starts at a multiple of this.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const NR_PACKED: usize = NR;
 
 #[cfg(target_arch = "x86_64")]
