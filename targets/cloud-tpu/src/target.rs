@@ -117,10 +117,7 @@ impl CloudTpuTarget {
     /// SPMD program over `parts` devices from [`CloudTpuTarget::device`] on, each holding its shard of the split
     /// weights; every device computes the whole (replicated) result.
     pub fn compile_sharded(&self, graph: Graph, specs: &[String]) -> Result<ShardedExecutable> {
-        let found = self.find_plugin()?;
-        let plugin = Plugin::load(&found.path)?;
-        let available = plugin.shared_client()?.addressable_devices()?.len().saturating_sub(self.device);
-        let plan = crate::shard::plan(&graph, specs, available)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
+        let plan = self.replica_plan(&graph, 1, specs)?.ok_or_else(|| Error::Invalid("--shard: no annotation given".into()))?;
         Ok(ShardedExecutable { inner: self.build(&graph, 1, Some(&plan))?, plan })
     }
 
