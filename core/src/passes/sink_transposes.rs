@@ -89,6 +89,7 @@ fn sinkable(g: &Graph, producers: &[Option<usize>], i: usize) -> Option<Vec<usiz
         Op::ArgReduce { .. } | Op::CumSum { .. } | Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } => return None,
         Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Gather { .. } => return None,
         Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::Resize(_) => return None,
+        Op::TensorScatter { .. } => return None,
         Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } => return None,
         Op::Identity | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } => return None,
         Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero | Op::ReverseSequence { .. } => return None,

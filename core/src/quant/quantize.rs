@@ -117,6 +117,7 @@ fn classify(op: &Op) -> std::result::Result<bool, String> {
         | GatherNd { .. }
         | ScatterElements { .. }
         | ScatterNd { .. }
+        | TensorScatter { .. }
         | Expand
         | Shape { .. }
         | Size

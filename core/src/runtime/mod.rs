@@ -44,4 +44,7 @@ impl Executable for Session {
     fn run_refs(&mut self, inputs: &[&Tensor]) -> crate::Result<Vec<Tensor>> {
         Session::run_refs(self, inputs)
     }
+    fn run_owned(&mut self, inputs: Vec<Tensor>) -> crate::Result<Vec<Tensor>> {
+        Session::run_owned(self, inputs)
+    }
 }

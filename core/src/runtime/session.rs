@@ -47,6 +47,8 @@ struct Step {
     outputs: Vec<usize>,
     /// Some output's shape is known only at run time: checked against the memory budget before the kernel.
     dynamic: bool,
+    /// Output 0 is written into input 0's buffer, which nothing reads afterwards ([`kernels::run_in_place`]).
+    in_place: bool,
 }
 
 /// A graph prepared for repeated execution on the CPU.
@@ -55,6 +57,8 @@ pub struct Session {
     steps: Vec<Step>,
     srcs: Vec<Option<Src>>,
     bufs: Vec<Tensor>,
+    /// Graph inputs that an in-place step writes into: (input index, the buffer they are put in before a run).
+    input_bufs: Vec<(usize, usize)>,
     outs_tmp: Vec<Tensor>,
     scratch: Scratch,
     profile: Option<Vec<Duration>>,
@@ -102,10 +106,23 @@ impl Session {
         let mut free: Vec<usize> = Vec::new();
         let mut steps = Vec::with_capacity(live_nodes.len());
         let mut owner: Vec<Option<usize>> = vec![None; nv]; // value -> buffer
+        let mut input_bufs: Vec<(usize, usize)> = Vec::new();
         let budget = limits::memory_budget();
         let mut biggest: Option<((usize, usize), usize)> = None; // ((node, value), bytes)
         for (s, &n) in live_nodes.iter().enumerate() {
             let node = &graph.nodes[n];
+            // An op that can update its input where it is gets that input's buffer as its output when no one
+            // reads the input after it (a graph input read only here gets a buffer of its own to be put in).
+            let in_place = in_place_input(&graph, n, &readers).map(|v| match srcs[v.0] {
+                Some(Src::Input(k)) => {
+                    buf_info.push((graph.values[v.0].dtype, 0));
+                    let b = buf_info.len() - 1;
+                    input_bufs.push((k, b));
+                    srcs[v.0] = Some(Src::Buf(b));
+                    b
+                }
+                _ => owner[v.0].take().expect("in_place_input: a computed value has its buffer"),
+            });
             let inputs = node.inputs.iter().map(|i| i.map(|v| srcs[v.0].expect("verified: inputs are defined"))).collect();
             let mut outputs = Vec::with_capacity(node.outputs.len());
             for o in &node.outputs {
@@ -132,9 +149,10 @@ impl Session {
                         }
                     })
                     .map(|(pos, _)| pos);
-                let b = match pick {
-                    Some(pos) => free.swap_remove(pos),
-                    None => {
+                let b = match (pick, in_place) {
+                    (_, Some(b)) if outputs.is_empty() => b,
+                    (Some(pos), _) => free.swap_remove(pos),
+                    (None, _) => {
                         buf_info.push((v.dtype, 0));
                         buf_info.len() - 1
                     }
@@ -178,7 +196,9 @@ impl Session {
                 Error::Unsupported(m) => Error::Unsupported(format!("{}: {m}", output_text_node(node, n))),
                 other => other,
             })?;
-            steps.push(Step { node: n, prepared, regions, inputs, outputs, dynamic });
+            let in_place = in_place.is_some();
+            debug_assert!(!(in_place && prepared.is_some()), "ops updated in place have no prepared kernel");
+            steps.push(Step { node: n, prepared, regions, inputs, outputs, dynamic, in_place });
             release_held_constants(&mut graph, steps.last_mut().expect("pushed"), &readers);
         }
         for o in &graph.outputs {
@@ -198,7 +218,7 @@ impl Session {
             ));
         }
         let bufs = buf_info.iter().map(|_| Tensor::default()).collect();
-        Ok(Session { graph, steps, srcs, bufs, outs_tmp: Vec::new(), scratch: Scratch::default(), profile: None })
+        Ok(Session { graph, steps, srcs, bufs, input_bufs, outs_tmp: Vec::new(), scratch: Scratch::default(), profile: None })
     }
 
     /// This session as a [`Stream`](crate::stream::Stream): each `(output, input)` name pair feeds that output back
@@ -282,10 +302,36 @@ impl Session {
     /// Only an output that is a constant, an input, or listed twice is a copy.
     pub fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         self.check_input_refs(inputs)?;
+        self.copy_in_place_inputs(inputs);
         self.execute(inputs)?;
+        Ok(self.hand_out_outputs(inputs))
+    }
+
+    /// [`Session::run`] on inputs given away: an input that an op updates in place (a key/value cache written
+    /// by `TensorScatter`) is not copied but becomes that op's output, so a cache passed in comes back as an
+    /// output in the same memory with only the new positions written.
+    pub fn run_owned(&mut self, mut inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        self.check_inputs(&inputs)?;
+        for &(k, b) in &self.input_bufs {
+            self.bufs[b] = std::mem::take(&mut inputs[k]);
+        }
+        let refs: Vec<&Tensor> = inputs.iter().collect();
+        self.execute(&refs)?;
+        Ok(self.hand_out_outputs(&refs))
+    }
+
+    /// Puts copies of the inputs that a step updates in place into their buffers.
+    fn copy_in_place_inputs(&mut self, inputs: &[&Tensor]) {
+        for &(k, b) in &self.input_bufs {
+            self.bufs[b].assign(inputs[k]);
+        }
+    }
+
+    /// The outputs after a run: each planned buffer handed over, copies of constants, inputs and repeats.
+    fn hand_out_outputs(&mut self, inputs: &[&Tensor]) -> Vec<Tensor> {
         let Session { graph, srcs, bufs, .. } = self;
         let mut handed = vec![false; bufs.len()];
-        Ok(graph
+        graph
             .outputs
             .iter()
             .map(|o| match srcs[o.0].expect("planned: outputs are computed") {
@@ -295,13 +341,14 @@ impl Session {
                 }
                 s => resolve(graph, inputs, bufs, s).clone(),
             })
-            .collect())
+            .collect()
     }
 
     /// Runs the graph on borrowed inputs and copies the outputs into `outputs` (one per graph output), reusing
     /// their storage: what a region runs each iteration.
     pub(crate) fn run_into(&mut self, inputs: &[&Tensor], outputs: &mut [Tensor]) -> Result<()> {
         self.check_input_refs(inputs)?;
+        self.copy_in_place_inputs(inputs);
         self.execute(inputs)?;
         let Session { graph, srcs, bufs, .. } = self;
         for (o, t) in graph.outputs.iter().zip(outputs.iter_mut()) {
@@ -324,6 +371,7 @@ impl Session {
             outs_tmp.extend(step.outputs.iter().map(|&b| std::mem::take(&mut bufs[b])));
             let ins: Vec<Option<&Tensor>> = step.inputs.iter().map(|s| s.map(|s| resolve(graph, inputs, bufs, s))).collect();
             let r = match (&step.prepared, step.regions.as_mut()) {
+                _ if step.in_place => kernels::run_in_place(&node.op, &ins, &mut outs_tmp[0]),
                 (Some(k), _) => k.run(&ins, outs_tmp, scratch),
                 (None, Some(r)) => r.run(&node.op, &ins, outs_tmp),
                 (None, None) => kernels::eval(&node.op, &ins, outs_tmp, scratch),
@@ -373,6 +421,17 @@ fn check_dynamic_outputs(g: &Graph, inputs: &[&Tensor], bufs: &[Tensor], step: &
         }
     }
     Ok(())
+}
+
+/// The input of node `n` whose buffer its output 0 may take ([`kernels::updates_in_place`]): a computed value or
+/// graph input that nothing else reads, of the output's static type.
+fn in_place_input(g: &Graph, n: usize, readers: &[usize]) -> Option<crate::ir::ValueId> {
+    let node = &g.nodes[n];
+    let v = node.inputs.get(kernels::updates_in_place(&node.op)?).copied().flatten()?;
+    let o = *node.outputs.first()?;
+    let (iv, ov) = (&g.values[v.0], &g.values[o.0]);
+    let same = iv.dtype == ov.dtype && iv.shape == ov.shape && !iv.dynamic && !ov.dynamic;
+    (same && readers[v.0] == 1 && iv.constant.is_none() && ov.constant.is_none()).then_some(v)
 }
 
 /// How many node inputs and graph outputs read each value.
@@ -445,6 +504,56 @@ mod tests {
             assert_eq!(out[0].as_f32().unwrap()[0], 0.0, "a subnormal product is flushed");
         }
         assert_eq!(super::super::fp_env::denormals_flushed(), before);
+    }
+
+    /// cache [2, 1, 4, 2] (a graph input) or neg(cache) (a computed value) ← TensorScatter of update [2, 1, 1, 2]
+    /// at write_indices [2] along axis 2; the output is the cache.
+    fn cache_update(computed: bool) -> Graph {
+        let mut g = Graph::new("cache");
+        let cache = g.add_input("cache", DType::F32, vec![2, 1, 4, 2]);
+        let upd = g.add_input("update", DType::F32, vec![2, 1, 1, 2]);
+        let idx = g.add_input("write_indices", DType::I64, vec![2]);
+        let src = if computed {
+            let n = g.add_value("neg", DType::F32, vec![]);
+            g.add_node("neg", Op::Unary(UnaryOp::Neg), vec![Some(cache)], vec![n]);
+            n
+        } else {
+            cache
+        };
+        let o = g.add_value("present", DType::F32, vec![]);
+        g.add_node("scatter", Op::TensorScatter { axis: 2, circular: false }, vec![Some(src), Some(upd), Some(idx)], vec![o]);
+        g.outputs.push(o);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        g
+    }
+
+    /// A cache given away to [`Session::run_owned`] comes back as the output in the same memory with only the new
+    /// positions written; [`Session::run`] leaves the caller's cache as it was; a computed cache shares its
+    /// buffer with the update's output.
+    #[test]
+    fn tensor_scatter_updates_the_cache_in_its_own_buffer() {
+        let cache = Tensor::from_f32(vec![2, 1, 4, 2], (0..16).map(|i| i as f32).collect());
+        let upd = Tensor::from_f32(vec![2, 1, 1, 2], vec![-1., -2., -3., -4.]);
+        let idx = Tensor::from_i64(vec![2], vec![1, 3]);
+        let want = [0., 1., -1., -2., 4., 5., 6., 7., 8., 9., 10., 11., 12., 13., -3., -4.];
+        let mut s = Session::new(cache_update(false)).unwrap();
+        let out = s.run(&[cache.clone(), upd.clone(), idx.clone()]).unwrap();
+        assert_eq!(out[0].as_f32().unwrap(), &want);
+        let at = cache.as_f32().unwrap().as_ptr();
+        let out = s.run_owned(vec![cache, upd.clone(), idx.clone()]).unwrap();
+        assert_eq!(out[0].as_f32().unwrap(), &want);
+        assert_eq!(out[0].as_f32().unwrap().as_ptr(), at, "the cache was not copied");
+        // the returned cache goes in again: position 2 of row 0, position 0 of row 1
+        let out = s.run_owned(vec![out.into_iter().next().unwrap(), upd.clone(), Tensor::from_i64(vec![2], vec![2, 0])]).unwrap();
+        assert_eq!(&out[0].as_f32().unwrap()[..8], &[0., 1., -1., -2., -1., -2., 6., 7.]);
+        assert_eq!(&out[0].as_f32().unwrap()[8..10], &[-3., -4.]);
+        assert!(s.run(&[out[0].clone(), upd.clone(), Tensor::from_i64(vec![2], vec![4, 0])]).unwrap_err().to_string().contains("does not fit"));
+
+        let mut s = Session::new(cache_update(true)).unwrap();
+        assert_eq!(s.buffer_count(), 1, "the scatter writes into neg's buffer");
+        let c = Tensor::from_f32(vec![2, 1, 4, 2], vec![1.; 16]);
+        let out = s.run(&[c, upd, idx]).unwrap();
+        assert_eq!(&out[0].as_f32().unwrap()[..6], &[-1., -1., -1., -2., -1., -1.]);
     }
 
     /// x -> neg -> a; a + x -> b; neg(b) -> c; c * x -> out. Four values computed, at most three live at once.

@@ -31,6 +31,13 @@ pub trait Executable: Send {
         let owned: Vec<Tensor> = inputs.iter().map(|t| (*t).clone()).collect();
         self.run(&owned)
     }
+
+    /// [`Executable::run`] on inputs given away, for callers that do not need them back: an executable that can
+    /// update an input where it is (the CPU runtime's in-place key/value cache, see
+    /// [`crate::runtime::Session::run_owned`]) overrides it to copy nothing.
+    fn run_owned(&mut self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        self.run(&inputs)
+    }
 }
 
 impl Executable for Box<dyn Executable> {
@@ -39,6 +46,9 @@ impl Executable for Box<dyn Executable> {
     }
     fn run_refs(&mut self, inputs: &[&Tensor]) -> Result<Vec<Tensor>> {
         (**self).run_refs(inputs)
+    }
+    fn run_owned(&mut self, inputs: Vec<Tensor>) -> Result<Vec<Tensor>> {
+        (**self).run_owned(inputs)
     }
 }
 

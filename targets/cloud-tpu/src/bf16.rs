@@ -94,7 +94,7 @@ fn retype(op: &mut Op) {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } => {}
         Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } | Op::Expand | Op::Tile | Op::Trilu { .. } => {}
         Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } => {}
-        Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) | Op::DepthToSpace { .. } => {}
+        Op::ScatterNd { .. } | Op::TensorScatter { .. } | Op::ReverseSequence { .. } | Op::Resize(_) | Op::DepthToSpace { .. } => {}
         Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => {}
         // Regions compute in bf16 like the rest: their inputs (captures, carried values) arrive as bf16.
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => {

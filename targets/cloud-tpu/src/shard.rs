@@ -208,7 +208,7 @@ fn split_operands(op: &Op) -> Option<bool> {
         Op::Reshape { .. } | Op::Flatten { .. } | Op::Squeeze { .. } | Op::Unsqueeze { .. } => None,
         Op::Transpose { .. } | Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } | Op::Expand => None,
         Op::Tile | Op::Trilu { .. } | Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } => None,
-        Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::ReverseSequence { .. } | Op::Resize(_) => None,
+        Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::TensorScatter { .. } | Op::ReverseSequence { .. } | Op::Resize(_) => None,
         Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } | Op::Shape { .. } | Op::Size => None,
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => None,
         Op::Rnn(_) => None,

@@ -1,4 +1,4 @@
-//! Gather, GatherElements, GatherND, ScatterElements and ScatterND: arity and shape rules.
+//! Gather, GatherElements, GatherND, ScatterElements, ScatterND and TensorScatter: arity and shape rules.
 
 use super::elementwise::BinaryOp;
 use super::{info, Arity, InferError, Inferred, TypeInfo};
@@ -66,6 +66,40 @@ pub fn scatter_nd_check(data: &[usize], idx: &[usize], upd: &[usize]) -> Result<
         return Err(format!("updates shape {upd:?} should be {want:?}"));
     }
     Ok(())
+}
+
+/// Checks TensorScatter's shapes: `cache` and `update` of one rank, equal but on `axis` (≥ 1: dim 0 is the
+/// batch), where the update has at most the cache's positions; `write_indices`, when given, is `[batch]`.
+pub fn tensor_scatter_check(cache: &[usize], update: &[usize], indices: Option<&[usize]>, axis: usize) -> Result<(), String> {
+    let r = cache.len();
+    if axis == 0 || axis >= r {
+        return Err(format!("axis {axis} must be a sequence axis after the batch axis of a rank-{r} cache"));
+    }
+    let fits = update.len() == r && (0..r).all(|d| if d == axis { update[d] <= cache[d] } else { update[d] == cache[d] });
+    if !fits {
+        return Err(format!("update {update:?} does not fit cache {cache:?} (equal dims, at most as many positions on axis {axis})"));
+    }
+    match indices {
+        Some(i) if i != [cache[0]] => Err(format!("write_indices {i:?} should be [{}] (one per batch row)", cache[0])),
+        _ => Ok(()),
+    }
+}
+
+/// Shape rule of TensorScatter: the cache's shape.
+pub fn infer_tensor_scatter(axis: usize, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferError> {
+    let cache = info(inputs, 0)?;
+    let update = info(inputs, 1)?;
+    if update.dtype != cache.dtype {
+        return Err(InferError::Invalid(format!("the update is {}, the cache {}", update.dtype, cache.dtype)));
+    }
+    let idx = inputs.get(2).copied().flatten();
+    if let Some(i) = idx {
+        if i.dtype != DType::I64 {
+            return Err(InferError::Invalid(format!("write_indices must be int64, not {}", i.dtype)));
+        }
+    }
+    tensor_scatter_check(cache.shape, update.shape, idx.map(|i| i.shape), axis)?;
+    Ok(vec![(cache.dtype, cache.shape.to_vec())])
 }
 
 /// The scatter reductions: none, add, mul, max, min.
@@ -136,3 +170,5 @@ pub fn infer_scatter_nd(reduction: Option<BinaryOp>, inputs: &[Option<TypeInfo>]
 pub const GATHER_ARITY: Arity = (2, 2, 1, 1);
 /// Arity of the scatters: data, indices, updates.
 pub const SCATTER_ARITY: Arity = (3, 3, 1, 1);
+/// Arity of TensorScatter: cache, update, write_indices?.
+pub const TENSOR_SCATTER_ARITY: Arity = (2, 3, 1, 1);

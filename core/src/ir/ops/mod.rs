@@ -244,6 +244,15 @@ pub enum Op {
         /// reduction: None means replace
         reduction: Option<BinaryOp>,
     },
+    /// TensorScatter: a key/value cache update. Inputs: cache, update, write_indices? (i64 `[batch]`); the output
+    /// is the cache with each batch row's update written along `axis` from that row's index (see
+    /// [`gather::tensor_scatter_check`]). The CPU runtime writes into the cache's buffer when nothing else reads it.
+    TensorScatter {
+        /// the sequence axis (non-negative, after the batch axis 0)
+        axis: usize,
+        /// positions wrap around the axis (`mode="circular"`) instead of running past its end
+        circular: bool,
+    },
     /// Pad. Inputs: data, pads (i64), constant_value?, axes?.
     Pad {
         /// padding mode
@@ -394,7 +403,7 @@ impl Op {
             Op::Concat { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } | Op::Expand | Op::Tile | Op::Identity => None,
             Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => None,
             Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } => None,
-            Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::Resize(_) => None,
+            Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::TensorScatter { .. } | Op::Resize(_) => None,
             Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } => None,
             Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::NonZero | Op::ReverseSequence { .. } => None,
             Op::DequantizeLinear { .. } | Op::QuantizeLinear { .. } => None,
@@ -477,6 +486,7 @@ pub fn arity(op: &Op) -> Arity {
         ReverseSequence { .. } => tensor_ops::REVERSE_SEQUENCE_ARITY,
         Gather { .. } | GatherElements { .. } | GatherNd { .. } => gather::GATHER_ARITY,
         ScatterElements { .. } | ScatterNd { .. } => gather::SCATTER_ARITY,
+        TensorScatter { .. } => gather::TENSOR_SCATTER_ARITY,
         Resize(_) => resize::ARITY,
         DequantizeLinear { .. } | QuantizeLinear { .. } => quantize::ARITY,
         If(_) => control_flow::IF_ARITY,
@@ -550,6 +560,7 @@ pub fn infer(op: &Op, inputs: &[Option<TypeInfo>]) -> Result<Inferred, InferErro
         GatherNd { batch_dims } => gather::infer_gather_nd(*batch_dims, inputs),
         ScatterElements { axis, reduction } => gather::infer_scatter_elements(*axis, *reduction, inputs),
         ScatterNd { reduction } => gather::infer_scatter_nd(*reduction, inputs),
+        TensorScatter { axis, .. } => gather::infer_tensor_scatter(*axis, inputs),
         Resize(a) => resize::infer(a, inputs),
         DequantizeLinear { axis } => quantize::infer_dequantize(*axis, inputs),
         QuantizeLinear { axis, to, .. } => quantize::infer_quantize(*axis, *to, inputs),
@@ -588,7 +599,7 @@ pub fn fallback_dtypes(op: &Op, inputs: &[Option<TypeInfo>], n_out: usize) -> Ve
         Reshape { .. } | Flatten { .. } | Squeeze { .. } | Unsqueeze { .. } | Transpose { .. } | Concat { .. } => first,
         Split { .. } | Slice | Pad { .. } | Expand | Tile | Identity | DepthToSpace { .. } | SpaceToDepth { .. } => first,
         Range | Trilu { .. } | ReverseSequence { .. } | Resize(_) => first,
-        Gather { .. } | GatherElements { .. } | GatherNd { .. } | ScatterElements { .. } | ScatterNd { .. } => first,
+        Gather { .. } | GatherElements { .. } | GatherNd { .. } | ScatterElements { .. } | ScatterNd { .. } | TensorScatter { .. } => first,
         Rnn(_) => first,
     };
     let mut v = vec![d; n_out];

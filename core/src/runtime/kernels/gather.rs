@@ -1,4 +1,4 @@
-//! Indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements and ScatterND.
+//! Indexed reads and writes: Gather, GatherElements, GatherND, ScatterElements, ScatterND and TensorScatter.
 //!
 //! Data may be of any dtype; indices are int32 or int64, negative indices count from the end of their axis
 //! and out-of-range indices are an error. Gather copies whole contiguous rows (for axis 0, the embedding
@@ -8,7 +8,7 @@ use super::layout::for_rows;
 use super::util::strides;
 use crate::ir::ops::dims::step_index;
 use super::input;
-use crate::ir::ops::gather::{elements_check, gather_nd_shape, gather_shape, reduction_ok, scatter_nd_check};
+use crate::ir::ops::gather::{elements_check, gather_nd_shape, gather_shape, reduction_ok, scatter_nd_check, tensor_scatter_check};
 use crate::ir::{BinaryOp, Element, Tensor, TensorData};
 use crate::with_data;
 use half::{bf16, f16};
@@ -122,6 +122,56 @@ pub(super) fn scatter_nd_op(reduction: Option<BinaryOp>, inputs: &[Option<&Tenso
         o.copy_from_slice(v);
         with_reduction(reduction, |f| scatter_nd(o, &data.shape, iv.as_slice(), &idx.shape, u, f))
     }))
+}
+
+/// Runs TensorScatter: the cache copied to the output, then the update written in ([`tensor_scatter_into`]).
+pub(super) fn tensor_scatter_op(axis: usize, circular: bool, inputs: &[Option<&Tensor>], outputs: &mut [Tensor]) -> Result<(), String> {
+    let cache = input(inputs, 0)?;
+    let out = outputs.first_mut().ok_or("TensorScatter has one output")?;
+    out.assign(cache);
+    tensor_scatter_into(axis, circular, out, inputs)
+}
+
+/// Writes TensorScatter's update (input 1) into `cache` where it is: for batch row `b`, update position `i` goes
+/// to cache position `write_indices[b] + i` (input 2, zeros when absent), modulo the positions when `circular`.
+/// Only the update's elements are written — what lets the CPU runtime update a key/value cache in its own
+/// buffer. A linear write past the last position is an error.
+pub(crate) fn tensor_scatter_into(axis: usize, circular: bool, cache: &mut Tensor, inputs: &[Option<&Tensor>]) -> Result<(), String> {
+    let upd = input(inputs, 1)?;
+    let idx = inputs.get(2).copied().flatten();
+    tensor_scatter_check(&cache.shape, &upd.shape, idx.map(|i| i.shape.as_slice()), axis)?;
+    let batch = cache.shape[0];
+    let (max, seq) = (cache.shape[axis], upd.shape[axis]);
+    let starts: Vec<usize> = match idx {
+        None => vec![0; batch],
+        Some(i) => {
+            let v = i.view::<i64>().ok_or_else(|| format!("write_indices must be int64, not {}", i.dtype()))?;
+            v.iter()
+                .map(|&w| match (circular, w) {
+                    (true, _) if max > 0 => Ok(w.rem_euclid(max as i64) as usize),
+                    (false, w) if w >= 0 && (w as u64).saturating_add(seq as u64) <= max as u64 => Ok(w as usize),
+                    _ => Err(format!("write index {w} with {seq} new positions does not fit {max} cache positions")),
+                })
+                .collect::<Result<_, _>>()?
+        }
+    };
+    if upd.dtype() != cache.dtype() {
+        return Err(format!("the update is {}, the cache {}", upd.dtype(), cache.dtype()));
+    }
+    let inner: usize = cache.shape[axis + 1..].iter().product();
+    let per_batch: usize = cache.shape[1..axis].iter().product();
+    with_data!(&upd.data, u => {
+        let c = cache.view_mut().expect("dtypes checked equal");
+        for (o, src) in u.chunks_exact((seq * inner).max(1)).enumerate().take(batch * per_batch) {
+            let start = starts[o / per_batch.max(1)];
+            let base = o * max * inner;
+            for (i, row) in src.chunks_exact(inner.max(1)).enumerate() {
+                let at = base + ((start + i) % max.max(1)) * inner;
+                c[at..at + inner].copy_from_slice(row);
+            }
+        }
+    });
+    Ok(())
 }
 
 /// out[o, j, :] = data[o, idx[j], :] for rows of `inner` elements; indices are already checked.

@@ -74,6 +74,19 @@ impl Scratch {
     }
 }
 
+/// The input whose buffer `op` can update in place to make its output 0 (same type and shape), if any.
+pub fn updates_in_place(op: &Op) -> Option<usize> {
+    matches!(op, Op::TensorScatter { .. }).then_some(0)
+}
+
+/// Runs an op of [`updates_in_place`] with `out` already holding that input's data (its input slot is not read).
+pub fn run_in_place(op: &Op, inputs: &[Option<&Tensor>], out: &mut Tensor) -> Result<(), String> {
+    match op {
+        Op::TensorScatter { axis, circular } => gather::tensor_scatter_into(*axis, *circular, out, inputs),
+        other => Err(format!("{} does not run in place", other.name())),
+    }
+}
+
 /// A kernel prepared once for one node when a session is planned (what does not depend on the input data:
 /// re-laid weights, multipliers, tables), run instead of [`eval`]. Integer kernels ([`int8::prepare`]) and
 /// float products with constant weights ([`prepare_float`]) are the two kinds.
@@ -167,6 +180,7 @@ pub fn eval(op: &Op, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch
         GatherNd { batch_dims } => gather::gather_nd_op(*batch_dims, inputs, outputs),
         ScatterElements { axis, reduction } => gather::scatter_elements_op(*axis, *reduction, inputs, outputs),
         ScatterNd { reduction } => gather::scatter_nd_op(*reduction, inputs, outputs),
+        TensorScatter { axis, circular } => gather::tensor_scatter_op(*axis, *circular, inputs, outputs),
         Resize(a) => resize::eval(a, inputs, outputs, scratch),
         DequantizeLinear { axis } => quantize::eval(None, *axis, inputs, outputs),
         &QuantizeLinear { axis, to, rounding } => quantize::eval(Some((to, rounding)), axis, inputs, outputs),

@@ -1,5 +1,5 @@
-//! Gather along one axis (embeddings, index selection) and GatherND as `stablehlo.gather`; ScatterND and
-//! ScatterElements as `stablehlo.scatter`.
+//! Gather along one axis (embeddings, index selection) and GatherND as `stablehlo.gather`; ScatterND,
+//! ScatterElements and TensorScatter as `stablehlo.scatter`.
 
 use tpu_sdk_core::ir::{BinaryOp, DType, Node, Tensor};
 
@@ -161,6 +161,36 @@ pub(super) fn scatter_elements(cx: &mut Cx, node: &Node, axis: usize, reduction:
     let coords = element_coordinates(cx, &i, axis, r);
     let all: Vec<usize> = (0..r).collect();
     Ok(cx.scatter(&data, &coords, &upd, &[], &all, r, combine))
+}
+
+/// TensorScatter: update element `(b, ..., i, ...)` goes to the cache at position `write_indices[b] + i` of
+/// `axis` (modulo the positions when `circular`): one `stablehlo.scatter` of every update element at its full
+/// coordinates. A linear write past the last position is dropped by the scatter (the CPU runtime refuses it).
+pub(super) fn tensor_scatter(cx: &mut Cx, node: &Node, axis: usize, circular: bool) -> Result<V> {
+    let cache = cx.input(node, 0)?;
+    let upd = cx.input(node, 1)?;
+    let idx = cx.opt_input(node, 2)?;
+    let r = cache.rank();
+    tpu_sdk_core::ir::ops::gather::tensor_scatter_check(&cache.shape, &upd.shape, idx.as_ref().map(|i| i.shape.as_slice()), axis)
+        .map_err(|m| cx.unsupported(node, m))?;
+    if upd.dtype != cache.dtype {
+        return Err(cx.unsupported(node, format!("the update is {}, the cache {}", upd.dtype, cache.dtype)));
+    }
+    let us = upd.shape.clone();
+    let mut pos = cx.iota(axis, DType::I64, &us);
+    if let Some(w) = idx {
+        let w = cx.convert(&w, DType::I64);
+        let w = cx.broadcast_in_dim(&w, &[0], &us);
+        pos = cx.add(&pos, &w);
+    }
+    if circular {
+        let max = cache.shape[axis] as f64;
+        let rem = cx.binary_scalar("remainder", &pos, max);
+        pos = wrap_negative(cx, &rem, max);
+    }
+    let coords = element_coordinates(cx, &pos, axis, r);
+    let all: Vec<usize> = (0..r).collect();
+    Ok(cx.scatter(&cache, &coords, &upd, &[], &all, r, None))
 }
 
 /// ReverseSequence: `out[b, t] = x[b, len[b] - 1 - t]` for `t < len[b]`, else `x[b, t]`, as one `gather` whose

@@ -377,6 +377,7 @@ fn lower_node(cx: &mut Cx, node: &Node) -> Result<Vec<V>> {
         Op::GatherNd { batch_dims } => gather::gather_nd(cx, node, *batch_dims).map(one),
         Op::ScatterNd { reduction } => gather::scatter_nd(cx, node, *reduction).map(one),
         Op::ScatterElements { axis, reduction } => gather::scatter_elements(cx, node, *axis, *reduction).map(one),
+        Op::TensorScatter { axis, circular } => gather::tensor_scatter(cx, node, *axis, *circular).map(one),
         Op::ReverseSequence { batch_axis, time_axis } => {
             gather::reverse_sequence(cx, node, *batch_axis, *time_axis).map(one)
         }

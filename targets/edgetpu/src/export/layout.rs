@@ -54,7 +54,7 @@ fn input_layout(op: &Op) -> InputLayout {
         | Op::ScatterElements { .. } | Op::ScatterNd { .. } | Op::Pad { .. } | Op::Expand | Op::Tile | Op::Shape { .. }
         | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Cast { .. } | Op::Identity | Op::Trilu { .. }
         | Op::OneHot { .. } | Op::EyeLike { .. } | Op::SpaceToDepth { .. } | Op::TopK { .. }
-        | Op::NonZero | Op::ReverseSequence { .. } => InputLayout::Any,
+        | Op::NonZero | Op::ReverseSequence { .. } | Op::TensorScatter { .. } => InputLayout::Any,
         Op::If(_) | Op::Loop(_) | Op::Scan(_) => InputLayout::Any,
         Op::Rnn(_) => InputLayout::Any,
     }

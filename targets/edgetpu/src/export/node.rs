@@ -56,7 +56,7 @@ impl Ex<'_> {
             | Op::ScatterNd { .. } | Op::Expand | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. }
             | Op::Range | Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. }
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
-            | Op::ReverseSequence { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
+            | Op::ReverseSequence { .. } | Op::TensorScatter { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
             // Control flow: TFLite's IF and WHILE with their regions as subgraphs (LiteRT runs them on the CPU;
             // the Edge TPU runs neither). Scan has no TFLite form: `quant::prepare` unrolls those it can.
             Op::If(a) => self.if_op(n, a),

@@ -1,4 +1,4 @@
-//! Indexing: gathers, scatters, NonZero and OneHot.
+//! Indexing: gathers, scatters (TensorScatter included), NonZero and OneHot.
 
 use super::{axis_of, choice, pass, single, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
@@ -14,6 +14,7 @@ pub(super) const OPS: &[(&str, MapFn)] = &[
         let reduction = scatter_reduction(n)?;
         pass(cx, n, Op::ScatterNd { reduction })
     }),
+    ("TensorScatter", tensor_scatter),
     ("NonZero", |cx, n| pass(cx, n, Op::NonZero)),
     ("OneHot", |cx, n| pass(cx, n, Op::OneHot { axis: n.attrs.int_or("axis", -1)? })),
 ];
@@ -32,6 +33,14 @@ fn scatter_elements(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let axis = axis_of(cx, n, x, n.attrs.int_or("axis", 0)?, "axis", false)?;
     let reduction = scatter_reduction(n)?;
     pass(cx, n, Op::ScatterElements { axis, reduction })
+}
+
+/// TensorScatter (opset 24): `axis` (default -2) and `mode` linear/circular.
+fn tensor_scatter(cx: &mut Cx, n: &NodeIn) -> Result<()> {
+    let cache = n.req(0)?;
+    let axis = axis_of(cx, n, cache, n.attrs.int_or("axis", -2)?, "axis", false)?;
+    let circular = choice(n, "mode", "linear", &[("linear", false), ("circular", true)])?;
+    pass(cx, n, Op::TensorScatter { axis, circular })
 }
 
 fn scatter_reduction(n: &NodeIn) -> Result<Option<BinaryOp>> {

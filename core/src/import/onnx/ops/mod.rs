@@ -171,6 +171,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Swish",
     "Tan",
     "Tanh",
+    "TensorScatter",
     "ThresholdedRelu",
     "Tile",
     "TopK",

@@ -120,6 +120,7 @@ pub fn prepare(g: &Graph, n: usize) -> Result<Option<Box<dyn PreparedKernel>>, S
         Op::ArgReduce { .. } | Op::CumSum { .. } | Op::TopK { .. } | Op::Reshape { .. } | Op::Flatten { .. } => return Err(unsupported()),
         Op::Squeeze { .. } | Op::Unsqueeze { .. } | Op::Transpose { .. } | Op::Split { .. } | Op::Slice | Op::Pad { .. } => return Err(unsupported()),
         Op::Gather { .. } | Op::GatherElements { .. } | Op::GatherNd { .. } | Op::ScatterElements { .. } | Op::ScatterNd { .. } => return Err(unsupported()),
+        Op::TensorScatter { .. } => return Err(unsupported()),
         Op::Expand | Op::Tile | Op::Shape { .. } | Op::Size | Op::ConstantOfShape { .. } | Op::Range | Op::Identity => return Err(unsupported()),
         Op::Trilu { .. } | Op::OneHot { .. } | Op::EyeLike { .. } | Op::DepthToSpace { .. } | Op::SpaceToDepth { .. } => return Err(unsupported()),
         Op::NonZero | Op::ReverseSequence { .. } | Op::DequantizeLinear { .. } => return Err(unsupported()),
