@@ -193,6 +193,7 @@ pub fn main(a: Args) -> Result<()> {
             "compile_ms": out.compile.as_secs_f64() * 1e3,
             "programs_compiled": g.programs_compiled(),
             "cache_on_device": g.cache_on_target(),
+            "cache_in_place": g.cache_in_place(),
             "transfers": transfers_json(&g),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);
@@ -251,6 +252,7 @@ fn batch(a: &Args, g: &mut Generator, prompts: &[Vec<i64>], params: &GeneratePar
             "compile_ms": o.compile.as_secs_f64() * 1e3,
             "programs_compiled": g.programs_compiled(),
             "cache_on_device": g.cache_on_target(),
+            "cache_in_place": g.cache_in_place(),
             "transfers": transfers_json(g),
         });
         println!("{}", serde_json::to_string_pretty(&doc)?);

@@ -142,6 +142,8 @@ enum Role {
     NewCount,
     /// the position whose logits are computed (added by [`logits_row::select_logits_row`])
     LogitsRow,
+    /// where each row's new position goes in the cache (the in-place decode form's added input)
+    WriteIndex,
 }
 
 /// How a program runs.
@@ -164,6 +166,10 @@ struct Program {
     present: Vec<usize>,
     vocab: usize,
     kv_dtype: Option<DType>,
+    /// A host decode program that writes the new position into the cache it is given
+    /// ([`kv_cache::scatter_cache_in_place`]): the cache goes in by value and comes back as `present` in the same
+    /// memory, and the attention mask is laid out like the cache.
+    in_place: bool,
 }
 
 /// Generates tokens with a decoder model on a target.
@@ -236,6 +242,12 @@ impl Generator {
     /// model), as far as the programs compiled so far tell.
     pub fn cache_on_target(&self) -> bool {
         self.programs.values().any(|p| matches!(p.exe, Exe::Resident(_)))
+    }
+
+    /// Whether host decode steps update the cache where it is (no copy of it per step: see
+    /// [`kv_cache::scatter_cache_in_place`]), as far as the programs compiled so far tell.
+    pub fn cache_in_place(&self) -> bool {
+        self.programs.values().any(|p| p.in_place)
     }
 
     /// Generates up to `params.max_new_tokens` tokens after `prompt` and returns them with timings.
@@ -431,7 +443,13 @@ impl Generator {
             return Err(Error::InputMismatch(format!("a batch of {batch} rows cannot be split across {replicas} replicas")));
         }
         let batch = batch / replicas;
-        let (g, mut roles) = self.load_graph(past, seq, batch)?;
+        // A host decode step updates the cache where it is, when the model has the usual Concat of its cache.
+        let in_place_form = if !resident && self.mode == Mode::Bucketed && seq == 1 && past > 0 { self.in_place_graph(past, batch).ok() } else { None };
+        let in_place = in_place_form.is_some();
+        let (g, mut roles) = match in_place_form {
+            Some(form) => form,
+            None => self.load_graph(past, seq, batch)?,
+        };
         let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
         let out_index = |g: &crate::Graph, n: &str| {
             g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
@@ -471,7 +489,7 @@ impl Generator {
                     .collect::<Result<Vec<Role>>>()?;
                 let linked: Vec<usize> = links.iter().map(|l| l.0).collect();
                 let logits = (0..logits_at).filter(|o| !linked.contains(o)).count();
-                return Ok(Program { exe: Exe::Resident(exe), roles, logits, present: Vec::new(), vocab, kv_dtype });
+                return Ok(Program { exe: Exe::Resident(exe), roles, logits, present: Vec::new(), vocab, kv_dtype, in_place: false });
             }
         }
         let roles: Vec<Role> = g
@@ -486,7 +504,29 @@ impl Generator {
         let mut exe = self.target.prepare(g)?;
         exe.run(&zeros)?;
         let exe = Exe::Host(exe);
-        Ok(Program { exe, roles, logits: logits_at, present, vocab, kv_dtype })
+        Ok(Program { exe, roles, logits: logits_at, present, vocab, kv_dtype, in_place })
+    }
+
+    /// The decode program for a `past`-position cache in the in-place form ([`kv_cache::scatter_cache_in_place`]):
+    /// loaded for `past - 1` cache positions, whose `present` has `past`, then rewritten so that the cache input
+    /// has `past` positions too and the new one is written into it.
+    fn in_place_graph(&self, past: usize, batch: usize) -> Result<(crate::Graph, HashMap<String, Role>)> {
+        let (mut g, mut roles) = self.load_graph(past - 1, 1, batch)?;
+        let i = &self.interface;
+        let find = |list: &[crate::core::ir::ValueId], n: &str| list.iter().copied().find(|&v| g.values[v.0].name == *n);
+        let pairs = i
+            .past
+            .iter()
+            .zip(&i.present)
+            .flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)])
+            .map(|(p, q)| match (find(&g.inputs, p), find(&g.outputs, q)) {
+                (Some(p), Some(q)) => Ok((p, q)),
+                _ => Err(Error::InvalidModel(format!("the model lost its cache pair '{p}' / '{q}'"))),
+            })
+            .collect::<Result<Vec<_>>>()?;
+        kv_cache::scatter_cache_in_place(&mut g, &pairs)?;
+        roles.insert(kv_cache::WRITE_INDEX_INPUT.to_string(), Role::WriteIndex);
+        Ok((g, roles))
     }
 }
 
@@ -597,7 +637,7 @@ impl Tokens<'_> {
                 Role::Ids => ids_tensor(std::slice::from_ref(&seq), s),
                 Role::Mask => mask(s, &[vec![(0, n)]]),
                 Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
-                Role::Positions | Role::Past(_) | Role::CacheLen | Role::NewCount => {
+                Role::Positions | Role::Past(_) | Role::CacheLen | Role::NewCount | Role::WriteIndex => {
                     unreachable!("the no-cache form has no positions or cache inputs")
                 }
             });
@@ -646,7 +686,8 @@ impl Tokens<'_> {
         if matches!(p.exe, Exe::Resident(_)) {
             self.move_resident_state(key, len)?;
         }
-        let step = Step { new_ids: &new_ids, pads: &self.pads, seq, past, len };
+        let in_place = self.g.programs.get(&key).is_some_and(|p| p.in_place);
+        let step = Step { new_ids: &new_ids, pads: &self.pads, seq, past, len, in_place };
         let p = self.g.programs.get_mut(&key).expect("compiled above");
         let rows = |outs: &[Tensor], logits: usize, vocab: usize| (0..batch).map(|r| logits_row(&outs[logits], r, n - 1, vocab)).collect::<Result<Vec<_>>>();
         if let Exe::Resident(exe) = &mut p.exe {
@@ -670,6 +711,18 @@ impl Tokens<'_> {
                 r => step.feed(r).expect("every other input is fed by Step::feed"),
             })
             .collect();
+        if in_place {
+            // the cache goes in by value and comes back as `present`, the new position written in
+            let t0 = Instant::now();
+            let mut outs = exe.run_owned(inputs)?;
+            let el = t0.elapsed();
+            let logits = rows(&outs, p.logits, p.vocab)?;
+            for (k, &o) in p.present.iter().enumerate() {
+                cache.tensors[k] = std::mem::take(&mut outs[o]);
+            }
+            cache.len += n;
+            return Ok((logits, el));
+        }
         let t0 = Instant::now();
         let result = exe.run(&inputs);
         let el = t0.elapsed();
@@ -757,6 +810,8 @@ struct Step<'a> {
     seq: usize,
     past: usize,
     len: usize,
+    /// the program is in the in-place form: the mask is laid out like the cache, the new positions at `len`
+    in_place: bool,
 }
 
 impl Step<'_> {
@@ -769,6 +824,10 @@ impl Step<'_> {
             Role::Ids => ids_tensor(self.new_ids, seq),
             // per row: the filled cache positions after its padding, and this step's real tokens (after the `past`
             // cache positions; a prefill's left padding excluded)
+            Role::Mask if self.in_place => {
+                let rows: Vec<Vec<(usize, usize)>> = self.pads.iter().map(|&pad| vec![(pad.min(len), len + n)]).collect();
+                mask(past, &rows)
+            }
             Role::Mask => {
                 let rows: Vec<Vec<(usize, usize)>> = self
                     .pads
@@ -785,6 +844,7 @@ impl Step<'_> {
             Role::CacheLen => Tensor::from_i64(vec![1], vec![len as i64]),
             Role::NewCount => Tensor::from_i64(vec![1], vec![n as i64]),
             Role::LogitsRow => Tensor::from_i64(vec![1], vec![n as i64 - 1]),
+            Role::WriteIndex => Tensor::from_i64(vec![b], vec![len as i64; b]),
             Role::Past(_) => return None,
         })
     }
