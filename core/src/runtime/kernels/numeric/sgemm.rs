@@ -1,5 +1,7 @@
 //! f32 GEMM `C ← alpha·A·B + beta·C` on x86-64 CPUs with AVX2 and FMA: a 6×16 register-blocked microkernel
-//! (12 accumulators of 8 lanes, one FMA per accumulator and k step) over packed operands, in the usual
+//! (12 accumulators of 8 lanes, one FMA per accumulator and k step) over packed operands — on CPUs with
+//! AVX-512 a 6×32 one over two adjacent 16-wide panels (12 accumulators of 16 lanes: twice the work per
+//! instruction, the same packing, the same summation order, so the same bits) — in the usual
 //! three-level blocking: k in chunks of [`KC`], B's columns in chunks of [`NC`] packed into 16-wide panels,
 //! A's rows in chunks of [`MC`] packed into 6-high panels. The packing buffers are per thread and kept, so
 //! steady-state calls allocate nothing. Edge tiles are computed whole on zero-padded panels and only their
@@ -128,23 +130,26 @@ mod x86 {
                         let mc = MC.min(m - ic);
                         // SAFETY: the A block lies inside A (contract); pa holds ceil(mc/MR)·MR·kc elements.
                         unsafe { pack_a(mc, kc, a.offset(ic as isize * rsa + pc as isize * csa), rsa, csa, pa) };
-                        for jr in (0..nc).step_by(NR) {
+                        let cols = tile_cols();
+                        for jr in (0..nc).step_by(cols) {
                             for ir in (0..mc).step_by(MR) {
                                 let cp = (ic + ir) as isize * rsc + (jc + jr) as isize * csc;
-                                // SAFETY: the panels hold kc·MR and kc·NR elements; the tile's valid part
-                                // lies inside C (contract); the CPU has AVX2 and FMA.
+                                // SAFETY: the panels hold kc·MR and kc·NR elements (the next panel too when
+                                // the tile is wider than NR); the tile's valid part lies inside C (contract);
+                                // the CPU has AVX2 and FMA.
                                 unsafe {
                                     tile(
                                         MR.min(mc - ir),
                                         kc,
                                         pa.as_ptr().add(ir * kc),
                                         pb.as_ptr().add(jr * kc),
+                                        NR * kc,
                                         alpha,
                                         beta_k,
                                         c.offset(cp),
                                         rsc,
                                         csc,
-                                        NR.min(nc - jr),
+                                        cols.min(nc - jr),
                                     )
                                 };
                             }
@@ -207,13 +212,40 @@ mod x86 {
         }
     }
 
-    /// One `mr × NR` tile (`mr ≤ MR`) through the kernel compiled for exactly `mr` rows, so a GEMM of few rows
-    /// (a decode step's matrix-vector product) does no multiply-adds for padding rows.
+    /// Columns one tile covers: two panels where the CPU has AVX-512 ([`tile`] then runs the 16-lane kernel),
+    /// one otherwise.
+    fn tile_cols() -> usize {
+        if super::super::vector::avx512() {
+            2 * NR
+        } else {
+            NR
+        }
+    }
+
+    /// One `mr × nr` tile (`mr ≤ MR`, `nr ≤` [`tile_cols`]) through the kernel compiled for exactly `mr` rows, so a
+    /// GEMM of few rows (a decode step's matrix-vector product) does no multiply-adds for padding rows. Columns
+    /// past NR come from the next panel, `panel_stride` values after `b`.
     ///
     /// # Safety
-    /// As for [`kernel`].
+    /// As for [`kernel`]; with `nr > NR` also for [`kernel_wide`] (the next panel holds kc·NR readable values, the
+    /// CPU has AVX-512).
     #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn tile(mr: usize, kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+    pub(super) unsafe fn tile(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+        if nr > NR {
+            let b1 = b.wrapping_add(panel_stride);
+            // SAFETY: forwarded; nr > NR only from tile_cols on a CPU with AVX-512 (caller).
+            unsafe {
+                match mr {
+                    6 => kernel_wide::<6>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                    5 => kernel_wide::<5>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                    4 => kernel_wide::<4>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                    3 => kernel_wide::<3>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                    2 => kernel_wide::<2>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                    _ => kernel_wide::<1>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                }
+            }
+            return;
+        }
         // SAFETY: forwarded; the CPU has AVX2 and FMA (caller).
         unsafe {
             match mr {
@@ -270,6 +302,61 @@ mod x86 {
                 for (t, row) in tile.iter_mut().zip(&acc) {
                     _mm256_storeu_ps(t.as_mut_ptr(), _mm256_mul_ps(va, row[0]));
                     _mm256_storeu_ps(t.as_mut_ptr().add(8), _mm256_mul_ps(va, row[1]));
+                }
+                for (i, t) in tile.iter().enumerate() {
+                    for (j, &v) in t.iter().enumerate().take(nr) {
+                        let p = c.offset(i as isize * rsc + j as isize * csc);
+                        *p = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                    }
+                }
+            }
+        }
+    }
+
+    /// One R×nr tile over two panels (`NR < nr ≤ 2·NR`): `C[..R, ..nr] ← alpha·(Apanel · [B0 B1]) + beta·C`, as
+    /// [`kernel`] with 16-lane vectors (each lane the same FMA chain, so the same results).
+    ///
+    /// # Safety
+    /// `a` holds kc·MR, `b0` and `b1` kc·NR readable elements each; the tile's `R × nr` part of C is writable
+    /// and ours; the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel_wide<const R: usize>(kc: usize, a: *const f32, b0: *const f32, b1: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+        // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
+        // valid tile part of C (contract).
+        unsafe {
+            let mut acc = [[_mm512_setzero_ps(); 2]; R];
+            let (mut ap, mut p0, mut p1) = (a, b0, b1);
+            for _ in 0..kc {
+                let v0 = _mm512_loadu_ps(p0);
+                let v1 = _mm512_loadu_ps(p1);
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let av = _mm512_set1_ps(*ap.add(i));
+                    row[0] = _mm512_fmadd_ps(av, v0, row[0]);
+                    row[1] = _mm512_fmadd_ps(av, v1, row[1]);
+                }
+                ap = ap.add(MR);
+                p0 = p0.add(NR);
+                p1 = p1.add(NR);
+            }
+            let va = _mm512_set1_ps(alpha);
+            if nr == 2 * NR && csc == 1 {
+                let vb = _mm512_set1_ps(beta);
+                for (i, row) in acc.iter().enumerate() {
+                    let cp = c.offset(i as isize * rsc);
+                    for (h, v) in row.iter().enumerate() {
+                        let mut r = _mm512_mul_ps(va, *v);
+                        if beta != 0.0 {
+                            r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cp.add(NR * h)), r);
+                        }
+                        _mm512_storeu_ps(cp.add(NR * h), r);
+                    }
+                }
+            } else {
+                let mut tile = [[0f32; 2 * NR]; R];
+                for (t, row) in tile.iter_mut().zip(&acc) {
+                    _mm512_storeu_ps(t.as_mut_ptr(), _mm512_mul_ps(va, row[0]));
+                    _mm512_storeu_ps(t.as_mut_ptr().add(NR), _mm512_mul_ps(va, row[1]));
                 }
                 for (i, t) in tile.iter().enumerate() {
                     for (j, &v) in t.iter().enumerate().take(nr) {
@@ -419,23 +506,26 @@ mod x86 {
                     let beta = if pc == 0 { 0.0 } else { 1.0 };
                     // SAFETY: the B block lies inside B (contract); pb holds ceil(nc/NR)·NR·kc elements.
                     unsafe { pack_b(kc, nc, b.offset(pc as isize * rsb + jc as isize * csb), rsb, csb, pb) };
+                    let cols = tile_cols();
                     for ir in (0..rows).step_by(MR) {
                         let panel = (i0 + ir) / MR;
-                        for jr in (0..nc).step_by(NR) {
-                            // SAFETY: the A panel's block holds kc·MR elements inside data, the B panel kc·NR;
-                            // the tile's valid part lies inside C (contract); PackedA exists only with AVX2/FMA.
+                        for jr in (0..nc).step_by(cols) {
+                            // SAFETY: the A panel's block holds kc·MR elements inside data, the B panels kc·NR
+                            // each; the tile's valid part lies inside C (contract); PackedA exists only with
+                            // AVX2/FMA.
                             unsafe {
                                 tile(
                                     MR.min(rows - ir),
                                     kc,
                                     a.data.as_ptr().add(panel * MR * k + pc * MR),
                                     pb.as_ptr().add(jr * kc),
+                                    NR * kc,
                                     1.0,
                                     beta,
                                     c.offset(ir as isize * rsc + (jc + jr) as isize),
                                     rsc,
                                     1,
-                                    NR.min(nc - jr),
+                                    cols.min(nc - jr),
                                 )
                             };
                         }
@@ -516,23 +606,26 @@ mod x86 {
                     let mc = MC.min(m - ic);
                     // SAFETY: the A block lies inside A (contract); pa holds ceil(mc/MR)·MR·kc elements.
                     unsafe { pack_a(mc, kc, a.offset(ic as isize * rsa + pc as isize * csa), rsa, csa, pa) };
-                    for jr in (0..nc).step_by(NR) {
+                    let cols = tile_cols();
+                    for jr in (0..nc).step_by(cols) {
                         let panel = (j0 + jr) / NR;
                         for ir in (0..mc).step_by(MR) {
-                            // SAFETY: the A panel holds kc·MR elements, the B panel's block kc·NR (inside data);
-                            // the tile's valid part lies inside C (contract); PackedB exists only with AVX2/FMA.
+                            // SAFETY: the A panel holds kc·MR elements, the B panels' blocks kc·NR each (inside
+                            // data: a tile wider than NR has its columns in the next panel, j0 + nc ≤ n); the
+                            // tile's valid part lies inside C (contract); PackedB exists only with AVX2/FMA.
                             unsafe {
                                 tile(
                                     MR.min(mc - ir),
                                     kc,
                                     pa.as_ptr().add(ir * kc),
                                     b.data.as_ptr().add(panel * NR * k + pc * NR),
+                                    NR * k,
                                     alpha,
                                     beta,
                                     c.offset((ic + ir) as isize * rsc + jr as isize),
                                     rsc,
                                     1,
-                                    NR.min(nc - jr),
+                                    cols.min(nc - jr),
                                 )
                             };
                         }
@@ -625,6 +718,38 @@ pub(crate) use x86::{gemm_packed, gemm_packed_a, PackedA, PackedB};
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The AVX-512 tile over two panels gives the same bits as the AVX2 tile on each panel (each output element
+    /// is the same FMA chain), for full and partial widths and every row count.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_wide_tile_equals_two_narrow_ones_bit_for_bit() {
+        if !super::super::vector::avx512() {
+            eprintln!("note: no AVX-512 here; the wide tile is not run");
+            return;
+        }
+        let kc = 37;
+        let val = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 97.0;
+        let a: Vec<f32> = (0..kc * MR).map(val).collect();
+        let b: Vec<f32> = (0..2 * kc * NR).map(|i| val(i + 13)).collect();
+        for mr in 1..=MR {
+            for nr in [NR + 1, 2 * NR - 3, 2 * NR] {
+                for beta in [0.0f32, 0.5] {
+                    let ldc = 2 * NR + 1;
+                    let c0: Vec<f32> = (0..MR * ldc).map(|i| val(i + 99)).collect();
+                    let (mut wide, mut narrow) = (c0.clone(), c0.clone());
+                    // SAFETY: the panels hold kc·MR and 2·kc·NR values; C holds MR rows of ldc ≥ nr; AVX-512 checked.
+                    unsafe {
+                        x86::tile(mr, kc, a.as_ptr(), b.as_ptr(), kc * NR, 0.75, beta, wide.as_mut_ptr(), ldc as isize, 1, nr);
+                        x86::tile(mr, kc, a.as_ptr(), b.as_ptr(), kc * NR, 0.75, beta, narrow.as_mut_ptr(), ldc as isize, 1, NR);
+                        x86::tile(mr, kc, a.as_ptr(), b.as_ptr().add(kc * NR), kc * NR, 0.75, beta, narrow.as_mut_ptr().add(NR), ldc as isize, 1, nr - NR);
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&wide), bits(&narrow), "mr {mr} nr {nr} beta {beta}");
+                }
+            }
+        }
+    }
 
     /// Against a plain triple loop (f64 sums) over edge sizes of every blocking level, strided and transposed
     /// operands, and beta 0 (C holding NaN, which must not leak), 1 and 0.5.

@@ -31,6 +31,23 @@ pub(crate) fn avx2_fma() -> bool {
     }
 }
 
+/// Whether this CPU runs the AVX-512 kernels (the f32 GEMM's wide tile): AVX2 + FMA and AVX-512F, unless
+/// `TPU_SDK_NO_AVX512=1` (to compare the two kernels on one machine; read once).
+#[inline]
+pub(crate) fn avx512() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        *ON.get_or_init(|| {
+            avx2_fma() && std::arch::is_x86_feature_detected!("avx512f") && std::env::var("TPU_SDK_NO_AVX512").map_or(true, |v| v != "1")
+        })
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    {
+        false
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_avx2<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
