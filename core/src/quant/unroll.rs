@@ -148,9 +148,9 @@ pub(super) fn unrolled_loop(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
     let (nc, body) = (a.num_carried, a.body.as_ref());
     let k_out = body.outputs.len().checked_sub(1 + nc).filter(|&k| k > 0)?;
     let steps = loop_iterations(g, n).ok()?;
-    let (iv, cv) = (body.value(body.inputs[0]), body.value(body.inputs[1]));
+    let (iv, cv) = (body.value(*body.inputs.first()?), body.value(*body.inputs.get(1)?));
     let (ishape, cshape) = (iv.shape.clone(), cv.shape.clone());
-    if iv.dtype != DType::I64 || cv.dtype != DType::Bool || n.inputs.len() != body.inputs.len() || n.outputs.len() != nc + k_out {
+    if iv.dtype != DType::I64 || cv.dtype != DType::Bool || n.inputs.len() != body.inputs.len() || n.inputs.len() < 2 + nc || n.outputs.len() != nc + k_out {
         return None;
     }
     let base = if n.name.is_empty() { "loop".to_string() } else { n.name.clone() };

@@ -145,7 +145,7 @@ fn the_rules_report_control_flow_as_cpu_ops() {
 /// the export unrolls it (`quant::prepare`: one copy of the body per step, GATHER for the slices, CONCATENATION
 /// for the stacked outputs), and LiteRT's kernels run the file like onnxruntime runs the Scan: `scan_axes`
 /// (reversed input over axis 1, output stacked on axis 1 reversed) on random inputs, and the node suite's
-/// `scan9_sum` / `scan_sum` (opset 9 and the opset-8 batched form, which stays a Scan and is refused) on their
+/// `scan9_sum` / `scan_sum` (opset 9 and the opset-8 batched form, unrolled per batch row) on their
 /// own inputs against their expected outputs.
 #[test]
 fn a_static_scan_exports_unrolled_and_litert_runs_it_like_onnxruntime() {
@@ -230,7 +230,7 @@ fn loops_with_scan_outputs_that_cannot_unroll_are_refused_with_the_reason() {
     for (name, want) in [("loop_scan", "its body computes the condition, which may stop it before M iterations"), ("loop_long", "it runs 5000 iterations of")] {
         let g = loaded(&dir.join(format!("{name}.onnx")));
         let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
-        assert!(e.contains(want) && e.contains("TFLite export of node") && e.contains("(Loop): the Loop has 1 scan outputs, which TFLite's WHILE cannot stack"), "{name}: {e}");
+        assert!(e.contains(want) && e.contains("TFLite export of node") && e.contains("(Loop): the Loop has 1 scan output, which TFLite's WHILE cannot stack"), "{name}: {e}");
         println!("{name}: {e}");
     }
 }

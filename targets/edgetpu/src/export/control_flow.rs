@@ -27,8 +27,9 @@ use super::Ex;
 /// Why Loop `n` with `k` scan outputs has no TFLite form: it did not unroll, and WHILE cannot stack them.
 fn scan_outputs_refusal(g: &Graph, n: &Node, k: usize) -> String {
     let why = loop_iterations(g, n).err().unwrap_or_else(|| "its body's iteration number or condition is not a scalar int64 / bool".into());
+    let s = if k == 1 { "" } else { "s" };
     format!(
-        "the Loop has {k} scan outputs, which TFLite's WHILE cannot stack (it keeps static shapes); such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
+        "the Loop has {k} scan output{s}, which TFLite's WHILE cannot stack (it keeps static shapes); such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
     )
 }
 
