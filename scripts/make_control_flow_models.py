@@ -14,6 +14,10 @@ Good models (float inputs only, so random inputs drive them):
   loop_swap      Loop whose two carried values trade places each iteration, then an If with a constant branch.
   loop_grow      Loop whose carried value grows each iteration (Concat): a body input known only at run time.
   loop_symbolic  Loop over an input with a symbolic batch dim (loaded with --dim batch=3).
+  loop_stack     Loop with a constant trip count, a constant true condition passed through, two carried values
+                 (a running sum and an RNN-like state) and two scan outputs, one scaled by the iteration number
+                 (for the TFLite export: unrolled).
+  loop_long      Loop with scan outputs and 5000 iterations: too many to unroll (the TFLite export refuses it).
   scan_axes      Scan (opset 16) with reversed input, scan axis 1, output axis 1 and a reversed output.
   scan8          Scan opset 8 form (batch axis, no sequence_lens).
 Bad models:
@@ -161,6 +165,59 @@ def loop_symbolic():
         [vi("x", T.FLOAT, ["batch", 4])],
         [vi("y", T.FLOAT, ["batch", 4]), vi("shapes", T.INT64, [3, 2])],
         [nh.from_array(np.array(3, np.int64), "M")],
+    )
+    return model(g)
+
+
+def loop_stack():
+    body = h.make_graph(
+        [
+            h.make_node("Identity", ["cond_in"], ["cond_out"]),
+            h.make_node("Mul", ["acc_in", "k"], ["decayed"]),
+            h.make_node("Add", ["decayed", "x"], ["acc_out"]),
+            h.make_node("Cast", ["i"], ["i_f"], to=T.FLOAT),
+            h.make_node("Mul", ["acc_out", "i_f"], ["scaled"]),
+            h.make_node("ReduceSum", ["acc_out", "rows"], ["col_sum"], keepdims=0),
+            h.make_node("Mul", ["col_sum", "w"], ["drive"]),
+            h.make_node("Mul", ["h_in", "u"], ["recur"]),
+            h.make_node("Add", ["drive", "recur"], ["pre"]),
+            h.make_node("Tanh", ["pre"], ["h_out"]),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [2, 3]), vi("h_in", T.FLOAT, [3])],
+        [vi("cond_out", T.BOOL, []), vi("acc_out", T.FLOAT, [2, 3]), vi("h_out", T.FLOAT, [3]), vi("scaled", T.FLOAT, [2, 3]),
+         vi("h_out_scan", T.FLOAT, [3])],
+    )
+    # the second scan output is the new state itself (a body output listed twice)
+    body.output[4].name = "h_out"
+    g = h.make_graph(
+        [
+            h.make_node("Sigmoid", ["x"], ["k"]),
+            const("true", np.array(True)),
+            h.make_node("Loop", ["M", "true", "x", "h0"], ["acc", "h", "scaled_all", "h_all"], body=body, name="stack_loop"),
+        ],
+        "loop_stack",
+        [vi("x", T.FLOAT, [2, 3]), vi("h0", T.FLOAT, [3])],
+        [vi("acc", T.FLOAT, [2, 3]), vi("h", T.FLOAT, [3]), vi("scaled_all", T.FLOAT, [5, 2, 3]), vi("h_all", T.FLOAT, [5, 3])],
+        [nh.from_array(np.array(5, np.int64), "M"), nh.from_array(np.array([0], np.int64), "rows"),
+         nh.from_array(np.array([0.5, -1.0, 0.75], np.float32), "w"), nh.from_array(np.array([0.9, 0.5, -0.6], np.float32), "u")],
+    )
+    return model(g)
+
+
+def loop_long():
+    body = h.make_graph(
+        [h.make_node("Identity", ["cond_in"], ["cond_out"]), h.make_node("Add", ["v_in", "x"], ["v_out"]), h.make_node("Neg", ["v_out"], ["y_t"])],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("v_in", T.FLOAT, [3])],
+        [vi("cond_out", T.BOOL, []), vi("v_out", T.FLOAT, [3]), vi("y_t", T.FLOAT, [3])],
+    )
+    g = h.make_graph(
+        [h.make_node("Loop", ["M", "", "x"], ["v", "ys"], body=body, name="long_loop")],
+        "loop_long",
+        [vi("x", T.FLOAT, [3])],
+        [vi("v", T.FLOAT, [3]), vi("ys", T.FLOAT, [5000, 3])],
+        [nh.from_array(np.array(5000, np.int64), "M")],
     )
     return model(g)
 
@@ -411,6 +468,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_if", loop_if), ("loop_swap", loop_swap), ("loop_grow", loop_grow),
+                    ("loop_stack", loop_stack), ("loop_long", loop_long),
                     ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62),
                     ("bad_region_bomb", bad_region_bomb)]:
         save(out, name, f())

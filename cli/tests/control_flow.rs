@@ -69,6 +69,7 @@ fn control_flow_models_match_onnxruntime() {
         ("loop_symbolic", &[("batch", 3)], "= Loop("),
         ("loop_plain", &[], "= Loop("),
         ("loop_grow", &[], "= Loop("),
+        ("loop_stack", &[], "= Loop("),
         ("scan_axes", &[], "= Scan("),
         ("scan8", &[], "= Scan("),
     ];
@@ -180,4 +181,22 @@ fn bad_control_flow_is_refused_clearly() {
     let q = tmp.path().join("m_tflite.tflite");
     cli::ok(tpu_sdk(&["compile", loop_plain.as_str(), "--target", "tflite", "-o", q.to_str().unwrap()]));
     assert!(q.exists());
+
+    // a Loop with scan outputs and a constant trip count compiles for the Edge TPU unrolled: the mapping names
+    // each op of the plain dataflow (no WHILE); one whose condition may stop it early is refused with the reason
+    let cal = tmp.path().join("cal_stack");
+    for k in 0..4 {
+        let s = cal.join(format!("{k}"));
+        std::fs::create_dir_all(&s).unwrap();
+        let v = |n: usize| (0..n).map(|i| ((i * 7 + k * 3) % 11) as f32 / 4.0 - 1.2).collect::<Vec<_>>();
+        tpu_sdk::core::npy::write(&s.join("x.npy"), &tpu_sdk::Tensor::from_f32(vec![2, 3], v(6))).unwrap();
+        tpu_sdk::core::npy::write(&s.join("h0.npy"), &tpu_sdk::Tensor::from_f32(vec![3], v(3))).unwrap();
+    }
+    let q = tmp.path().join("stack_edgetpu.tflite");
+    let out = cli::ok(tpu_sdk(&["compile", &m("loop_stack"), "--target", "edgetpu", "-o", q.to_str().unwrap(), "--calibration", cal.to_str().unwrap()]));
+    assert!(q.exists() && out.contains("CONCATENATION") && !out.contains("WHILE"), "edgetpu loop_stack: {out}");
+    // (loop_scan's Abs has no int8 kernel, so the float TFLite export shows the Loop's refusal)
+    let q = tmp.path().join("scan.tflite");
+    let (_, err) = expect(tpu_sdk(&["compile", &m("loop_scan"), "--target", "tflite", "-o", q.to_str().unwrap()]), 3);
+    assert!(err.contains("(Loop): the Loop has 1 scan output,") && err.contains("may stop it before M iterations"), "tflite loop_scan: {err}");
 }

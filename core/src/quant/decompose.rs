@@ -13,6 +13,7 @@
 //! Every rewrite computes the same function in float, so the float graph (and a float TFLite export) can use
 //! it too.
 
+use super::unroll::MAX_UNROLLED_NODES;
 use crate::ir::{BinaryOp, DType, Graph, Node, Op, ReduceOp, Tensor, TensorData, UnaryOp, ValueId};
 
 /// The nodes that compute normalisation `n` of `g` (LayerNorm, InstanceNorm, GroupNorm), or `None` when it
@@ -508,8 +509,8 @@ fn zero_state(g: &Graph, n: &Node, i: usize) -> bool {
 pub const MAX_UNROLLED_STEPS: usize = 16;
 
 /// The longest sequence [`unrolled_gru`] unrolls, per direction (each step adds about twenty ops, so a
-/// bidirectional GRU stays within [`MAX_UNROLLED_SCAN_NODES`]).
-pub const MAX_UNROLLED_GRU_STEPS: usize = MAX_UNROLLED_SCAN_NODES / 40;
+/// bidirectional GRU stays within [`MAX_UNROLLED_NODES`]).
+pub const MAX_UNROLLED_GRU_STEPS: usize = MAX_UNROLLED_NODES / 40;
 
 /// A GRU of static length unrolled into the cell's arithmetic, step by step and direction by direction (TFLite
 /// has no GRU op; TensorFlow's converter unrolls Keras GRUs the same way). Per step, with ONNX's gate order
@@ -680,98 +681,3 @@ pub(super) fn unrolled_gru(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
     }
     Some(e.nodes)
 }
-
-/// A `Scan` (opset 9 and later, static length) unrolled into its body's nodes, once per step: step `t` reads
-/// slice `t` of each scan input (a `Gather` with a scalar index, which drops the iterated axis; the last slice
-/// first for a reversed input), the states the step before wrote, and the captures; each scan output's slices
-/// are stacked along its axis (`Unsqueeze` and `Concat`, the last step first for a reversed output), and the
-/// final states are the last step's. TFLite has no scan form (its `WHILE` cannot stack outputs in static
-/// shapes), so this is how a Scan exports. `None` (the node stays, and the exporter refuses it by name) for the
-/// opset-8 batched form, a scan without scan inputs, a dynamic or zero length, or more than
-/// [`MAX_UNROLLED_SCAN_NODES`] nodes in all.
-pub(super) fn unrolled_scan(g: &mut Graph, n: &Node) -> Option<Vec<Node>> {
-    let Op::Scan(a) = &n.op else { return None };
-    let (ns, m) = (a.num_state, a.num_scan_inputs);
-    let body = a.body.as_ref();
-    let k_out = body.outputs.len().checked_sub(ns)?;
-    if a.batched || m == 0 || n.inputs.len() < ns + m || n.outputs.len() != ns + k_out || body.inputs.len() != n.inputs.len() {
-        return None;
-    }
-    let scans: Vec<ValueId> = n.inputs[ns..ns + m].iter().copied().collect::<Option<_>>()?;
-    let mut steps = None;
-    for (j, &x) in scans.iter().enumerate() {
-        let v = g.value(x);
-        let len = *v.shape.get(*a.input_axes.get(j)?)?;
-        if v.dynamic || steps.is_some_and(|s| s != len) {
-            return None;
-        }
-        steps = Some(len);
-    }
-    let steps = steps?;
-    if steps == 0 || steps.saturating_mul(body.nodes.len() + ns + k_out + m) > MAX_UNROLLED_SCAN_NODES {
-        return None;
-    }
-    let base = if n.name.is_empty() { "scan".to_string() } else { n.name.clone() };
-    let mut nodes = Vec::new();
-    let mut state: Vec<Option<ValueId>> = n.inputs[..ns].to_vec();
-    let mut stacked: Vec<Vec<ValueId>> = vec![Vec::new(); k_out];
-    for t in 0..steps {
-        let prefix = format!("{base}/step{t}");
-        let mut inputs = state.clone();
-        for (j, &x) in scans.iter().enumerate() {
-            let axis = a.input_axes[j];
-            let at = if a.input_reverse.get(j).copied().unwrap_or(false) { steps - 1 - t } else { t };
-            let idx = g.add_constant(format!("{prefix}/index{j}"), Tensor::from_vec(vec![], vec![at as i64]).expect("scalar"));
-            let mut shape = g.value(x).shape.clone();
-            shape.remove(axis);
-            let dtype = g.value(x).dtype;
-            let s = g.add_value(format!("{prefix}/slice{j}"), dtype, shape);
-            nodes.push(Node { name: format!("{prefix}/slice{j}"), op: Op::Gather { axis }, inputs: vec![Some(x), Some(idx)], outputs: vec![s], keep_float: n.keep_float });
-            inputs.push(Some(s));
-        }
-        inputs.extend_from_slice(&n.inputs[ns + m..]);
-        let outs: Vec<ValueId> = body
-            .outputs
-            .iter()
-            .enumerate()
-            .map(|(k, &o)| {
-                let v = &body.values[o.0];
-                g.add_value(format!("{prefix}/out{k}"), v.dtype, v.shape.clone())
-            })
-            .collect();
-        nodes.extend(crate::passes::inline_if::inline_region(g, body, &inputs, &outs, &prefix));
-        state = outs[..ns].iter().map(|&v| Some(v)).collect();
-        for (k, s) in stacked.iter_mut().enumerate() {
-            s.push(outs[ns + k]);
-        }
-    }
-    for (i, s) in state.iter().enumerate() {
-        nodes.push(Node { name: format!("{base}/final_state{i}"), op: Op::Identity, inputs: vec![*s], outputs: vec![n.outputs[i]], keep_float: n.keep_float });
-    }
-    for (k, mut slices) in stacked.into_iter().enumerate() {
-        let axis = *a.output_axes.get(k)?;
-        if a.output_reverse.get(k).copied().unwrap_or(false) {
-            slices.reverse();
-        }
-        let y = n.outputs[ns + k];
-        let mut parts = Vec::with_capacity(slices.len());
-        for (t, s) in slices.iter().enumerate() {
-            let mut shape = g.value(*s).shape.clone();
-            if axis > shape.len() {
-                return None;
-            }
-            shape.insert(axis, 1);
-            let dtype = g.value(*s).dtype;
-            let u = if steps == 1 { y } else { g.add_value(format!("{base}/stack{k}_{t}"), dtype, shape) };
-            nodes.push(Node { name: format!("{base}/stack{k}_{t}"), op: Op::Unsqueeze { axes: Some(vec![axis as i64]) }, inputs: vec![Some(*s)], outputs: vec![u], keep_float: n.keep_float });
-            parts.push(Some(u));
-        }
-        if steps > 1 {
-            nodes.push(Node { name: format!("{base}/stack{k}"), op: Op::Concat { axis }, inputs: parts, outputs: vec![y], keep_float: n.keep_float });
-        }
-    }
-    Some(nodes)
-}
-
-/// The most nodes [`unrolled_scan`] writes for one Scan (steps × (body nodes + slices + stacking)).
-pub const MAX_UNROLLED_SCAN_NODES: usize = 20_000;

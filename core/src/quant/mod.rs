@@ -14,6 +14,7 @@ pub mod params;
 pub mod prepare;
 pub mod quantize;
 pub mod range;
+pub mod unroll;
 
 pub use calibrate::{calibrate, Calibration};
 pub use compare::{compare, Comparison, OutputError};

@@ -6,17 +6,20 @@
 //! TFLite has kernels for those, not for DIV, a hard sigmoid or a batch norm. Division by a square root and the
 //! reciprocal of one become RSQRT (and a Mul); `x^2` becomes `x·x`; Neg becomes a Mul by −1 (LiteRT's int8 NEG
 //! negates the stored integers, which is only right for a zero point of 0). A 1-D convolution, LayerNorm,
-//! InstanceNorm, GroupNorm, the erf form of GELU, a short LSTM whose state starts from the model's inputs, a GRU
-//! and a Scan of static length (unrolled: TFLite has neither a GRU nor a scan form) decompose as [`super::decompose`] describes. The rewritten
-//! graph computes the same function.
+//! InstanceNorm, GroupNorm, the erf form of GELU, a short LSTM whose state starts from the model's inputs and a GRU
+//! (unrolled: TFLite has no GRU) decompose as [`super::decompose`] describes; a Scan of static length (the opset-8
+//! batched form too) and a Loop with scan outputs and a trip count known before running unroll as
+//! [`super::unroll`] describes (TFLite has no scan form), and the constants that leaves fold. The rewritten graph
+//! computes the same function.
 
-use super::decompose;
+use super::{decompose, unroll};
 use crate::ir::{Activation, BinaryOp, DType, Graph, Node, Op, Tensor, TensorData, UnaryOp};
 
 /// Whether [`prepare`] would rewrite something in `g` that a float TFLite export cannot write as it is.
 pub fn needed(g: &Graph) -> bool {
     g.nodes.iter().any(|n| {
         matches!(n.op, Op::Unary(UnaryOp::HardSigmoid { .. } | UnaryOp::Erf) | Op::BatchNorm { .. } | Op::LayerNorm { .. } | Op::InstanceNorm { .. } | Op::GroupNorm { .. } | Op::Rnn(_) | Op::Scan(_))
+            || matches!(&n.op, Op::Loop(a) if a.body.outputs.len() > 1 + a.num_carried)
             || matches!(n.op, Op::Conv(_)) && n.input(0).is_some_and(|x| g.value(x).shape.len() == 3)
     })
 }
@@ -28,6 +31,7 @@ pub fn prepare(g: &mut Graph) {
     let uses = g.use_counts();
     let nodes = std::mem::take(&mut g.nodes);
     let mut out = Vec::with_capacity(nodes.len());
+    let mut unrolled_loops = false;
     for mut n in nodes {
         if n.keep_float {
             // stays float in the int8 graph: nothing to make quantizable
@@ -44,8 +48,15 @@ pub fn prepare(g: &mut Graph) {
                 Some(nodes) => out.extend(nodes),
                 None => out.push(n),
             },
-            Op::Scan(_) => match decompose::unrolled_scan(g, &n) {
+            Op::Scan(_) => match unroll::unrolled_scan(g, &n) {
                 Some(nodes) => out.extend(nodes),
+                None => out.push(n),
+            },
+            Op::Loop(_) => match unroll::unrolled_loop(g, &n) {
+                Some(nodes) => {
+                    out.extend(nodes);
+                    unrolled_loops = true;
+                }
                 None => out.push(n),
             },
             Op::Conv(ref a) if a.kernel_shape.len() == 1 || n.input(1).is_some_and(|w| g.value(w).shape.len() == 3) => match decompose::conv1d(g, &n) {
@@ -110,6 +121,19 @@ pub fn prepare(g: &mut Graph) {
         }
     }
     g.nodes = out;
+    if unrolled_loops {
+        fold_constants(g);
+    }
+}
+
+/// Folds what an unrolled Loop leaves constant (a cast of its iteration number, its body's condition) and
+/// removes what then goes unread; `g` stays as it is if folding fails (it computes the same either way).
+fn fold_constants(g: &mut Graph) {
+    let mut folded = g.clone();
+    if crate::passes::const_fold::run(&mut folded).is_ok() {
+        crate::passes::dce::run(&mut folded);
+        *g = folded;
+    }
 }
 
 /// The per-channel `(a, b)` of `y = a·x + b` for BatchNorm node `n` with constant parameters, shaped

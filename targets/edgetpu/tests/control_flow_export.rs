@@ -6,9 +6,11 @@
 //! (`cli/tests/data/torchscript_loop_if.onnx`). Each is exported and run by LiteRT's builtin kernels (reference
 //! and optimized resolvers) against onnxruntime on several random inputs (so conditions go both ways); the
 //! exported file read back by our own TFLite importer runs equal to onnxruntime too; the Edge TPU rules report
-//! IF/WHILE as control flow that runs on the CPU; a Scan of static length exports unrolled (LiteRT equal to
-//! onnxruntime and to the node suite's outputs); the opset-8 batched Scan and a Loop with scan outputs are refused by name. In int8
-//! the control flow stays float between DEQUANTIZE and QUANTIZE, and our int8 runtime equals LiteRT exactly.
+//! IF/WHILE as control flow that runs on the CPU; a Scan of static length (the opset-8 batched form too) and a Loop
+//! with scan outputs and a trip count known before running export unrolled (LiteRT equal to onnxruntime and to
+//! the node suite's outputs; in int8, plain dataflow equal to LiteRT); a Loop with scan outputs that cannot unroll
+//! (a condition that may stop it early, too many iterations) is refused with the reason. In int8 the control flow
+//! stays float between DEQUANTIZE and QUANTIZE, and our int8 runtime equals LiteRT exactly.
 //! Needs `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 
 mod int8_support;
@@ -18,7 +20,7 @@ use std::path::{Path, PathBuf};
 use tpu_sdk_core::import::onnx::{load, ImportOptions};
 use tpu_sdk_core::ir::{Graph, Tensor};
 use tpu_sdk_core::runtime::Session;
-use tpu_sdk_edgetpu::export::{export, ExportOptions};
+use tpu_sdk_edgetpu::export::{export, ExportOptions, Exported};
 use tpu_sdk_edgetpu::report::Placement;
 use tpu_sdk_edgetpu::rules::{analyze_bytes, RulesOptions};
 use tpu_sdk_test_support::{fresh_dir, litert, onnxruntime, oracle, random_inputs, relative_to_mean};
@@ -31,7 +33,16 @@ fn models(py: &Path, name: &str) -> PathBuf {
 }
 
 fn loaded(path: &Path) -> Graph {
-    let mut g = load(path, &ImportOptions::default()).unwrap();
+    loaded_opts(path, &ImportOptions::default())
+}
+
+/// A model loaded with its symbolic `batch` dim bound to 3.
+fn loaded_with_batch(path: &Path) -> Graph {
+    loaded_opts(path, &ImportOptions { dims: [("batch".to_string(), 3)].into(), ..Default::default() })
+}
+
+fn loaded_opts(path: &Path, opts: &ImportOptions) -> Graph {
+    let mut g = load(path, opts).unwrap();
     tpu_sdk_core::passes::optimize(&mut g).unwrap();
     g
 }
@@ -51,6 +62,23 @@ fn compare(what: &str, ours: &[Tensor], theirs: &[Tensor]) -> f64 {
     for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
         assert_eq!(a.shape, b.shape, "{what}: output {k}");
         worst = worst.max(relative_to_mean(what, k, a, b, "onnxruntime", 1e-4).unwrap_or_else(|e| panic!("{e}")));
+    }
+    worst
+}
+
+/// `ex`, the export of `g` (loaded from `path`), run by LiteRT (reference and optimized kernels) on `seeds`
+/// random inputs against onnxruntime on `path`; returns the worst relative error.
+fn litert_like_onnxruntime(py: &Path, dir: &Path, name: &str, path: &Path, g: &Graph, ex: &Exported, seeds: u64) -> f64 {
+    let mut worst = 0.0f64;
+    for seed in 1..=seeds {
+        let inputs = random_inputs(g, seed * 7);
+        let named: Vec<(String, Tensor)> = g.inputs.iter().zip(&inputs).map(|(&i, t)| (g.value(i).name.clone(), t.clone())).collect();
+        let ort = onnxruntime::run_model(py, path, &named, &dir.join(format!("{name}_{seed}")));
+        let file_inputs: Vec<Tensor> = inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
+        for resolver in [litert::REFERENCE, litert::OPTIMIZED] {
+            let lite = litert::run_bytes(py, &ex.bytes, resolver, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("{name}: LiteRT: {e}")).remove(0);
+            worst = worst.max(compare(&format!("{name} seed {seed} LiteRT {resolver}"), &lite, &ort));
+        }
     }
     worst
 }
@@ -117,7 +145,7 @@ fn the_rules_report_control_flow_as_cpu_ops() {
 /// the export unrolls it (`quant::prepare`: one copy of the body per step, GATHER for the slices, CONCATENATION
 /// for the stacked outputs), and LiteRT's kernels run the file like onnxruntime runs the Scan: `scan_axes`
 /// (reversed input over axis 1, output stacked on axis 1 reversed) on random inputs, and the node suite's
-/// `scan9_sum` / `scan_sum` (opset 9 and the opset-8 batched form, which stays a Scan and is refused) on their
+/// `scan9_sum` / `scan_sum` (opset 9 and the opset-8 batched form, unrolled per batch row) on their
 /// own inputs against their expected outputs.
 #[test]
 fn a_static_scan_exports_unrolled_and_litert_runs_it_like_onnxruntime() {
@@ -128,68 +156,82 @@ fn a_static_scan_exports_unrolled_and_litert_runs_it_like_onnxruntime() {
     let ex = export(&g, &ExportOptions::default()).unwrap_or_else(|e| panic!("scan_axes: export refused: {e}"));
     let (ops, n_sg) = ops_of(&ex.bytes, 0);
     assert!(n_sg == 1 && !ops.iter().any(|o| o == "WHILE") && ops.iter().any(|o| o == "GATHER") && ops.iter().any(|o| o == "CONCATENATION"), "scan_axes: {ops:?}, {n_sg} subgraphs");
-    for seed in 1..=4 {
-        let inputs = random_inputs(&g, seed * 7);
-        let named: Vec<(String, Tensor)> = g.inputs.iter().zip(&inputs).map(|(&i, t)| (g.value(i).name.clone(), t.clone())).collect();
-        let ort = onnxruntime::run_model(&py, &path, &named, &dir.join(format!("scan_axes_{seed}")));
-        let file_inputs: Vec<Tensor> = inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
-        for resolver in [litert::REFERENCE, litert::OPTIMIZED] {
-            let lite = litert::run_bytes(&py, &ex.bytes, resolver, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("scan_axes: LiteRT: {e}")).remove(0);
-            let worst = compare(&format!("scan_axes seed {seed} LiteRT {resolver}"), &lite, &ort);
-            println!("scan_axes seed {seed} {resolver}: {ops:?}, worst relative error vs onnxruntime {worst:.1e}");
-        }
-    }
+    let worst = litert_like_onnxruntime(&py, &dir, "scan_axes", &path, &g, &ex, 4);
+    println!("scan_axes: {ops:?}, worst relative error vs onnxruntime {worst:.1e}");
     // the node suite's cases (onnx's reference outputs), when the suite is there
     let Some(suite) = tpu_sdk_test_support::conformance::Suite::from_env() else { return };
-    for (case, exports) in [("test_scan9_sum", true), ("test_scan_sum", false)] {
+    for case in ["test_scan9_sum", "test_scan_sum"] {
         let c = tpu_sdk_test_support::conformance::load_case(&suite.dir.join(case)).unwrap_or_else(|e| panic!("{case}: {e}"));
-        match export(&c.graph, &ExportOptions::default()) {
-            Ok(ex) => {
-                assert!(exports, "{case}: the opset-8 batched Scan exported");
-                let file_inputs: Vec<Tensor> = c.inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
-                let lite = litert::run_bytes(&py, &ex.bytes, litert::REFERENCE, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("{case}: LiteRT: {e}")).remove(0);
-                let worst = compare(&format!("{case} LiteRT"), &lite, &c.outputs);
-                println!("{case}: {:?}; worst relative error vs onnx's expected outputs {worst:.1e}", ops_of(&ex.bytes, 0).0);
-            }
-            Err(e) => {
-                let e = e.to_string();
-                assert!(!exports && e.contains("op Scan (control flow)") && e.contains("TFLite export of node"), "{case}: {e}");
-            }
-        }
+        let ex = export(&c.graph, &ExportOptions::default()).unwrap_or_else(|e| panic!("{case}: export refused: {e}"));
+        let file_inputs: Vec<Tensor> = c.inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
+        let lite = litert::run_bytes(&py, &ex.bytes, litert::REFERENCE, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("{case}: LiteRT: {e}")).remove(0);
+        let worst = compare(&format!("{case} LiteRT"), &lite, &c.outputs);
+        println!("{case}: {:?}; worst relative error vs onnx's expected outputs {worst:.1e}", ops_of(&ex.bytes, 0).0);
     }
 }
 
-/// The unrolled Scan in int8: its slices, body and stacking quantize like any other ops (no float island: an
-/// unrolled Scan is plain dataflow), LiteRT loads the file, and our int8 runtime equals LiteRT exactly.
+/// A Loop with scan outputs and a trip count known before running (`loop_stack`: constant M, a constant true
+/// condition the body passes through, two carried values, two scan outputs, one scaled by the iteration
+/// number) and the opset-8 batched Scan (`scan8`, one unrolled scan per batch row) export unrolled into one
+/// subgraph of plain ops, which LiteRT runs like onnxruntime runs the models. (`loop_symbolic`, a Loop whose scan
+/// output is the carried value's shape, exports too once its batch dim is bound: that output folds to a
+/// constant, which the file holds as int32, so it is not compared with onnxruntime's int64.)
 #[test]
-fn an_unrolled_scan_quantizes_to_int8_equal_to_litert() {
+fn loops_with_scan_outputs_and_the_batched_scan_export_unrolled_like_onnxruntime() {
     let Some(py) = oracle::python() else { return };
-    let dir = models(&py, "cf_export_scan_int8");
-    let mut g = loaded(&dir.join("scan_axes.onnx"));
-    // the edgetpu pipeline's float rewrites, which unroll the Scan, come before calibration
-    tpu_sdk_core::quant::prepare(&mut g);
-    let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&g), 6, 78, -3.0, 3.0);
-    let q = int8_support::quantized(&g, -3.0, 3.0, false);
-    let ex = export(&q, &ExportOptions::default()).unwrap_or_else(|e| panic!("scan_axes: int8 export refused: {e}"));
-    let (ops, _) = ops_of(&ex.bytes, 0);
-    assert!(ops.iter().any(|o| o == "GATHER") && !ops.iter().any(|o| o == "WHILE" || o == "DEQUANTIZE"), "scan_axes int8: {ops:?}");
-    // (accuracy: `tpu-sdk compile --target edgetpu` reports 43.6 / 41.5 dB SQNR for the two outputs against the
-    // float model on 8 calibration samples; this test checks the file and the bit-equality)
-    let ours = int8_support::ours_equal_litert("scan_axes int8", &q, &ex, &eval);
-    assert_eq!(ours.len(), eval.len(), "scan_axes int8: LiteRT did not run");
-    println!("scan_axes int8: ops {ops:?}; equal to LiteRT");
+    let dir = models(&py, "cf_export_unrolled");
+    let symbolic = export(&loaded_with_batch(&dir.join("loop_symbolic.onnx")), &ExportOptions::default());
+    assert!(symbolic.is_ok_and(|ex| ops_of(&ex.bytes, 0).1 == 1), "loop_symbolic: not exported unrolled");
+    for name in ["loop_stack", "scan8"] {
+        let path = dir.join(format!("{name}.onnx"));
+        let g = loaded(&path);
+        let ex = export(&g, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: export refused: {e}"));
+        let (ops, n_sg) = ops_of(&ex.bytes, 0);
+        assert!(n_sg == 1 && !ops.iter().any(|o| o == "WHILE"), "{name}: {ops:?}, {n_sg} subgraphs");
+        let worst = litert_like_onnxruntime(&py, &dir, name, &path, &g, &ex, 4);
+        println!("{name:<13} {} ops ({} CONCATENATION); worst relative error vs onnxruntime {worst:.1e}", ops.len(), ops.iter().filter(|o| *o == "CONCATENATION").count());
+    }
 }
 
+/// The unrolled Scans and Loop in int8: their slices, bodies and stacking quantize like any other ops (no float
+/// island: unrolled, they are plain dataflow), LiteRT loads the files, our int8 runtime equals LiteRT exactly, and
+/// the Edge TPU rules report every op of the file by itself (none is control flow that must run on the CPU).
 #[test]
-fn a_batched_scan_and_scan_outputs_of_a_loop_are_refused_by_name() {
+fn unrolled_scans_and_loops_quantize_to_int8_equal_to_litert() {
+    let Some(py) = oracle::python() else { return };
+    let dir = models(&py, "cf_export_scan_int8");
+    for name in ["scan_axes", "scan8", "loop_stack"] {
+        let mut g = loaded(&dir.join(format!("{name}.onnx")));
+        // the edgetpu pipeline's float rewrites, which unroll the Scan or Loop, come before calibration
+        tpu_sdk_core::quant::prepare(&mut g);
+        let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&g), 6, 78, -3.0, 3.0);
+        let q = int8_support::quantized(&g, -3.0, 3.0, false);
+        let ex = export(&q, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: int8 export refused: {e}"));
+        let (ops, n_sg) = ops_of(&ex.bytes, 0);
+        assert!(n_sg == 1 && ops.iter().any(|o| o == "CONCATENATION") && !ops.iter().any(|o| o == "WHILE" || o == "DEQUANTIZE"), "{name} int8: {ops:?}");
+        // (accuracy: for scan_axes `tpu-sdk compile --target edgetpu` reports 43.6 / 41.5 dB SQNR for the two
+        // outputs against the float model on 8 calibration samples; this test checks the file and the bit-equality)
+        let ours = int8_support::ours_equal_litert(&format!("{name} int8"), &q, &ex, &eval);
+        assert_eq!(ours.len(), eval.len(), "{name} int8: LiteRT did not run");
+        let r = analyze_bytes(&ex.bytes, &RulesOptions::default()).unwrap();
+        assert!(r.ops.len() == ops.len() && r.ops.iter().all(|m| !m.reason.contains("control flow") && (m.placement == Placement::Tpu || !m.reason.is_empty())), "{name}: {:?}", r.ops);
+        let first_cpu = r.ops.iter().find(|m| m.placement == Placement::Cpu).map(|m| format!("{} ({})", m.op, m.reason)).unwrap_or_default();
+        println!("{name} int8: {} ops, equal to LiteRT; the rules map {} to the Edge TPU and {} to the CPU, the first {first_cpu}", ops.len(), r.tpu_ops, r.cpu_ops);
+    }
+}
+
+/// A Loop with scan outputs that cannot unroll is refused, naming the Loop and why: `loop_scan`'s body computes
+/// a condition that may stop it early (its scan output's length is known only at run time), `loop_long` runs
+/// 5000 iterations (more than the unroller's node limit).
+#[test]
+fn loops_with_scan_outputs_that_cannot_unroll_are_refused_with_the_reason() {
     let Some(py) = oracle::python() else { return };
     let dir = models(&py, "cf_export_refused");
-    for (name, want) in [("scan8", "op Scan (control flow) has no TFLite export"), ("loop_symbolic", "scan outputs; TFLite's WHILE keeps static shapes")] {
-        let opts = ImportOptions { dims: [("batch".to_string(), 3)].into(), ..Default::default() };
-        let mut g = load(&dir.join(format!("{name}.onnx")), &opts).unwrap();
-        tpu_sdk_core::passes::optimize(&mut g).unwrap();
+    for (name, want) in [("loop_scan", "its body computes the condition, which may stop it before M iterations"), ("loop_long", "it runs 5000 iterations of")] {
+        let g = loaded(&dir.join(format!("{name}.onnx")));
         let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
-        assert!(e.contains(want) && e.contains("TFLite export of node"), "{name}: {e}");
+        assert!(e.contains(want) && e.contains("TFLite export of node") && e.contains("(Loop): the Loop has 1 scan output, which TFLite's WHILE cannot stack"), "{name}: {e}");
+        println!("{name}: {e}");
     }
 }
 

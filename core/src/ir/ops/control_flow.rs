@@ -252,7 +252,7 @@ pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<
                 let same = init.is_some_and(|t| s.as_deref() == Some(t.shape));
                 out.push((d, same.then_some(s).flatten()));
             }
-            let trips = static_trip_count(body, inputs);
+            let trips = static_trip_count(body, inputs).ok();
             for i in 1 + n..body.outputs.len() {
                 let (d, s) = region_out(body, i);
                 out.push((d, s.zip(trips).map(|(mut s, t)| {
@@ -311,14 +311,18 @@ pub fn infer_outputs(op: &super::Op, inputs: &[Option<TypeInfo>]) -> Result<Vec<
 
 /// The number of iterations of a Loop when it is known before running: a constant trip count, and a
 /// condition that cannot stop it early (absent or constant true, and a body whose condition output is a
-/// constant true or the condition input passed through).
-fn static_trip_count(body: &Graph, inputs: &[Option<TypeInfo>]) -> Option<usize> {
-    let m = inputs.first().copied().flatten()?.value?.to_i64_vec().first().copied()?;
-    let cond_ok = match inputs.get(1).copied().flatten() {
-        None => true,
-        Some(c) => c.value.is_some_and(|v| v.to_f64_vec().first().is_some_and(|&x| x != 0.0)),
+/// constant true or the condition input passed through). `inputs` are the Loop's (`M`, `cond`, ...); `Err` says
+/// why the count is known only at run time.
+pub fn static_trip_count(body: &Graph, inputs: &[Option<TypeInfo>]) -> Result<usize, String> {
+    let m = match inputs.first().copied().flatten() {
+        None => return Err("it has no trip count M (a while loop)".into()),
+        Some(m) => m.value.and_then(|v| v.to_i64_vec().first().copied()).ok_or("its trip count M is known only at run time")?,
     };
-    let mut out = body.outputs.first().copied()?;
+    let true_const = |v: &crate::ir::Tensor| v.to_f64_vec().first().is_some_and(|&x| x != 0.0);
+    if inputs.get(1).copied().flatten().is_some_and(|c| !c.value.is_some_and(true_const)) {
+        return Err("its initial condition is not a constant true".into());
+    }
+    let mut out = body.outputs.first().copied().ok_or("its body has no condition output")?;
     // through Identity copies (exporters write `cond_out = Identity(cond_in)`)
     while let Some(n) = body.nodes.iter().find(|n| n.outputs.first() == Some(&out) && matches!(n.op, super::Op::Identity)) {
         match n.input(0) {
@@ -326,9 +330,10 @@ fn static_trip_count(body: &Graph, inputs: &[Option<TypeInfo>]) -> Option<usize>
             _ => break,
         }
     }
-    let body_ok = Some(out) == body.inputs.get(1).copied()
-        || body.constant(out).is_some_and(|v| v.to_f64_vec().first().is_some_and(|&x| x != 0.0));
-    (cond_ok && body_ok).then(|| usize::try_from(m.max(0)).ok()).flatten()
+    if Some(out) != body.inputs.get(1).copied() && !body.constant(out).is_some_and(true_const) {
+        return Err("its body computes the condition, which may stop it before M iterations".into());
+    }
+    usize::try_from(m.max(0)).map_err(|_| format!("its trip count {m} does not fit this machine"))
 }
 
 /// The rule for [`super::infer`]: every output static, or [`InferError::Dynamic`].

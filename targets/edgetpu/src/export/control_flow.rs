@@ -6,19 +6,46 @@
 //! - `Loop(M?, cond?, carried..., captures...)`, body `(i, cond, carried..., captures...) → (cond', carried'...)`:
 //!   `WHILE` over the variables `(i, M, cond, carried..., captures...)` (`i` from 0, `M` the int64 maximum when
 //!   absent, `cond` true when absent). Its condition subgraph is `i < M && cond`; its body subgraph is the
-//!   region followed by `i + 1`, with `M` and the captures passed through. A Loop with scan outputs has no
-//!   static-shape WHILE form and is refused.
+//!   region followed by `i + 1`, with `M` and the captures passed through.
+//! - A Loop with scan outputs has no WHILE form (WHILE keeps its variables' shapes, so it cannot stack them):
+//!   `quant::prepare` unrolls it when its iteration count is known before running (`quant::unroll` says how,
+//!   and why unrolling rather than a WHILE writing preallocated buffers); one that cannot unroll (a condition
+//!   that may stop it early, a trip count known only at run time, too many nodes) is refused with the reason.
 
 use tpu_sdk_core::format::tflite::builder::*;
 use tpu_sdk_core::format::tflite::schema::{builtin_operator as bo, builtin_options};
 use tpu_sdk_core::format::tflite::tensor_type_of;
 use tpu_sdk_core::ir::ops::control_flow::{IfAttrs, LoopAttrs};
-use tpu_sdk_core::ir::{DType, Graph, Node, Tensor, ValueId};
+use tpu_sdk_core::ir::{DType, Graph, Node, Op, Tensor, ValueId};
+use tpu_sdk_core::quant::unroll::loop_iterations;
 use tpu_sdk_core::{Error, Result};
 
 use super::layout::ident;
 use super::tensors::i32s;
 use super::Ex;
+
+/// Why Loop `n` with `k` scan outputs has no TFLite form: it did not unroll, and WHILE cannot stack them.
+fn scan_outputs_refusal(g: &Graph, n: &Node, k: usize) -> String {
+    let why = loop_iterations(g, n).err().unwrap_or_else(|| "its body's iteration number or condition is not a scalar int64 / bool".into());
+    let s = if k == 1 { "" } else { "s" };
+    format!(
+        "the Loop has {k} scan output{s}, which TFLite's WHILE cannot stack (it keeps static shapes); such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
+    )
+}
+
+/// The refusal of value `v` of `g`, whose shape is dynamic: the Loop's reason when it is a scan output of one.
+pub(super) fn dynamic_value(g: &Graph, v: ValueId) -> Error {
+    if let Some(n) = g.nodes.iter().find(|n| n.outputs.contains(&v)) {
+        if let Op::Loop(a) = &n.op {
+            let k = a.body.outputs.len().saturating_sub(1 + a.num_carried);
+            if k > 0 {
+                let node = if n.name.is_empty() { format!("node writing '{}'", g.value(v).name) } else { format!("node '{}'", n.name) };
+                return Error::Unsupported(format!("TFLite export of {node} (Loop): {}", scan_outputs_refusal(g, n, k)));
+            }
+        }
+    }
+    Error::Unsupported(format!("TFLite export: value '{}' has a dynamic shape", g.value(v).name))
+}
 
 /// What [`Ex::enter`] saves of the enclosing subgraph.
 struct Saved<'g> {
@@ -155,10 +182,7 @@ impl<'g> Ex<'g> {
         let nc = a.num_carried;
         let body = &*a.body;
         if body.outputs.len() != 1 + nc {
-            return Err(self.unsupported(format!(
-                "the Loop has {} scan outputs; TFLite's WHILE keeps static shapes and cannot stack them",
-                body.outputs.len() - 1 - nc
-            )));
+            return Err(self.unsupported(scan_outputs_refusal(self.g, n, body.outputs.len() - 1 - nc)));
         }
         let name = n.name.clone();
         // the loop variables in the enclosing subgraph

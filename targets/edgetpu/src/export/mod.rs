@@ -96,10 +96,8 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
     ex.m.description = Some(opts.description.clone());
     ex.m.buffers.push(BufferT::default());
     ex.m.subgraphs.push(SubGraphT { name: Some("main".into()), ..Default::default() });
-    for v in &g.values {
-        if v.dynamic {
-            return Err(Error::Unsupported(format!("TFLite export: value '{}' has a dynamic shape", v.name)));
-        }
+    if let Some(v) = g.values.iter().position(|v| v.dynamic) {
+        return Err(control_flow::dynamic_value(g, ValueId(v)));
     }
     let mut inputs = Vec::new();
     for &i in &g.inputs {

@@ -58,12 +58,14 @@ impl Ex<'_> {
             | Op::SpaceToDepth { .. } | Op::TopK { .. } | Op::NonZero
             | Op::ReverseSequence { .. } | Op::TensorScatter { .. } => Err(self.unsupported(format!("op {} has no TFLite export yet", n.op.name()))),
             // Control flow: TFLite's IF and WHILE with their regions as subgraphs (LiteRT runs them on the CPU;
-            // the Edge TPU runs neither). Scan has no TFLite form: `quant::prepare` unrolls those it can.
+            // the Edge TPU runs neither). Scan and a Loop's scan outputs have no TFLite form: `quant::prepare`
+            // unrolls those it can (`quant::unroll`).
             Op::If(a) => self.if_op(n, a),
             Op::Loop(a) => self.loop_op(n, a),
-            Op::Scan(_) => Err(self.unsupported(
-                "op Scan (control flow) has no TFLite export (TFLite's WHILE cannot stack scan outputs in static shapes) and this one could not be unrolled (the opset-8 batched form, a dynamic length, or more than 20,000 nodes unrolled); the CPU and cloud-tpu targets run it",
-            )),
+            Op::Scan(_) => Err(self.unsupported(format!(
+                "op Scan (control flow) has no TFLite export (TFLite's WHILE cannot stack scan outputs in static shapes) and this one could not be unrolled (no scan inputs, a dynamic length, or more than {} nodes unrolled); the CPU and cloud-tpu targets run it",
+                tpu_sdk_core::quant::unroll::MAX_UNROLLED_NODES
+            ))),
             Op::Rnn(a) => self.rnn(n, a),
             Op::Cast { .. } => self.cast(n),
         }
