@@ -31,7 +31,7 @@ pub(super) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
 mod x86 {
     use super::super::input;
     use super::super::matmul::{for_each_task, task_blocks, threads, BlockOut, GemmEpilogue, PAR_MIN_MACS};
-    use super::super::numeric::{gemm_packed, PackedB, NR_PACKED};
+    use super::super::numeric::{gemm_packed, gemm_packed_ab, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::{PreparedKernel, Scratch};
     use crate::ir::ops::matmul::{gemm_dims, matmul_dims};
     use crate::ir::{Activation, DType, Graph, Op, Tensor};
@@ -98,7 +98,7 @@ mod x86 {
     }
 
     impl PreparedKernel for PackedMatMul {
-        fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
             let a = input(inputs, 0)?;
             let av = a.as_f32().ok_or_else(|| format!("the packed product takes f32 activations, got {}", a.dtype()))?;
             let out = outputs.first_mut().ok_or("missing output")?;
@@ -111,7 +111,7 @@ mod x86 {
                     }
                     let rows = av.len() / k.max(1);
                     let y = out.reset::<f32>(&d.out);
-                    product(rows, av, k as isize, 1, &self.b, 1.0, y, |_, _, _| {})
+                    product(rows, av, k as isize, 1, &self.b, 1.0, y, &mut scratch.f32, |_, _, _| {})
                 }
                 Kind::Gemm { alpha, beta, trans_a, trans_b, activation } => {
                     let c = inputs.get(2).copied().flatten();
@@ -126,7 +126,7 @@ mod x86 {
                     let epi = GemmEpilogue::new(beta, cv, activation)?;
                     let (rsa, csa) = if trans_a { (1, m as isize) } else { (k as isize, 1) };
                     let y = out.reset::<f32>(&[m, n]);
-                    product(m, av, rsa, csa, &self.b, alpha, y, |i, j0, row| epi.apply(i, j0, row))
+                    product(m, av, rsa, csa, &self.b, alpha, y, &mut scratch.f32, |i, j0, row| epi.apply(i, j0, row))
                 }
             }
         }
@@ -137,7 +137,9 @@ mod x86 {
     }
 
     /// `y[m, n] = alpha · A · B` with A's element (i, p) at `a[i·rsa + p·csa]`, then `epi(i, j0, row)` on each
-    /// finished row segment. Parallel over row and panel-aligned column blocks when large.
+    /// finished row segment. Parallel over row and panel-aligned column blocks when large; then a row-major A is
+    /// packed once (in `workspace`) for all the tasks, not once per task: a prefill's `[32, k]` activations split
+    /// over 8 column blocks were packed 8 times, which cost a third of each task's time.
     #[allow(clippy::too_many_arguments)]
     fn product(
         m: usize,
@@ -147,6 +149,7 @@ mod x86 {
         b: &PackedB,
         alpha: f32,
         y: &mut [f32],
+        workspace: &mut Vec<f32>,
         epi: impl Fn(usize, usize, &mut [f32]) + Sync,
     ) -> Result<(), String> {
         let (k, n) = (b.k(), b.n());
@@ -162,7 +165,11 @@ mod x86 {
         }
         let threads = threads();
         let par = threads > 1 && m * n * k >= PAR_MIN_MACS;
-        let (mb, nb) = task_blocks(1, m, n, if par { 4 * threads } else { 1 }, NR_PACKED);
+        let (mut mb, nb) = task_blocks(1, m, n, if par { 4 * threads } else { 1 }, NR_PACKED);
+        let shared_a = if par && m > 1 && nb < n && rsa == k as isize && csa == 1 { PackedA::new_in(&a[..m * k], m, k, std::mem::take(workspace)) } else { None };
+        if shared_a.is_some() {
+            mb = mb.next_multiple_of(MR_PACKED); // tasks start on a panel of the shared packing
+        }
         let (mblocks, nblocks) = (m.div_ceil(mb), n.div_ceil(nb));
         let out = BlockOut::new(y);
         for_each_task(mblocks * nblocks, par, |t| {
@@ -173,13 +180,22 @@ mod x86 {
             // SAFETY: A's rows i0..i0 + rows are in bounds (checked above); C's block lies in y (block_ptr
             // checks) and tasks are distinct (row block, column block) pairs, so blocks are disjoint; j0 is a
             // multiple of the panel width and j0 + cols ≤ n.
-            unsafe { gemm_packed(rows, a.as_ptr().offset(i0 as isize * rsa), rsa, csa, b, j0, cols, alpha, c, n as isize) };
+            // With the shared packing: i0 is a multiple of its panel height and i0 + rows ≤ m.
+            unsafe {
+                match &shared_a {
+                    Some(pa) => gemm_packed_ab(pa, i0, rows, b, j0, cols, alpha, c, n as isize),
+                    None => gemm_packed(rows, a.as_ptr().offset(i0 as isize * rsa), rsa, csa, b, j0, cols, alpha, c, n as isize),
+                }
+            };
             for i in 0..rows {
                 // SAFETY: the row segment is inside this task's block, written above, and read by no one else.
                 let row = unsafe { out.row(off + i * n, cols) };
                 epi(i0 + i, j0, row);
             }
         });
+        if let Some(pa) = shared_a {
+            *workspace = pa.into_buffer();
+        }
         Ok(())
     }
 

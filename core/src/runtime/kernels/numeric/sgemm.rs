@@ -445,11 +445,19 @@ mod x86 {
     impl PackedA {
         /// Packs the row-major `m × k` matrix `a`; `None` when `a` is too short or the CPU lacks AVX2/FMA.
         pub(crate) fn new(a: &[f32], m: usize, k: usize) -> Option<PackedA> {
+            PackedA::new_in(a, m, k, Vec::new())
+        }
+
+        /// [`PackedA::new`] in the storage of `buf` (a run's activations packed in a kept workspace; get it
+        /// back with [`PackedA::into_buffer`]).
+        pub(crate) fn new_in(a: &[f32], m: usize, k: usize, buf: Vec<f32>) -> Option<PackedA> {
             if !super::super::vector::avx2_fma() || m == 0 || k == 0 || a.len() < m.checked_mul(k)? {
                 return None;
             }
             // two more zeros: the matrix-vector kernel loads 8 lanes at the last depth step of the last panel
-            let mut data = vec![0f32; m.div_ceil(MR) * MR * k + 2];
+            let mut data = buf;
+            data.clear();
+            data.resize(m.div_ceil(MR) * MR * k + 2, 0.0);
             for (ip, panel) in data.chunks_exact_mut(MR * k).enumerate() {
                 for i in 0..MR.min(m - ip * MR) {
                     let row = &a[(ip * MR + i) * k..][..k];
@@ -464,6 +472,11 @@ mod x86 {
         /// Rows.
         pub(crate) fn m(&self) -> usize {
             self.m
+        }
+
+        /// The storage, for reuse.
+        pub(crate) fn into_buffer(self) -> Vec<f32> {
+            self.data
         }
 
         /// Columns (depth).
@@ -635,6 +648,47 @@ mod x86 {
         });
     }
 
+    /// `C[i0..i0 + rows, j0..j0 + nc] ← alpha · A · B` with both operands packed (a product's activations packed
+    /// once and shared by the tasks that split its columns, instead of each task packing them again); C's element
+    /// (i, j) at `c + (i - i0)·rsc + (j - j0)`. `i0` is a multiple of MR ([`MR_PACKED`]), `j0` of NR. The same
+    /// tiles and summation order as [`gemm_packed`]. C is written, not read.
+    ///
+    /// # Safety
+    /// C's `rows × nc` elements are writable and accessed by nothing else during the call; `i0 + rows ≤ a.m()`,
+    /// `j0 + nc ≤ b.n()`, `a.k() == b.k()`; the CPU has AVX2 and FMA (true for any packing).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_packed_ab(a: &PackedA, i0: usize, rows: usize, b: &PackedB, j0: usize, nc: usize, alpha: f32, c: *mut f32, rsc: isize) {
+        debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m && j0.is_multiple_of(NR) && j0 + nc <= b.n && a.k == b.k);
+        let k = a.k;
+        let cols = tile_cols();
+        for pc in (0..k).step_by(KC) {
+            let kc = KC.min(k - pc);
+            let beta = if pc == 0 { 0.0 } else { 1.0 };
+            for jr in (0..nc).step_by(cols) {
+                for ir in (0..rows).step_by(MR) {
+                    // SAFETY: the A panel's depth block holds kc·MR values inside a's data, the B panels' kc·NR
+                    // each inside b's (a tile wider than NR has its columns in the next panel, j0 + nc ≤ n); the
+                    // tile's valid part lies inside C (contract).
+                    unsafe {
+                        tile(
+                            MR.min(rows - ir),
+                            kc,
+                            a.data.as_ptr().add((i0 + ir) / MR * MR * k + pc * MR),
+                            b.data.as_ptr().add((j0 + jr) / NR * NR * k + pc * NR),
+                            NR * k,
+                            alpha,
+                            beta,
+                            c.offset(ir as isize * rsc + jr as isize),
+                            rsc,
+                            1,
+                            cols.min(nc - jr),
+                        )
+                    };
+                }
+            }
+        }
+    }
+
     /// `c[..nc] ← alpha · a · B[.., j0..j0 + nc]` for one row `a` (element p at `a + p·csa`): the decode step's
     /// matrix-vector product, streaming [`GEMV_PANELS`] panels at a time over the whole depth, each output
     /// element one FMA chain in k order.
@@ -712,8 +766,13 @@ const GEMV_PANELS: usize = 4;
 #[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) const NR_PACKED: usize = NR;
 
+/// Rows per panel of a packed A: a split of a product's rows between tasks that share one packing starts at a
+/// multiple of this.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const MR_PACKED: usize = MR;
+
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::{gemm_packed, gemm_packed_a, PackedA, PackedB};
+pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_ab, PackedA, PackedB};
 
 #[cfg(test)]
 mod tests {
