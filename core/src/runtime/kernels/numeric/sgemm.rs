@@ -810,6 +810,34 @@ mod tests {
         }
     }
 
+    /// Both operands packed ([`x86::gemm_packed_ab`], the tasks of a split product sharing one packing of A) give
+    /// the bits of [`x86::gemm_packed`] (A packed per call), for row and column blocks at panel boundaries.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_shared_packing_of_a_gives_the_same_bits() {
+        let val = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 97.0;
+        for &(m, k, n) in &[(2, 5, 16), (32, 300, 100), (13, 513, 70)] {
+            let a: Vec<f32> = (0..m * k).map(val).collect();
+            let bm: Vec<f32> = (0..k * n).map(|i| val(i + 7)).collect();
+            let pa = x86::PackedA::new(&a, m, k).expect("AVX2 CPU");
+            let pb = x86::PackedB::new(&bm, k, n, n, 1).expect("AVX2 CPU");
+            for (i0, j0) in [(0, 0), (MR, NR), (0, 2 * NR)] {
+                if i0 >= m || j0 >= n {
+                    continue;
+                }
+                let (rows, cols) = (m - i0, n - j0);
+                let (mut x, mut y) = (vec![0f32; rows * cols], vec![0f32; rows * cols]);
+                // SAFETY: A's rows from i0 and C's rows × cols elements are in bounds; i0, j0 at panel boundaries.
+                unsafe {
+                    x86::gemm_packed_ab(&pa, i0, rows, &pb, j0, cols, 0.5, x.as_mut_ptr(), cols as isize);
+                    x86::gemm_packed(rows, a.as_ptr().add(i0 * k), k as isize, 1, &pb, j0, cols, 0.5, y.as_mut_ptr(), cols as isize);
+                }
+                let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&x), bits(&y), "{m}x{k}x{n} from ({i0}, {j0})");
+            }
+        }
+    }
+
     /// Against a plain triple loop (f64 sums) over edge sizes of every blocking level, strided and transposed
     /// operands, and beta 0 (C holding NaN, which must not leak), 1 and 0.5.
     #[test]
