@@ -98,18 +98,27 @@ def main():
     mask = np.zeros((1, P + S), np.int64)
     mask[0, P:P + n] = 1
     feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": np.arange(S, dtype=np.int64)[None],
-             "tpu_sdk.cache_len": np.array([0], np.int64), "tpu_sdk.new_count": np.array([n], np.int64)}
+             "tpu_sdk.cache_len": np.array([0], np.int64), "tpu_sdk.new_count": np.array([n], np.int64),
+             # the prefill computes the logits of the last prompt token only (passes::logits_row)
+             "tpu_sdk.logits_row": np.array([n - 1], np.int64)}
     logits, cache = run(prefill, progs["prefill"]["inputs"], feeds, zeros)
-    tokens = [int(np.argmax(logits[0, n - 1]))]
+    tokens = [int(np.argmax(logits[0, -1] if logits.shape[1] == 1 else logits[0, n - 1]))]
     length, times = n, []
     while len(tokens) < a.new_tokens:
         t0 = time.perf_counter()
-        mask = np.zeros((1, P + 1), np.int64)
-        mask[0, :length] = 1
-        mask[0, P] = 1
+        if "tpu_sdk.write_index" in inputs:
+            # the decode program writes the new position into the cache at `length`: the mask is laid out like
+            # the cache (the filled positions and the new one)
+            mask = np.zeros((1, P), np.int64)
+            mask[0, :length + 1] = 1
+            step = {"tpu_sdk.write_index": np.array([length], np.int64)}
+        else:
+            mask = np.zeros((1, P + 1), np.int64)
+            mask[0, :length] = 1
+            mask[0, P] = 1
+            step = {"tpu_sdk.cache_len": np.array([length], np.int64), "tpu_sdk.new_count": np.array([1], np.int64)}
         feeds = {"input_ids": np.array([[tokens[-1]]], np.int64), "attention_mask": mask,
-                 "position_ids": np.array([[length]], np.int64), "tpu_sdk.cache_len": np.array([length], np.int64),
-                 "tpu_sdk.new_count": np.array([1], np.int64)}
+                 "position_ids": np.array([[length]], np.int64), **step}
         logits, cache = run(decode, inputs, feeds, cache)
         tokens.append(int(np.argmax(logits[0, 0])))
         length += 1

@@ -388,7 +388,10 @@ fn prefill_and_decode_programs_compile_ahead_of_time_for_v5e() {
         assert!(std::fs::metadata(&f).unwrap().len() > 1000, "{}", f.display());
         // 2 layers × key and value stay on the device, each aliased to its input
         assert_eq!(p["aliases"].as_array().unwrap().len(), 4, "{p}");
-        assert!(p["inputs"].as_array().unwrap().iter().any(|i| i == "tpu_sdk.cache_len"), "{p}");
+        // a prefill gathers its positions into the cache at cache_len; a decode step writes its one position at
+        // write_index (TensorScatter: the rest of the cache is not touched)
+        let added = if p["kind"] == "decode" { "tpu_sdk.write_index" } else { "tpu_sdk.cache_len" };
+        assert!(p["inputs"].as_array().unwrap().iter().any(|i| i == added), "{p}");
     }
     assert!(out.join("manifest.json").is_file());
     // the same programs as StableHLO text (what bench/llm_vs_jax.py gives JAX): the cache arguments aliased

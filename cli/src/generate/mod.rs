@@ -404,16 +404,49 @@ impl Generator {
         Ok((g, roles))
     }
 
-    /// The program for `past` cache positions and `seq` tokens in the form that keeps the cache on the target
-    /// (see [`kv_cache::write_cache_in_place`]: inputs [`kv_cache::CACHE_LEN_INPUT`] and
-    /// [`kv_cache::NEW_COUNT_INPUT`] added), with its links (each cache output → its cache input): what
-    /// [`Target::prepare_resident`] takes, and what ahead-of-time compilation for a TPU topology compiles.
+    /// The program for `past` cache positions and `seq` tokens in the form that keeps the cache on the target, with
+    /// its links (each cache output → its cache input): what [`Target::prepare_resident`] takes, and what
+    /// ahead-of-time compilation for a TPU topology compiles. A decode step (one token) writes its position into the
+    /// cache ([`kv_cache::scatter_cache_in_place`]: input [`kv_cache::WRITE_INDEX_INPUT`] added, the mask laid out
+    /// like the cache); a prefill gathers its positions into it ([`kv_cache::write_cache_in_place`]: inputs
+    /// [`kv_cache::CACHE_LEN_INPUT`] and [`kv_cache::NEW_COUNT_INPUT`] added).
     pub fn resident_program(&self, past: usize, seq: usize) -> Result<(crate::Graph, Vec<crate::core::target::ResidentLink>)> {
         if self.mode != Mode::Bucketed {
             return Err(Error::Unsupported(format!("the cache stays on the target only for a cache-form model with position_ids (this one runs {:?})", self.mode)));
         }
-        let (g, _) = self.load_graph(past, seq, 1)?;
-        self.resident_form(&g)
+        let (g, _, links, _) = self.resident_graph(past, seq, 1)?;
+        Ok((g, links))
+    }
+
+    /// The resident form (see [`Generator::resident_program`]) for `batch` rows: the graph, what feeds each input
+    /// (by name), the links, and whether it is the in-place decode form.
+    #[allow(clippy::type_complexity)]
+    fn resident_graph(&self, past: usize, seq: usize, batch: usize) -> Result<(crate::Graph, HashMap<String, Role>, Vec<crate::core::target::ResidentLink>, bool)> {
+        if seq == 1 && past > 0 {
+            if let Ok((g, roles)) = self.in_place_graph(past, batch) {
+                let links = self.cache_links(&g)?;
+                return Ok((g, roles, links, true));
+            }
+        }
+        let (g, mut roles) = self.load_graph(past, seq, batch)?;
+        let (rg, links) = self.resident_form(&g)?;
+        roles.insert(kv_cache::CACHE_LEN_INPUT.to_string(), Role::CacheLen);
+        roles.insert(kv_cache::NEW_COUNT_INPUT.to_string(), Role::NewCount);
+        Ok((rg, roles, links, false))
+    }
+
+    /// Each cache output's index → its cache input's index, in cache order.
+    fn cache_links(&self, g: &crate::Graph) -> Result<Vec<crate::core::target::ResidentLink>> {
+        let i = &self.interface;
+        let position = |list: &[crate::core::ir::ValueId], n: &str, what: &str| {
+            list.iter().position(|&v| g.values[v.0].name == *n).ok_or_else(|| Error::InvalidModel(format!("the model lost its {what} '{n}'")))
+        };
+        i.past
+            .iter()
+            .zip(&i.present)
+            .flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)])
+            .map(|(p, q)| Ok((position(&g.outputs, q, "output")?, position(&g.inputs, p, "input")?)))
+            .collect()
     }
 
     fn resident_form(&self, g: &crate::Graph) -> Result<(crate::Graph, Vec<crate::core::target::ResidentLink>)> {
@@ -430,7 +463,7 @@ impl Generator {
         let mut rg = g.clone();
         let pairs = cache_names.iter().map(|(p, q)| Ok((rg.inputs[in_index(&rg, p)?], rg.outputs[out_index(&rg, q)?]))).collect::<Result<Vec<_>>>()?;
         kv_cache::write_cache_in_place(&mut rg, &pairs)?;
-        let links = cache_names.iter().map(|(p, q)| Ok((out_index(&rg, q)?, in_index(&rg, p)?))).collect::<Result<Vec<_>>>()?;
+        let links = self.cache_links(&rg)?;
         Ok((rg, links))
     }
 
@@ -443,13 +476,6 @@ impl Generator {
             return Err(Error::InputMismatch(format!("a batch of {batch} rows cannot be split across {replicas} replicas")));
         }
         let batch = batch / replicas;
-        // A host decode step updates the cache where it is, when the model has the usual Concat of its cache.
-        let in_place_form = if !resident && self.mode == Mode::Bucketed && seq == 1 && past > 0 { self.in_place_graph(past, batch).ok() } else { None };
-        let in_place = in_place_form.is_some();
-        let (g, mut roles) = match in_place_form {
-            Some(form) => form,
-            None => self.load_graph(past, seq, batch)?,
-        };
         let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
         let out_index = |g: &crate::Graph, n: &str| {
             g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
@@ -457,25 +483,25 @@ impl Generator {
         let in_index = |g: &crate::Graph, n: &str| {
             g.inputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its input '{n}'")))
         };
-        let logits_at = out_index(&g, &i.logits)?;
-        let lv = &g.values[g.outputs[logits_at].0];
-        if lv.shape.len() != 3 || lv.shape[0] != batch || (lv.shape[1] != seq && lv.shape[1] != 1) {
-            return Err(Error::Unsupported(format!("output 'logits' is {:?}; generate needs [batch, seq, vocab]", lv.shape)));
-        }
-        let vocab = lv.shape[2];
-        let kv_dtype = i.past.first().map(|kv| in_index(&g, &kv.key)).transpose()?.map(|k| g.values[g.inputs[k].0].dtype);
-        let cache_names: Vec<(&String, &String)> =
-            i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
+        // (index of the logits among the outputs, vocabulary, cache dtype)
+        let logits_of = |g: &crate::Graph| -> Result<(usize, usize, Option<DType>)> {
+            let at = out_index(g, &i.logits)?;
+            let lv = &g.values[g.outputs[at].0];
+            if lv.shape.len() != 3 || lv.shape[0] != batch || (lv.shape[1] != seq && lv.shape[1] != 1) {
+                return Err(Error::Unsupported(format!("output 'logits' is {:?}; generate needs [batch, seq, vocab]", lv.shape)));
+            }
+            let kv_dtype = i.past.first().map(|kv| in_index(g, &kv.key)).transpose()?.map(|k| g.values[g.inputs[k].0].dtype);
+            Ok((at, lv.shape[2], kv_dtype))
+        };
 
         if resident {
             // the cache kept on the target, when it can keep values between calls
-            let (rg, links) = self.resident_form(&g)?;
-            roles.insert(kv_cache::CACHE_LEN_INPUT.to_string(), Role::CacheLen);
-            roles.insert(kv_cache::NEW_COUNT_INPUT.to_string(), Role::NewCount);
+            let (rg, roles, links, in_place) = self.resident_graph(past, seq, batch)?;
+            let (logits_at, vocab, kv_dtype) = logits_of(&rg)?;
             let batched: Vec<bool> = rg
                 .inputs
                 .iter()
-                .map(|&v| matches!(roles.get(&name_of(&rg, v)), Some(Role::Ids | Role::Mask | Role::Positions | Role::Past(_))))
+                .map(|&v| matches!(roles.get(&name_of(&rg, v)), Some(Role::Ids | Role::Mask | Role::Positions | Role::Past(_) | Role::WriteIndex)))
                 .collect();
             if let Some(exe) = self.target.prepare_resident(&rg, &links, &batched)? {
                 let roles = rg
@@ -489,9 +515,19 @@ impl Generator {
                     .collect::<Result<Vec<Role>>>()?;
                 let linked: Vec<usize> = links.iter().map(|l| l.0).collect();
                 let logits = (0..logits_at).filter(|o| !linked.contains(o)).count();
-                return Ok(Program { exe: Exe::Resident(exe), roles, logits, present: Vec::new(), vocab, kv_dtype, in_place: false });
+                return Ok(Program { exe: Exe::Resident(exe), roles, logits, present: Vec::new(), vocab, kv_dtype, in_place });
             }
         }
+        // A host decode step updates the cache where it is, when the model has the usual Concat of its cache.
+        let in_place_form = if self.mode == Mode::Bucketed && seq == 1 && past > 0 { self.in_place_graph(past, batch).ok() } else { None };
+        let in_place = in_place_form.is_some();
+        let (g, roles) = match in_place_form {
+            Some(form) => form,
+            None => self.load_graph(past, seq, batch)?,
+        };
+        let (logits_at, vocab, kv_dtype) = logits_of(&g)?;
+        let cache_names: Vec<(&String, &String)> =
+            i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
         let roles: Vec<Role> = g
             .inputs
             .iter()
