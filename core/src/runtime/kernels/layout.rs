@@ -456,6 +456,14 @@ fn pad<T: Element>(
         },
     };
     let r = shape.len();
+    // Trailing dims with no padding are one contiguous run per row: merged into one dim, a channel padding of
+    // [n, c, h, w] copies rows of h·w elements, not of w.
+    if let Some(k) = plan.iter().rposition(|&p| p != (0, 0)).filter(|&k| k + 2 < r) {
+        let inner: usize = shape[k + 1..].iter().product();
+        let merged = |s: &[usize]| s[..=k].iter().copied().chain([inner]).collect::<Vec<usize>>();
+        let plan: Vec<(i64, i64)> = plan[..=k].iter().copied().chain([(0, 0)]).collect();
+        return pad(x, &merged(shape), &plan, mode, cval, &merged(out_shape), out).map(|()| out.shape = out_shape.to_vec());
+    }
     let maps: Vec<Vec<usize>> =
         (0..r).map(|d| pad_map(shape[d], plan[d].0, plan[d].1, out_shape[d], mode, d)).collect::<Result<_, _>>()?;
     let o = out.reset::<T>(out_shape);
@@ -530,6 +538,31 @@ pub(super) mod tests {
     pub(in crate::runtime::kernels) fn iota(shape: &[usize]) -> Tensor {
         let n = shape.iter().product::<usize>();
         f(shape, &(0..n).map(|x| x as f32).collect::<Vec<_>>())
+    }
+
+    /// A channel padding of `[n, c, h, w]` (the trailing dims merged into rows of h·w) against numpy's rule
+    /// element by element: constant and reflect modes, and a crop (negative pad) on the channels.
+    #[test]
+    fn padding_leading_dims_copies_whole_planes() {
+        let x = iota(&[2, 3, 2, 4]);
+        for (mode, pads, cval) in [(PadMode::Constant, [0i64, 1, 0, 0, 0, 2, 0, 0], 7.0f32), (PadMode::Reflect, [1, 1, 0, 0, 0, 1, 0, 0], 0.0), (PadMode::Constant, [0, -1, 0, 0, 0, 1, 0, 0], 0.0)] {
+            let out = &run(Op::Pad { mode }, &[&x, &i(&pads), &f(&[], &[cval])]).unwrap()[0];
+            let (b0, b1) = (pads[0], pads[1]);
+            let (n, c) = (2 + pads[0] + pads[4], 3 + pads[1] + pads[5]);
+            assert_eq!(out.shape, vec![n as usize, c as usize, 2, 4], "{mode:?}");
+            let reflect = |j: i64, len: i64| if j < 0 { -j } else if j >= len { 2 * (len - 1) - j } else { j };
+            let o = out.as_f32().unwrap();
+            for (k, &got) in o.iter().enumerate() {
+                let (ni, ci, rest) = (k as i64 / (c * 8), k as i64 / 8 % c, k as i64 % 8);
+                let (sn, sc) = (ni - b0, ci - b1);
+                let want = match mode {
+                    PadMode::Reflect => ((reflect(sn, 2) * 3 + reflect(sc, 3)) * 8 + rest) as f32,
+                    _ if (0..2).contains(&sn) && (0..3).contains(&sc) => ((sn * 3 + sc) * 8 + rest) as f32,
+                    _ => cval,
+                };
+                assert_eq!(got, want, "{mode:?} {pads:?} element {k}");
+            }
+        }
     }
 
     #[test]
