@@ -14,6 +14,7 @@ Bad models:
   bad_runtime_position SequenceAt whose position is a graph input.
   bad_sequence_output  a graph output that is a sequence.
   bad_loop_sequence    a Loop carrying a sequence (SequenceEmpty in, SequenceInsert in the body).
+  bad_if_capture       an If (node 'branch') whose then-branch reads an outer sequence with SequenceAt.
 """
 
 import os
@@ -156,12 +157,27 @@ def bad_loop_sequence():
     return model(h.make_graph(nodes, "bad_loop_sequence", [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [6])]))
 
 
+def bad_if_capture():
+    then_g = h.make_graph(
+        [const("zero", np.int64(0)), h.make_node("SequenceAt", ["s", "zero"], ["t"])], "then", [], [vi("t", T.FLOAT, [2])]
+    )
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, [2])])
+    nodes = [
+        h.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+        h.make_node("ReduceSum", ["x"], ["sum"], keepdims=0),
+        const("zero_f", np.float32(0)),
+        h.make_node("Greater", ["sum", "zero_f"], ["c"]),
+        h.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g),
+    ]
+    return model(h.make_graph(nodes, "bad_if_capture", [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])]))
+
+
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for f in [construct_insert_at, split_concat, empty_insert]:
         save(out, f.__name__, f())
-    for f in [bad_position_range, bad_runtime_position, bad_sequence_output, bad_loop_sequence]:
+    for f in [bad_position_range, bad_runtime_position, bad_sequence_output, bad_loop_sequence, bad_if_capture]:
         save(out, f.__name__, f(), check=False)
 
 

@@ -56,11 +56,12 @@ fn sequence_models_match_onnxruntime() {
 /// Each bad model: the error kind and pieces of its message.
 #[test]
 fn non_static_sequences_are_refused_with_the_reason() {
-    let cases: [(&str, bool, &[&str]); 5] = [
+    let cases: [(&str, bool, &[&str]); 6] = [
         ("bad_position_range", false, &["at_two", "position 2 is out of range for a sequence of 2 tensors"]),
         ("bad_runtime_position", true, &["at_pos", "sequence position is computed at run time; only constant positions are supported"]),
         ("bad_sequence_output", true, &["graph output 's' is a tensor sequence"]),
-        ("bad_loop_sequence", true, &["loop", "input 'e' is a tensor sequence"]),
+        ("bad_loop_sequence", true, &["loop", "input 'e' is a tensor sequence; sequences crossing a Loop/If/Scan boundary"]),
+        ("bad_if_capture", true, &["branch", "uses the tensor sequence 's'; sequences crossing a Loop/If/Scan boundary"]),
         ("torch_list_loop", true, &["Loop", "is a tensor sequence"]),
     ];
     for (name, unsupported, pieces) in cases {

@@ -47,11 +47,12 @@ pub fn refuse_seq_inputs(cx: &Cx, n: &NodeIn) -> Result<()> {
     if SEQUENCE_OPS.contains(&n.op_type) {
         return Ok(());
     }
+    let why = match n.op_type {
+        "If" | "Loop" | "Scan" => "sequences crossing a Loop/If/Scan boundary are not supported",
+        _ => "sequences are resolved at import time and can only be read by the sequence ops",
+    };
     match n.inputs.iter().flatten().find(|&&v| cx.seq(v).is_some()) {
-        Some(&v) => Err(n.unsupported(format!(
-            "input '{}' is a tensor sequence; sequences are resolved at import time and can only be read by the sequence ops",
-            cx.g.value(v).name
-        ))),
+        Some(&v) => Err(n.unsupported(format!("input '{}' is a tensor sequence; {why}", cx.g.value(v).name))),
         None => Ok(()),
     }
 }
