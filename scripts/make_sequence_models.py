@@ -21,30 +21,10 @@ import os
 import sys
 
 import numpy as np
-import onnx
-from onnx import TensorProto as T, helper as h, numpy_helper as nh
+from onnx import TensorProto as T, helper as h
 
-OPSET = 17
-
-
-def model(graph, opset=OPSET):
-    m = h.make_model(graph, opset_imports=[h.make_opsetid("", opset)])
-    m.ir_version = 8
-    return m
-
-
-def save(out, name, m, check=True):
-    if check:
-        onnx.checker.check_model(m, full_check=True)
-    onnx.save(m, os.path.join(out, name + ".onnx"))
-
-
-def vi(name, dtype, shape):
-    return h.make_tensor_value_info(name, dtype, shape)
-
-
-def const(name, arr):
-    return h.make_node("Constant", [], [name], value=nh.from_array(np.asarray(arr), name))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from make_control_flow_models import const, model, save, vi  # noqa: E402
 
 
 def construct_insert_at():

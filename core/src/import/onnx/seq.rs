@@ -9,18 +9,6 @@ use super::graph::{Cx, NodeIn};
 use crate::ir::{DType, ValueId};
 use crate::{Error, Result};
 
-/// The ops that read sequences (the others must not see one).
-pub const SEQUENCE_OPS: &[&str] = &[
-    "ConcatFromSequence",
-    "SequenceAt",
-    "SequenceConstruct",
-    "SequenceEmpty",
-    "SequenceErase",
-    "SequenceInsert",
-    "SequenceLength",
-    "SplitToSequence",
-];
-
 /// A sequence known at import time.
 #[derive(Clone, Debug)]
 pub struct Seq {
@@ -42,11 +30,9 @@ impl Cx<'_> {
     }
 }
 
-/// Refuses a node that is not a sequence op but reads a sequence (a Loop/If/Scan carrying one, say).
+/// Refuses a node that is not a sequence op (the caller knows) but reads a sequence (a Loop/If/Scan carrying
+/// one, say).
 pub fn refuse_seq_inputs(cx: &Cx, n: &NodeIn) -> Result<()> {
-    if SEQUENCE_OPS.contains(&n.op_type) {
-        return Ok(());
-    }
     let why = match n.op_type {
         "If" | "Loop" | "Scan" => "sequences crossing a Loop/If/Scan boundary are not supported",
         _ => "sequences are resolved at import time and can only be read by the sequence ops",

@@ -196,7 +196,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
 /// Maps one node. Unknown ops fail with an `Unsupported` error in the documented format.
 pub fn map_node(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     n.attrs.ignore(&["consumed_inputs"]);
-    super::seq::refuse_seq_inputs(cx, n)?;
+    if let Some(r) = sequence::other_op_on_sequence(cx, n) {
+        return r;
+    }
     match FAMILIES.iter().flat_map(|ops| ops.iter()).find(|(op, _)| *op == n.op_type) {
         Some((_, map)) => map(cx, n),
         None if n.op_type == "Einsum" => Err(Error::Unsupported(format!(

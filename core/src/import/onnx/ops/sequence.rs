@@ -5,7 +5,7 @@
 
 use super::{aux, dtype_attr, scalar_const, single, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
-use crate::import::onnx::seq::Seq;
+use crate::import::onnx::seq::{refuse_seq_inputs, Seq};
 use crate::ir::{DType, Op, ValueId};
 use crate::Result;
 
@@ -19,6 +19,19 @@ pub(super) const OPS: &[(&str, MapFn)] = &[
     ("SequenceLength", sequence_length),
     ("SplitToSequence", super::sequence_tensor::split_to_sequence),
 ];
+
+/// A node of another op reading a sequence: an Identity of a sequence is that sequence (an alias), any other
+/// op is refused ([`crate::import::onnx::seq::refuse_seq_inputs`]). `None` for the sequence ops and for nodes
+/// that read no sequence.
+pub(super) fn other_op_on_sequence(cx: &mut Cx, n: &NodeIn) -> Option<Result<()>> {
+    if OPS.iter().any(|(op, _)| *op == n.op_type) || n.inputs.iter().flatten().all(|&v| cx.seq(v).is_none()) {
+        return None;
+    }
+    if n.op_type == "Identity" && n.inputs.len() == 1 {
+        return Some(seq_in(cx, n, 0).and_then(|s| seq_out(cx, n, s)));
+    }
+    Some(refuse_seq_inputs(cx, n))
+}
 
 /// The sequence that input `i` holds.
 pub(super) fn seq_in(cx: &Cx, n: &NodeIn, i: usize) -> Result<Seq> {

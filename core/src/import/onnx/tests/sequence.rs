@@ -28,7 +28,8 @@ fn insert_erase_at_and_length_pick_the_elements() {
         node("SequenceConstruct", &["x", "y"], &["s"], vec![]),
         node("SequenceInsert", &["s", "y", "zero"], &["s2"], vec![]), // [y, x, y]
         node("SequenceErase", &["s2", "minus2"], &["s3"], vec![]),    // [y, y]
-        node("SequenceInsert", &["s3", "x"], &["s4"], vec![]),        // [y, y, x]
+        node("Identity", &["s3"], &["s3i"], vec![]),                  // the same sequence
+        node("SequenceInsert", &["s3i", "x"], &["s4"], vec![]),       // [y, y, x]
         node("SequenceAt", &["s4", "minus1"], &["z"], vec![]),
     ];
     let inits: &[(&str, &[i64], &[i64])] = &[("zero", &[], &[0]), ("minus2", &[], &[-2]), ("minus1", &[], &[-1])];
