@@ -9,6 +9,18 @@ use super::graph::{Cx, NodeIn};
 use crate::ir::{DType, ValueId};
 use crate::{Error, Result};
 
+/// Most tensors a sequence resolved at import time may hold (a hostile file must not make one node create
+/// millions of values).
+pub const MAX_SEQUENCE_LEN: usize = 1 << 16;
+
+/// Refuses a sequence of `len` tensors over [`MAX_SEQUENCE_LEN`].
+pub fn check_len(n: &NodeIn, len: usize) -> Result<()> {
+    if len > MAX_SEQUENCE_LEN {
+        return Err(n.unsupported(format!("the sequence would hold {len} tensors; at most {MAX_SEQUENCE_LEN} are resolved at import time")));
+    }
+    Ok(())
+}
+
 /// A sequence known at import time.
 #[derive(Clone, Debug)]
 pub struct Seq {

@@ -5,7 +5,7 @@
 
 use super::{aux, dtype_attr, scalar_const, single, MapFn};
 use crate::import::onnx::graph::{Cx, NodeIn};
-use crate::import::onnx::seq::{refuse_seq_inputs, Seq};
+use crate::import::onnx::seq::{check_len, refuse_seq_inputs, Seq};
 use crate::ir::{DType, Op, ValueId};
 use crate::Result;
 
@@ -42,6 +42,7 @@ pub(super) fn seq_in(cx: &Cx, n: &NodeIn, i: usize) -> Result<Seq> {
 /// Records `s` as the node's sequence output.
 pub(super) fn seq_out(cx: &mut Cx, n: &NodeIn, s: Seq) -> Result<()> {
     let out = n.outs(1, 1)?[0];
+    check_len(n, s.elems.len())?;
     cx.set_seq(out, s);
     Ok(())
 }

@@ -5,7 +5,7 @@
 use super::sequence::{each, seq_in, seq_out};
 use super::{aux_name, axis_of, single};
 use crate::import::onnx::graph::{Cx, NodeIn};
-use crate::import::onnx::seq::Seq;
+use crate::import::onnx::seq::{check_len, Seq};
 use crate::ir::{Op, ValueId};
 use crate::Result;
 
@@ -42,6 +42,7 @@ pub(super) fn split_to_sequence(cx: &mut Cx, n: &NodeIn) -> Result<()> {
         None => return Err(n.unsupported("SplitToSequence needs the static shape of its input; it is only known at run time")),
     };
     let sizes = split_sizes(cx, n, dim)?;
+    check_len(n, sizes.len())?;
     let squeeze = keepdims == 0 && unit_parts(cx, n);
     let mut elems = split_parts(cx, n, x, axis, sizes)?;
     if squeeze {

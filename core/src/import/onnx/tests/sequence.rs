@@ -87,3 +87,11 @@ fn element_types_and_run_time_values_are_checked() {
     let e = err(seq_model(nodes, &[], "z"));
     assert!(e.starts_with("unsupported: node 'Relu_node' (Relu): input 's' is a tensor sequence"), "{e}");
 }
+
+#[test]
+fn a_split_into_too_many_parts_is_refused() {
+    let nodes = vec![node("SplitToSequence", &["x"], &["s"], vec![]), node("ConcatFromSequence", &["s"], &["y"], vec![ai("axis", 0)])];
+    let m = model(17, nodes, vec![fin("x", &[100_000, 1])], &["y"], vec![]);
+    let e = err(super::load_bytes(&m.encode_to_vec(), None, &ImportOptions::default()));
+    assert!(e.contains("the sequence would hold 100000 tensors; at most 65536"), "{e}");
+}
