@@ -38,7 +38,8 @@ def main():
         results = sess.run(None, feeds)
     os.makedirs(out, exist_ok=True)
     for i, y in enumerate(results):
-        np.save(os.path.join(out, f"output_{i}.npy"), np.ascontiguousarray(y))
+        # np.ascontiguousarray would turn a scalar (0-d) output into shape (1,)
+        np.save(os.path.join(out, f"output_{i}.npy"), np.asarray(y, order="C"))
 
 
 if __name__ == "__main__":

@@ -123,6 +123,8 @@ pub struct Cx<'m> {
     functions: HashMap<(String, String, String), &'m FunctionProto>,
     /// How deep this graph is nested in control-flow regions (0: the model's graph).
     pub depth: usize,
+    /// The values that are tensor sequences, with their elements ([`super::seq`]).
+    pub(super) seqs: HashMap<ValueId, super::seq::Seq>,
 }
 
 impl<'m> Cx<'m> {
@@ -151,6 +153,7 @@ impl<'m> Cx<'m> {
             domain_opsets,
             functions,
             depth,
+            seqs: HashMap::new(),
         }
     }
 
@@ -705,6 +708,7 @@ fn import_nodes<'m>(cx: &mut Cx<'m>, graph: &'m GraphProto, opset: Option<i64>, 
     for o in &graph.output {
         let name = o.name.as_deref().unwrap_or("");
         let v = cx.lookup(name, "the graph outputs")?;
+        super::seq::refuse_seq_output(cx, v, (cx.depth > 0).then_some(cx.g.name.as_str()))?;
         cx.g.outputs.push(v);
     }
     Ok(())

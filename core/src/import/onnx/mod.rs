@@ -33,6 +33,7 @@ mod graph;
 mod ops;
 pub mod proto;
 mod rank;
+mod seq;
 mod tensor;
 #[cfg(test)]
 mod tests;

@@ -29,6 +29,7 @@ fn outer_values(cx: &mut Cx, n: &NodeIn, graphs: &[&GraphProto]) -> Result<Vec<(
                 continue;
             }
             let v = cx.resolve(&name, &n.desc)?;
+            crate::import::onnx::seq::refuse_seq_capture(cx, n, v)?;
             out.push((name, v));
         }
     }

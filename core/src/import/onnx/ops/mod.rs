@@ -22,13 +22,15 @@ mod norm;
 mod quant;
 mod recurrent;
 mod resize;
+mod sequence;
+mod sequence_tensor;
 
 /// Maps one node of a known op type into the graph.
 pub(super) type MapFn = fn(&mut Cx, &NodeIn) -> Result<()>;
 
 /// The op tables of the families, each a list of (ONNX op type, mapping function).
-pub(super) const FAMILIES: [&[(&str, MapFn)]; 10] =
-    [math::OPS, activation::OPS, nn::OPS, norm::OPS, array::OPS, index::OPS, resize::OPS, quant::OPS, control_flow::OPS, recurrent::OPS];
+pub(super) const FAMILIES: [&[(&str, MapFn)]; 11] =
+    [math::OPS, activation::OPS, nn::OPS, norm::OPS, array::OPS, index::OPS, resize::OPS, quant::OPS, control_flow::OPS, recurrent::OPS, sequence::OPS];
 
 /// The ONNX ops (default domain) the importer maps, in alphabetical order.
 pub const SUPPORTED_OPS: &[&str] = &[
@@ -56,6 +58,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "CenterCropPad",
     "Clip",
     "Concat",
+    "ConcatFromSequence",
     "Constant",
     "ConstantOfShape",
     "Conv",
@@ -150,6 +153,12 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "ScatterElements",
     "ScatterND",
     "Selu",
+    "SequenceAt",
+    "SequenceConstruct",
+    "SequenceEmpty",
+    "SequenceErase",
+    "SequenceInsert",
+    "SequenceLength",
     "Shape",
     "Shrink",
     "Sigmoid",
@@ -163,6 +172,7 @@ pub const SUPPORTED_OPS: &[&str] = &[
     "Softsign",
     "SpaceToDepth",
     "Split",
+    "SplitToSequence",
     "Sqrt",
     "Squeeze",
     "Sub",
@@ -186,6 +196,9 @@ pub const SUPPORTED_OPS: &[&str] = &[
 /// Maps one node. Unknown ops fail with an `Unsupported` error in the documented format.
 pub fn map_node(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     n.attrs.ignore(&["consumed_inputs"]);
+    if let Some(r) = sequence::other_op_on_sequence(cx, n) {
+        return r;
+    }
     match FAMILIES.iter().flat_map(|ops| ops.iter()).find(|(op, _)| *op == n.op_type) {
         Some((_, map)) => map(cx, n),
         None if n.op_type == "Einsum" => Err(Error::Unsupported(format!(

@@ -8,6 +8,7 @@ mod graph;
 mod ops;
 mod recurrent;
 mod results;
+mod sequence;
 
 use prost::Message;
 
