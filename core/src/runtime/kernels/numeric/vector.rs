@@ -34,6 +34,7 @@ pub(crate) fn avx2_fma() -> bool {
 /// Whether this CPU runs the AVX-512 kernels (the f32 GEMM's wide tile): AVX2 + FMA and AVX-512F, unless
 /// `TPU_SDK_NO_AVX512=1` (to compare the two kernels on one machine; read once).
 #[inline]
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(crate) fn avx512() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
