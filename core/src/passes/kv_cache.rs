@@ -191,7 +191,7 @@ mod tests {
         let out = s.run_owned(vec![cache, Tensor::from_f32(vec![1, 1, 1, 2], vec![7., 7.]), Tensor::from_i64(vec![1], vec![2])]).unwrap();
         assert_eq!(out[0].as_f32().unwrap(), &[1., 1., 2., 2., 7., 7., 0., 0.]);
 
-        // a cache input read by something else, and a Concat of two new positions, are refused
+        // a Concat of two new positions (a prefill) is refused
         let (mut g, past, present) = decoder();
         let e = scatter_cache_in_place(&mut g, &[(past, present)]).unwrap_err().to_string();
         assert!(e.contains("one position"), "{e}");
