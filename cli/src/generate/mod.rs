@@ -449,19 +449,14 @@ impl Generator {
             .collect()
     }
 
+    /// Each (cache input, cache output) value of `g`, in cache order: what the `passes::kv_cache` rewrites take.
+    fn cache_pairs(&self, g: &crate::Graph) -> Result<Vec<(crate::core::ir::ValueId, crate::core::ir::ValueId)>> {
+        Ok(self.cache_links(g)?.into_iter().map(|(o, i)| (g.inputs[i], g.outputs[o])).collect())
+    }
+
     fn resident_form(&self, g: &crate::Graph) -> Result<(crate::Graph, Vec<crate::core::target::ResidentLink>)> {
-        let name_of = |g: &crate::Graph, v: crate::core::ir::ValueId| g.values[v.0].name.clone();
-        let out_index = |g: &crate::Graph, n: &str| {
-            g.outputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its output '{n}'")))
-        };
-        let in_index = |g: &crate::Graph, n: &str| {
-            g.inputs.iter().position(|&o| name_of(g, o) == n).ok_or_else(|| Error::InvalidModel(format!("the model lost its input '{n}'")))
-        };
-        let i = &self.interface;
-        let cache_names: Vec<(&String, &String)> =
-            i.past.iter().zip(&i.present).flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)]).collect();
         let mut rg = g.clone();
-        let pairs = cache_names.iter().map(|(p, q)| Ok((rg.inputs[in_index(&rg, p)?], rg.outputs[out_index(&rg, q)?]))).collect::<Result<Vec<_>>>()?;
+        let pairs = self.cache_pairs(&rg)?;
         kv_cache::write_cache_in_place(&mut rg, &pairs)?;
         let links = self.cache_links(&rg)?;
         Ok((rg, links))
@@ -548,18 +543,7 @@ impl Generator {
     /// has `past` positions too and the new one is written into it.
     fn in_place_graph(&self, past: usize, batch: usize) -> Result<(crate::Graph, HashMap<String, Role>)> {
         let (mut g, mut roles) = self.load_graph(past - 1, 1, batch)?;
-        let i = &self.interface;
-        let find = |list: &[crate::core::ir::ValueId], n: &str| list.iter().copied().find(|&v| g.values[v.0].name == *n);
-        let pairs = i
-            .past
-            .iter()
-            .zip(&i.present)
-            .flat_map(|(p, q)| [(&p.key, &q.key), (&p.value, &q.value)])
-            .map(|(p, q)| match (find(&g.inputs, p), find(&g.outputs, q)) {
-                (Some(p), Some(q)) => Ok((p, q)),
-                _ => Err(Error::InvalidModel(format!("the model lost its cache pair '{p}' / '{q}'"))),
-            })
-            .collect::<Result<Vec<_>>>()?;
+        let pairs = self.cache_pairs(&g)?;
         kv_cache::scatter_cache_in_place(&mut g, &pairs)?;
         roles.insert(kv_cache::WRITE_INDEX_INPUT.to_string(), Role::WriteIndex);
         Ok((g, roles))
