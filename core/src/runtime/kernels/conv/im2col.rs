@@ -9,7 +9,7 @@
 use rayon::prelude::*;
 
 use super::super::matmul::{bias_act, threads, BlockOut, MatRef};
-use super::super::numeric::Real;
+use super::super::numeric::{vector::avx2_copy, Real};
 use super::{ConvPlan, Geom};
 use crate::ir::Activation;
 
@@ -85,9 +85,13 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
     }
 }
 
-/// Builds the column matrix `col[K × cols]` for output pixels `p0..p0 + cols` of one image and group:
-/// row `((c·kd + kz)·kh + ky)·kw + kx` holds the input value under that tap for each pixel (0 in padding).
-fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) {
+avx2_copy!(
+    /// Builds the column matrix `col[K × cols]` for output pixels `p0..p0 + cols` of one image and group:
+    /// row `((c·kd + kz)·kh + ky)·kw + kx` holds the input value under that tap for each pixel (0 in padding).
+    fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) => fill_columns_body);
+
+#[inline(always)]
+fn fill_columns_body<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) {
     let [id, ih, iw] = g.inp;
     let [_, oh, ow] = g.out;
     let [kd, kh, kw] = g.k;
@@ -101,11 +105,11 @@ fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, c
                     let dst = &mut col[r * cols..][..cols];
                     r += 1;
                     let off_x = (kx * g.d[2]) as isize - g.pb[2] as isize;
-                    let (mut p, mut pos) = (p0, 0);
+                    // the first pixel's coordinates once per row, then stepped (a division per segment cost more
+                    // than the copies on narrow outputs)
+                    let (mut ox0, mut oy, mut oz) = (p0 % ow, (p0 / ow) % oh, p0 / (ow * oh));
+                    let mut pos = 0;
                     while pos < cols {
-                        let ox0 = p % ow;
-                        let oy = (p / ow) % oh;
-                        let oz = p / (ow * oh);
                         let seg = (ow - ox0).min(cols - pos);
                         let iz = (oz * g.s[0] + kz * g.d[0]) as isize - g.pb[0] as isize;
                         let iy = (oy * g.s[1] + ky * g.d[1]) as isize - g.pb[1] as isize;
@@ -117,7 +121,12 @@ fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, c
                             gather_row(d, xr, ox0, g.s[2], off_x);
                         }
                         pos += seg;
-                        p += seg;
+                        ox0 = 0;
+                        oy += 1;
+                        if oy == oh {
+                            oy = 0;
+                            oz += 1;
+                        }
                     }
                 }
             }
@@ -126,7 +135,7 @@ fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, c
 }
 
 /// `d[t] = xr[(ox0 + t)·s + off]`, 0 where that index is outside the row.
-#[inline]
+#[inline(always)]
 fn gather_row<T: Real>(d: &mut [T], xr: &[T], ox0: usize, s: usize, off: isize) {
     let w = xr.len() as isize;
     let si = s as isize;

@@ -36,7 +36,7 @@
 use std::cell::RefCell;
 
 use super::super::matmul::{bias_act, for_each_task, threads, BlockOut};
-use super::super::numeric::{gemm_packed_a, PackedA};
+use super::super::numeric::{gemm_packed_a_panels, vector::avx2_copy, PackedA, NR_PACKED as NR};
 use super::super::{input, PreparedKernel, Scratch};
 use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
@@ -59,9 +59,26 @@ struct Winograd {
     u: Vec<PackedA>,
 }
 
+/// A thread's buffers, kept between runs: the transformed input block (16 matrices `V_ξ`, `c × tiles`, in the GEMM's
+/// packed-B panels), the 16 GEMMs' results, and the input transform's row buffers.
+#[derive(Default)]
+struct Bufs {
+    v: Vec<f32>,
+    m: Vec<f32>,
+    rows: RowBufs,
+}
+
+/// The input transform's working rows (see [`input_transform`]).
+#[derive(Default)]
+struct RowBufs {
+    ev: Vec<f32>,
+    od: Vec<f32>,
+    padded: Vec<f32>,
+    t: Vec<f32>,
+}
+
 thread_local! {
-    /// The transformed input block and the 16 GEMMs' results of this thread.
-    static BUFS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+    static BUFS: RefCell<Bufs> = RefCell::new(Bufs::default());
 }
 
 /// The prepared kernel of Conv node `n` when it is a 3×3, stride 1, dilation 1, ungrouped f32 2-D convolution
@@ -146,15 +163,16 @@ impl PreparedKernel for Winograd {
             let ty1 = (ty0 + rows).min(s.th);
             let xs = &xv[img * p.c * ih * iw..(img + 1) * p.c * ih * iw];
             BUFS.with(|bufs| {
-                let (vb, mb) = &mut *bufs.borrow_mut();
+                let Bufs { v, m: mb, rows: rb } = &mut *bufs.borrow_mut();
                 let tc = (ty1 - ty0) * s.tw;
-                vb.resize(16 * s.c * tc, 0.0);
+                let panels = tc.div_ceil(NR);
+                v.resize(16 * s.c * panels * NR, 0.0);
                 mb.resize(16 * s.m * tc, 0.0);
-                input_transform(&s, xs, ty0, ty1, vb);
+                input_transform(&s, xs, ty0, ty1, v, rb);
                 for (xi, u) in self.u.iter().enumerate() {
-                    // SAFETY: V_ξ is c × tc at vb[ξ·c·tc..] (row stride tc) and M_ξ m × tc at mb[ξ·m·tc..], both inside
-                    // their buffers (sized above) and this thread's own.
-                    unsafe { gemm_packed_a(u, 0, s.m, tc, vb.as_ptr().add(xi * s.c * tc), tc as isize, 1, mb.as_mut_ptr().add(xi * s.m * tc), tc as isize) };
+                    // SAFETY: V_ξ's panels (ceil(tc / NR) of NR·c values) start at v[ξ·c·panels·NR], M_ξ (m × tc) at
+                    // mb[ξ·m·tc]; both inside their buffers (sized above) and this thread's own.
+                    unsafe { gemm_packed_a_panels(u, 0, s.m, v.as_ptr().add(xi * s.c * panels * NR), tc, 1.0, mb.as_mut_ptr().add(xi * s.m * tc), tc as isize) };
                 }
                 output_transform(&s, mb, img, ty0, ty1, bv, self.attrs.activation, &out);
             });
@@ -182,31 +200,46 @@ struct Shape {
     tw: usize,
 }
 
-/// `V_ξ[ch][t] = (Bᵀ d B)_ξ` for every input channel and tile `t` of tile rows `ty0..ty1` (t counted from the
-/// block's first tile), into `v` (`[16][c][tc]`). Each padded row of a channel is split once into its even
-/// columns `ev` and odd columns `od` (`tw + 1` each, zero outside the input), so tile `tx`'s columns are
-/// `ev[tx]`, `od[tx]`, `ev[tx + 1]`, `od[tx + 1]`: slices, and the transforms vectorise over a row of tiles.
-fn input_transform(s: &Shape, x: &[f32], ty0: usize, ty1: usize, v: &mut [f32]) {
+avx2_copy!(
+    /// `V_ξ[ch][t] = (Bᵀ d B)_ξ` for every input channel and tile `t` of tile rows `ty0..ty1` (t counted from the
+    /// block's first tile), into `v` in the GEMM's packed-B layout: per ξ, panels of NR tiles, element (ch, t) at
+    /// `ξ·c·panels·NR + (t / NR)·NR·c + ch·NR + t % NR`, so the GEMMs read it without packing it again. Each padded
+    /// row of a channel is split once into its even columns `ev` and odd columns `od` (`tw + 1` each, zero outside
+    /// the input), so tile `tx`'s columns are `ev[tx]`, `od[tx]`, `ev[tx + 1]`, `od[tx + 1]`: slices, and the
+    /// transforms vectorise over a row of tiles.
+    fn input_transform(s: &Shape, x: &[f32], ty0: usize, ty1: usize, v: &mut [f32], b: &mut RowBufs) => input_transform_body);
+
+#[inline(always)]
+fn input_transform_body(s: &Shape, x: &[f32], ty0: usize, ty1: usize, v: &mut [f32], b: &mut RowBufs) {
     let (tw, tc) = (s.tw, (ty1 - ty0) * s.tw);
+    let per_xi = s.c * tc.div_ceil(NR) * NR;
     let w2 = tw + 1;
     // the block's padded rows 2·ty0 .. 2·ty1 + 2 of one channel, split into even and odd columns
     let nrows = 2 * (ty1 - ty0) + 2;
-    let mut ev = vec![0f32; nrows * w2];
-    let mut od = vec![0f32; nrows * w2];
-    let mut padded = vec![0f32; 2 * w2];
+    for buf in [&mut b.ev, &mut b.od] {
+        buf.clear();
+        buf.resize(nrows * w2, 0.0);
+    }
+    b.padded.clear();
+    b.padded.resize(2 * w2, 0.0);
     // per tile row: the column transform of each of the 4 rows, [4][4][tw]
-    let mut t = vec![0f32; 16 * tw];
+    b.t.resize(16 * tw, 0.0);
+    let RowBufs { ev, od, padded, t } = b;
     let n = s.iw.min((2 * w2).saturating_sub(s.pl));
     for ch in 0..s.c {
         let plane = &x[ch * s.ih * s.iw..(ch + 1) * s.ih * s.iw];
         for rr in 0..nrows {
             let r = 2 * ty0 + rr;
-            padded.fill(0.0);
-            if r >= s.pt && r - s.pt < s.ih {
-                let row = &plane[(r - s.pt) * s.iw..(r - s.pt) * s.iw + n];
-                padded[s.pl..s.pl + n].copy_from_slice(row);
-            }
             let (e, o) = (&mut ev[rr * w2..(rr + 1) * w2], &mut od[rr * w2..(rr + 1) * w2]);
+            if r < s.pt || r - s.pt >= s.ih {
+                e.fill(0.0);
+                o.fill(0.0);
+                continue;
+            }
+            // only the pads and the part past the input stay zero from the fill
+            padded[..s.pl].fill(0.0);
+            padded[s.pl + n..].fill(0.0);
+            padded[s.pl..s.pl + n].copy_from_slice(&plane[(r - s.pt) * s.iw..][..n]);
             for ((pair, e), o) in padded.chunks_exact(2).zip(e.iter_mut()).zip(o.iter_mut()) {
                 *e = pair[0];
                 *o = pair[1];
@@ -228,30 +261,37 @@ fn input_transform(s: &Shape, x: &[f32], ty0: usize, ty1: usize, v: &mut [f32]) 
                     t3[tx] = o0[tx] - o1[tx];
                 }
             }
-            // Bᵀ (d B): per column j, [r0 − r2, r1 + r2, r2 − r1, r1 − r3] over rows
+            // Bᵀ (d B): per column j, [r0 − r2, r1 + r2, r2 − r1, r1 − r3] over rows, written in runs that stay
+            // inside one panel
             let base = (ty - ty0) * tw;
-            for j in 0..4 {
-                let row = |i: usize| &t[(i * 4 + j) * tw..(i * 4 + j + 1) * tw];
-                let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
-                for (xi, f) in [(j, 0usize), (4 + j, 1), (8 + j, 2), (12 + j, 3)] {
-                    let d = (xi * s.c + ch) * tc + base;
-                    let dst = &mut v[d..d + tw];
-                    match f {
-                        0 => dst.iter_mut().zip(r0).zip(r2).for_each(|((d, a), b)| *d = a - b),
-                        1 => dst.iter_mut().zip(r1).zip(r2).for_each(|((d, a), b)| *d = a + b),
-                        2 => dst.iter_mut().zip(r2).zip(r1).for_each(|((d, a), b)| *d = a - b),
-                        _ => dst.iter_mut().zip(r1).zip(r3).for_each(|((d, a), b)| *d = a - b),
-                    }
+            let mut tx = 0;
+            while tx < tw {
+                let tile = base + tx;
+                let len = (NR - tile % NR).min(tw - tx);
+                let at = (tile / NR) * NR * s.c + ch * NR + tile % NR;
+                for j in 0..4 {
+                    let row = |i: usize| &t[(i * 4 + j) * tw + tx..][..len];
+                    let (r0, r1, r2, r3) = (row(0), row(1), row(2), row(3));
+                    let d = |f: usize| (f * 4 + j) * per_xi + at;
+                    v[d(0)..d(0) + len].iter_mut().zip(r0).zip(r2).for_each(|((d, a), b)| *d = a - b);
+                    v[d(1)..d(1) + len].iter_mut().zip(r1).zip(r2).for_each(|((d, a), b)| *d = a + b);
+                    v[d(2)..d(2) + len].iter_mut().zip(r2).zip(r1).for_each(|((d, a), b)| *d = a - b);
+                    v[d(3)..d(3) + len].iter_mut().zip(r1).zip(r3).for_each(|((d, a), b)| *d = a - b);
                 }
+                tx += len;
             }
         }
     }
 }
 
-/// `Y = Aᵀ M A` of every tile of tile rows `ty0..ty1` and output channel, plus the bias, through the activation,
-/// into image `img`'s output rows `2·ty0..2·ty1` (those inside the output).
+avx2_copy!(
+    /// `Y = Aᵀ M A` of every tile of tile rows `ty0..ty1` and output channel, plus the bias, through the activation,
+    /// into image `img`'s output rows `2·ty0..2·ty1` (those inside the output).
+    #[allow(clippy::too_many_arguments)] fn output_transform(s: &Shape, mb: &[f32], img: usize, ty0: usize, ty1: usize, bias: Option<&[f32]>, act: Option<Activation>, out: &BlockOut<f32>) => output_transform_body);
+
 #[allow(clippy::too_many_arguments)]
-fn output_transform(s: &Shape, mb: &[f32], img: usize, ty0: usize, ty1: usize, bias: Option<&[f32]>, act: Option<Activation>, out: &BlockOut<f32>) {
+#[inline(always)]
+fn output_transform_body(s: &Shape, mb: &[f32], img: usize, ty0: usize, ty1: usize, bias: Option<&[f32]>, act: Option<Activation>, out: &BlockOut<f32>) {
     let (tw, tc) = (s.tw, (ty1 - ty0) * s.tw);
     let mut sr = vec![0f32; 8 * tw]; // Aᵀ M: [2][4][tw]
     let mut rows = vec![0f32; 4 * tw]; // two output rows of 2·tw columns

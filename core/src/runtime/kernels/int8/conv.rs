@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
+use super::depthwise_nhwc::{self, NhwcDepthwise};
 use super::packed_dot::PackedDot;
 use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
 use super::{activation_range, arg, as_i8, out0, parallel, Ctx, PreparedKernel, Qp, Q8};
@@ -145,6 +146,8 @@ struct Conv {
     packed: Vec<PackedWeights>,
     /// Each output channel's output stage for [`gemm`] (`bias`, multiplier, zero point, activation range).
     rq: Vec<RowQuant>,
+    /// A depthwise convolution with a small output plane: its channel-lane kernel ([`super::depthwise_nhwc`]).
+    nhwc: Option<NhwcDepthwise>,
 }
 
 pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKernel>, String> {
@@ -193,7 +196,9 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
     };
     // the packed weights replace the plain ones
     let w = if packed.is_empty() { w } else { Vec::new() };
-    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m, x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks, packed, rq }))
+    let nhwc = (depthwise && o == c && geom.oh * geom.ow <= depthwise_nhwc::max_pixels() && super::requantize::available())
+        .then(|| NhwcDepthwise::new(c, geom.kh * geom.kw, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
+    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m, x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks, packed, rq, nhwc }))
 }
 
 impl PreparedKernel for Conv {
@@ -229,6 +234,10 @@ impl Conv {
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
+        if let Some(d) = &self.nhwc {
+            d.run(g, x, n, self.x.zp, bytes_mut(out));
+            return;
+        }
         if self.depthwise {
             let kk = g.kh * g.kw;
             #[cfg(target_arch = "x86_64")]
@@ -872,6 +881,7 @@ mod tests {
                 dw_neon_blocks: false,
                 packed: Vec::new(),
                 rq: Vec::new(),
+                nhwc: None,
             };
             let mut got = vec![0i32; n * o * oh * ow];
             conv.depthwise_into(&x, n, c, &mut got, |pad, offs, oc, acc, dst| {

@@ -55,6 +55,7 @@ pub mod fixedpoint;
 mod batch_matmul;
 mod binary;
 mod conv;
+mod depthwise_nhwc;
 mod gemm;
 mod packed_dot;
 mod packed_gemm;

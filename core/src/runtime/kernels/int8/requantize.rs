@@ -69,6 +69,17 @@ pub(crate) mod x86 {
         _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<31>(even), _mm512_slli_epi64::<1>(odd))
     }
 
+    /// [`high_mul`] with a multiplier per lane (`mult`'s 16 lanes, each ≥ 0); `round` is `2^30` in each 64-bit
+    /// lane.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(crate) unsafe fn high_mul_lanes(x: __m512i, mult: __m512i, round: __m512i) -> __m512i {
+        // the even lanes' products from the low halves, the odd lanes' after moving them down
+        let even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), round);
+        let odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult)), round);
+        _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<31>(even), _mm512_slli_epi64::<1>(odd))
+    }
+
     /// `clamp(zp + scale(a, m), lo, hi)` on 16 lanes, bit-exact, `left`/`right` the multiplier's shifts.
     /// The rounding doubling high multiply is `(a·m + 2^30) >> 31`: the nudge and the truncating division
     /// of gemmlowp's `SaturatingRoundingDoublingHighMul` fold into that for a multiplier ≥ 0 (TFLite's

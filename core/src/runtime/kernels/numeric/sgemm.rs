@@ -658,7 +658,24 @@ mod x86 {
     /// `j0 + nc ≤ b.n()`, `a.k() == b.k()`; the CPU has AVX2 and FMA (true for any packing).
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn gemm_packed_ab(a: &PackedA, i0: usize, rows: usize, b: &PackedB, j0: usize, nc: usize, alpha: f32, c: *mut f32, rsc: isize) {
-        debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m && j0.is_multiple_of(NR) && j0 + nc <= b.n && a.k == b.k);
+        debug_assert!(j0.is_multiple_of(NR) && j0 + nc <= b.n && a.k == b.k);
+        // SAFETY: the panels from j0 / NR on lie inside b's data (j0 + nc ≤ n, a panel holds NR·k values); the rest
+        // is forwarded (contract).
+        unsafe { gemm_packed_a_panels(a, i0, rows, b.data.as_ptr().add(j0 / NR * NR * b.k), nc, alpha, c, rsc) }
+    }
+
+    /// `C[i0..i0 + rows, ..nc] ← alpha · A · B` for a packed A and a B the caller wrote in the packed layout
+    /// ([`PackedB`]'s: panel `jp` of NR columns holds `B[p, jp·NR + j]` at `b[jp·NR·k + p·NR + j]`, k = a.k()):
+    /// a producer that computes B (Winograd's input transform) writes it there directly instead of into a matrix
+    /// that a GEMM would pack again. Same tiles and summation order as [`gemm_packed_ab`].
+    ///
+    /// # Safety
+    /// `b` holds ceil(nc / NR) panels of NR·k readable values; C's `rows × nc` elements (element (i, j) at
+    /// `c + (i - i0)·rsc + j`) are writable and accessed by nothing else during the call; `i0` is a multiple of MR
+    /// and `i0 + rows ≤ a.m()`; the CPU has AVX2 and FMA (true for any [`PackedA`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn gemm_packed_a_panels(a: &PackedA, i0: usize, rows: usize, b: *const f32, nc: usize, alpha: f32, c: *mut f32, rsc: isize) {
+        debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m);
         let k = a.k;
         let cols = tile_cols();
         for pc in (0..k).step_by(KC) {
@@ -667,14 +684,14 @@ mod x86 {
             for jr in (0..nc).step_by(cols) {
                 for ir in (0..rows).step_by(MR) {
                     // SAFETY: the A panel's depth block holds kc·MR values inside a's data, the B panels' kc·NR
-                    // each inside b's (a tile wider than NR has its columns in the next panel, j0 + nc ≤ n); the
-                    // tile's valid part lies inside C (contract).
+                    // each inside b (a tile wider than NR has its columns in the next panel, which exists when
+                    // nc - jr > NR); the tile's valid part lies inside C (contract).
                     unsafe {
                         tile(
                             MR.min(rows - ir),
                             kc,
                             a.data.as_ptr().add((i0 + ir) / MR * MR * k + pc * MR),
-                            b.data.as_ptr().add((j0 + jr) / NR * NR * k + pc * NR),
+                            b.add(jr / NR * NR * k + pc * NR),
                             NR * k,
                             alpha,
                             beta,
@@ -772,7 +789,7 @@ pub(crate) const NR_PACKED: usize = NR;
 pub(crate) const MR_PACKED: usize = MR;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_ab, PackedA, PackedB};
+pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, PackedA, PackedB};
 
 #[cfg(test)]
 mod tests {

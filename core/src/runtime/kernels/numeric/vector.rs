@@ -83,6 +83,32 @@ pub(crate) fn update<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
     update_loop(o, f)
 }
 
+/// `fn $name(args) { $body(args) }` where `$body` is an `#[inline(always)]` function, compiled twice — for the
+/// baseline and, on x86-64, for AVX2 + FMA — with the copy picked at run time: loops in the body vectorise 8
+/// lanes wide where the CPU allows (the crate itself is built for baseline x86-64, where they are 4 wide). LLVM
+/// does not contract a·b + c into an FMA, so both copies give the same bits.
+macro_rules! avx2_copy {
+    ($(#[$m:meta])* $vis:vis fn $name:ident $(<$t:ident: $bound:path>)? ($($arg:ident: $ty:ty),* $(,)?) => $body:ident) => {
+        $(#[$m])*
+        $vis fn $name $(<$t: $bound>)? ($($arg: $ty),*) {
+            #[cfg(target_arch = "x86_64")]
+            {
+                #[target_feature(enable = "avx2,fma")]
+                #[allow(clippy::too_many_arguments)]
+                unsafe fn avx2 $(<$t: $bound>)? ($($arg: $ty),*) {
+                    $body($($arg),*)
+                }
+                if $crate::runtime::kernels::numeric::vector::avx2_fma() {
+                    // SAFETY: the CPU has AVX2 and FMA (checked just above).
+                    return unsafe { avx2($($arg),*) };
+                }
+            }
+            $body($($arg),*)
+        }
+    };
+}
+pub(crate) use avx2_copy;
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,0 +1,365 @@
+//! int8 DEPTHWISE_CONV_2D with the channels in the vector lanes, for the small output planes of a network's
+//! late layers. [`super::conv`]'s plane kernel vectorises over the pixels of one channel: a 3×3 or 6×6 output
+//! fills one 16-lane vector partly, and the per-channel work (copying the padded plane, the kernel call) costs
+//! more than the arithmetic. Here an image's input is transposed once to `[pixel][channel]` (i16, minus the
+//! input zero point), each output pixel sums its taps over 16 channels per vector (`vpmaddwd` against the
+//! weight in the low half of each 32-bit lane: exact), and the output stage runs per lane with each channel's
+//! own multiplier, shifts and rounding; the `[pixel][channel]` bytes are then transposed back to NCHW.
+//! Taps over the padding are skipped (their `x - zp` is 0). Integer sums in any order are equal, and the output
+//! stage is the plane kernel's per channel, so the results are the plane kernel's bit for bit (tested).
+//!
+//! x86-64 with AVX-512 F/BW/VL, depth multiplier 1; other cases keep the plane kernel.
+
+use std::cell::RefCell;
+
+use super::fixedpoint::Multiplier;
+use super::gemm::Geom2;
+
+/// Output planes up to this many pixels take the channel-lane kernel (measured on the 96×96 int8 MobileNetV2s,
+/// 1 thread: up to 24×24 it wins, 0.67 → 0.55 ms for the whole model; with 48×48 planes too, 0.61).
+const MAX_PIXELS: usize = 576;
+
+/// [`MAX_PIXELS`], or `TPU_SDK_DW_LANES_MAX_PIXELS` (0: never) to compare the two kernels on one machine.
+pub(super) fn max_pixels() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| std::env::var("TPU_SDK_DW_LANES_MAX_PIXELS").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_PIXELS))
+}
+
+/// The per-channel constants of a depthwise convolution laid out by 16-channel block.
+#[derive(Debug)]
+pub(super) struct NhwcDepthwise {
+    /// Channels, and channels rounded up to the 16 lanes.
+    c: usize,
+    cp: usize,
+    /// `[tap][channel]`: the weight in the low 16 bits of each 32-bit lane, 0 above.
+    w: Vec<i32>,
+    bias: Vec<i32>,
+    /// Per channel: the Q31 multiplier, the left and right shifts.
+    mult: Vec<i32>,
+    left: Vec<i32>,
+    right: Vec<i32>,
+    /// Per 16-channel block: the lanes that round half away from zero (`MultiplyByQuantizedMultiplier`);
+    /// the others round the NEON way (`vrshl`).
+    double: Vec<u16>,
+    zp_out: i32,
+    range: (i32, i32),
+}
+
+thread_local! {
+    /// The transposed input `[pixel][cp]` and output `[pixel][cp]` of this thread.
+    static BUFS: RefCell<(Vec<i16>, Vec<u8>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+impl NhwcDepthwise {
+    /// The constants of `c` channels with weights `w16` (`[C][kh·kw]`, minus their zero point), `bias`,
+    /// multipliers `m`; channels below `neon_end` round the NEON way, the rest half away from zero (as the plane
+    /// kernel's output stage does).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn new(c: usize, kk: usize, w16: &[i16], bias: &[i32], m: &[Multiplier], neon_end: usize, zp_out: i32, range: (i32, i32)) -> NhwcDepthwise {
+        let cp = c.div_ceil(16) * 16;
+        let mut w = vec![0i32; kk * cp];
+        for ch in 0..c {
+            for t in 0..kk {
+                w[t * cp + ch] = w16[ch * kk + t] as u16 as i32;
+            }
+        }
+        let per = |f: &dyn Fn(usize) -> i32| (0..cp).map(|ch| if ch < c { f(ch) } else { 0 }).collect::<Vec<i32>>();
+        let double = (0..cp / 16)
+            .map(|b| (0..16).filter(|&l| b * 16 + l >= neon_end).fold(0u16, |mask, l| mask | 1 << l))
+            .collect();
+        NhwcDepthwise {
+            c,
+            cp,
+            w,
+            bias: per(&|ch| bias[ch]),
+            mult: per(&|ch| m[ch].multiplier),
+            left: per(&|ch| m[ch].shift.max(0)),
+            right: per(&|ch| (-m[ch].shift).max(0)),
+            double,
+            zp_out,
+            range,
+        }
+    }
+
+    /// Image after image: `x` is `[n][c][ih][iw]` (shifted to i8 as the plane kernel's input), `zp` the input
+    /// zero point, `out` the `[n][c][oh][ow]` output bytes.
+    pub(super) fn run(&self, g: &Geom2, x: &[i8], n: usize, zp: i32, out: &mut [u8]) {
+        let (plane, p) = (g.ih * g.iw, g.oh * g.ow);
+        assert!(x.len() >= n * self.c * plane && out.len() >= n * self.c * p, "depthwise buffers shorter than their shapes");
+        BUFS.with(|bufs| {
+            let (xt, yt) = &mut *bufs.borrow_mut();
+            xt.resize(plane * self.cp, 0);
+            yt.resize(p * self.cp, 0);
+            for b in 0..n {
+                let xs = &x[b * self.c * plane..(b + 1) * self.c * plane];
+                let ys = &mut out[b * self.c * p..(b + 1) * self.c * p];
+                #[cfg(target_arch = "x86_64")]
+                // SAFETY: the CPU has AVX-512 F/BW/VL (the caller built this only where requantize::available());
+                // xs holds c·plane and ys c·p elements, xt plane·cp and yt p·cp (resized above)
+                unsafe {
+                    x86::to_lanes(xs, self.c, plane, zp, xt, self.cp);
+                    x86::pixels(self, g, xt, yt);
+                    x86::from_lanes(yt, self.cp, ys, self.c, p);
+                }
+            }
+        });
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use super::super::requantize::x86::high_mul_lanes;
+    use super::{Geom2, NhwcDepthwise};
+    use std::arch::x86_64::*;
+
+    /// Transposes 16 rows of 16 i16 (row `i` lane `j`) into 16 rows (row `j` lane `i`): unpacks of 16-, 32- and
+    /// 64-bit elements transpose the 8×8 blocks within each 128-bit half, then the halves are exchanged.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    unsafe fn transpose16(r: &[__m256i; 16]) -> [__m256i; 16] {
+        // rows 8·h .. 8·h + 7 → v[k] = [column k | column k + 8] of those rows
+        let half = |h: usize| {
+            let a = |i: usize| r[8 * h + i];
+            let t = [
+                _mm256_unpacklo_epi16(a(0), a(1)),
+                _mm256_unpackhi_epi16(a(0), a(1)),
+                _mm256_unpacklo_epi16(a(2), a(3)),
+                _mm256_unpackhi_epi16(a(2), a(3)),
+                _mm256_unpacklo_epi16(a(4), a(5)),
+                _mm256_unpackhi_epi16(a(4), a(5)),
+                _mm256_unpacklo_epi16(a(6), a(7)),
+                _mm256_unpackhi_epi16(a(6), a(7)),
+            ];
+            let u = [
+                _mm256_unpacklo_epi32(t[0], t[2]),
+                _mm256_unpackhi_epi32(t[0], t[2]),
+                _mm256_unpacklo_epi32(t[1], t[3]),
+                _mm256_unpackhi_epi32(t[1], t[3]),
+                _mm256_unpacklo_epi32(t[4], t[6]),
+                _mm256_unpackhi_epi32(t[4], t[6]),
+                _mm256_unpacklo_epi32(t[5], t[7]),
+                _mm256_unpackhi_epi32(t[5], t[7]),
+            ];
+            [
+                _mm256_unpacklo_epi64(u[0], u[4]),
+                _mm256_unpackhi_epi64(u[0], u[4]),
+                _mm256_unpacklo_epi64(u[1], u[5]),
+                _mm256_unpackhi_epi64(u[1], u[5]),
+                _mm256_unpacklo_epi64(u[2], u[6]),
+                _mm256_unpackhi_epi64(u[2], u[6]),
+                _mm256_unpacklo_epi64(u[3], u[7]),
+                _mm256_unpackhi_epi64(u[3], u[7]),
+            ]
+        };
+        let (v, w) = (half(0), half(1));
+        let mut out = [_mm256_setzero_si256(); 16];
+        for k in 0..8 {
+            out[k] = _mm256_permute2x128_si256::<0x20>(v[k], w[k]);
+            out[k + 8] = _mm256_permute2x128_si256::<0x31>(v[k], w[k]);
+        }
+        out
+    }
+
+    /// The first `n` (≤ 16) lanes.
+    #[inline]
+    fn lanes(n: usize) -> u16 {
+        if n >= 16 {
+            !0
+        } else {
+            ((1u32 << n) - 1) as u16
+        }
+    }
+
+    /// `xt[pix·cp + ch] = x[ch·p + pix] - zp` (`x` is `[c][p]`), 16 channels × 16 pixels at a time; channels
+    /// from `c` to `cp` get 0.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL; `x` holds `c·p` and `xt` `p·cp` elements, `cp` a multiple of 16 ≥ `c`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(super) unsafe fn to_lanes(x: &[i8], c: usize, p: usize, zp: i32, xt: &mut [i16], cp: usize) {
+        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(16) && cp >= c);
+        let zpv = _mm256_set1_epi16(zp as i16);
+        for c0 in (0..cp).step_by(16) {
+            for p0 in (0..p).step_by(16) {
+                let m = lanes(p - p0);
+                let mut rows = [_mm256_setzero_si256(); 16];
+                for (i, row) in rows.iter_mut().enumerate().take(c.saturating_sub(c0).min(16)) {
+                    let v = _mm_maskz_loadu_epi8(m, x.as_ptr().add((c0 + i) * p + p0));
+                    *row = _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), zpv);
+                }
+                let cols = transpose16(&rows);
+                for (j, col) in cols.iter().enumerate().take((p - p0).min(16)) {
+                    _mm256_storeu_si256(xt.as_mut_ptr().add((p0 + j) * cp + c0) as *mut __m256i, *col);
+                }
+            }
+        }
+    }
+
+    /// `y[ch·p + pix] = yt[pix·cp + ch]` for the first `c` channels, 16 × 16 at a time.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL; `yt` holds `p·cp` and `y` `c·p` elements, `cp` a multiple of 16 ≥ `c`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(super) unsafe fn from_lanes(yt: &[u8], cp: usize, y: &mut [u8], c: usize, p: usize) {
+        debug_assert!(yt.len() >= p * cp && y.len() >= c * p && cp.is_multiple_of(16) && cp >= c);
+        for c0 in (0..c).step_by(16) {
+            for p0 in (0..p).step_by(16) {
+                let mut rows = [_mm256_setzero_si256(); 16];
+                for (i, row) in rows.iter_mut().enumerate().take((p - p0).min(16)) {
+                    *row = _mm256_cvtepu8_epi16(_mm_loadu_si128(yt.as_ptr().add((p0 + i) * cp + c0) as *const __m128i));
+                }
+                let m = lanes(p - p0);
+                let chans = transpose16(&rows);
+                for (j, ch) in chans.iter().enumerate().take((c - c0).min(16)) {
+                    _mm_mask_storeu_epi8(y.as_mut_ptr().add((c0 + j) * p + p0) as *mut i8, m, _mm256_cvtepi16_epi8(*ch));
+                }
+            }
+        }
+    }
+
+    /// Every output pixel of one image: `yt[pix][ch] = clamp(zp + scale(bias + Σ_taps w·(x - zp)))`, channel
+    /// block by channel block (its constants stay in registers), pixel by pixel within.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL; `xt` holds `ih·iw·cp` and `yt` `oh·ow·cp` elements.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(super) unsafe fn pixels(d: &NhwcDepthwise, g: &Geom2, xt: &[i16], yt: &mut [u8]) {
+        let cp = d.cp;
+        // per output pixel, the taps inside the input: (the input element's offset, the weights' offset)
+        let mut taps: Vec<(usize, usize)> = Vec::with_capacity(g.oh * g.ow * g.kh * g.kw);
+        let mut ends: Vec<usize> = Vec::with_capacity(g.oh * g.ow);
+        for oy in 0..g.oh {
+            for ox in 0..g.ow {
+                for ky in 0..g.kh {
+                    let iy = (oy * g.sh + ky * g.dh) as isize - g.pt as isize;
+                    if iy < 0 || iy >= g.ih as isize {
+                        continue;
+                    }
+                    for kx in 0..g.kw {
+                        let ix = (ox * g.sw + kx * g.dw) as isize - g.pl as isize;
+                        if ix >= 0 && ix < g.iw as isize {
+                            taps.push(((iy as usize * g.iw + ix as usize) * cp, (ky * g.kw + kx) * cp));
+                        }
+                    }
+                }
+                ends.push(taps.len());
+            }
+        }
+        let (zp, lo, hi) = (_mm512_set1_epi32(d.zp_out), _mm512_set1_epi32(d.range.0), _mm512_set1_epi32(d.range.1));
+        let one = _mm512_set1_epi32(1);
+        let round = _mm512_set1_epi64(1 << 30);
+        for cb in 0..cp / 16 {
+            let c0 = cb * 16;
+            let bias = _mm512_loadu_si512(d.bias.as_ptr().add(c0) as *const _);
+            let left = _mm512_loadu_si512(d.left.as_ptr().add(c0) as *const _);
+            let right = _mm512_loadu_si512(d.right.as_ptr().add(c0) as *const _);
+            let mult = _mm512_loadu_si512(d.mult.as_ptr().add(c0) as *const _);
+            let double = d.double[cb];
+            // half away from zero: the remainder mask; half up: which lanes shift right at all
+            let mask = _mm512_sub_epi32(_mm512_sllv_epi32(one, right), one);
+            let shifted = _mm512_cmpgt_epi32_mask(right, _mm512_setzero_si512());
+            let right1 = _mm512_sub_epi32(right, one);
+            let (xb, wb) = (xt.as_ptr().add(c0), d.w.as_ptr().add(c0));
+            let mut start = 0;
+            for (pix, &end) in ends.iter().enumerate() {
+                let mut acc = bias;
+                for &(xo, wo) in &taps[start..end] {
+                    let xv = _mm512_cvtepi16_epi32(_mm256_loadu_si256(xb.add(xo) as *const _));
+                    acc = _mm512_add_epi32(acc, _mm512_madd_epi16(xv, _mm512_loadu_si512(wb.add(wo) as *const _)));
+                }
+                start = end;
+                let h = high_mul_lanes(_mm512_sllv_epi32(acc, left), mult, round);
+                let s = _mm512_srav_epi32(h, right);
+                let away = || {
+                    let threshold = _mm512_add_epi32(_mm512_srli_epi32::<1>(mask), _mm512_srli_epi32::<31>(h));
+                    let up = _mm512_cmpgt_epi32_mask(_mm512_and_si512(h, mask), threshold);
+                    _mm512_mask_add_epi32(s, up, s, one)
+                };
+                let half_up = || {
+                    let bit = _mm512_and_si512(_mm512_srav_epi32(h, right1), one);
+                    _mm512_mask_add_epi32(h, shifted, s, bit)
+                };
+                let r = match double {
+                    0xffff => away(),
+                    0 => half_up(),
+                    lanes => _mm512_mask_blend_epi32(lanes, half_up(), away()),
+                };
+                let y = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
+                _mm_storeu_si128(yt.as_mut_ptr().add(pix * cp + c0) as *mut _, _mm512_cvtepi32_epi8(y));
+            }
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier};
+    use super::*;
+
+    /// The channel-lane kernel against a scalar loop with the scalar output stages: strides, dilations,
+    /// asymmetric paddings, channel counts around the 16 lanes and the NEON blocks of 8, multipliers that shift
+    /// left and right, both output ranges, batches of 2.
+    #[test]
+    fn channel_lanes_equal_a_scalar_loop() {
+        if !super::super::requantize::available() {
+            return;
+        }
+        let mut s = 11u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let cases = [
+            // ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, c
+            [3, 3, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 336],
+            [6, 6, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 96],
+            [12, 12, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 20],
+            [7, 9, 3, 5, 2, 1, 2, 1, 2, 1, 0, 3, 17],
+            [5, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 8],
+            [4, 6, 1, 1, 1, 2, 1, 1, 0, 0, 0, 0, 1],
+            [2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 33],
+        ];
+        for (ci, [ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, c]) in cases.into_iter().enumerate() {
+            let oh = (ih + pt + pb - (kh - 1) * dh - 1) / sh + 1;
+            let ow = (iw + pl + pr - (kw - 1) * dw - 1) / sw + 1;
+            let g = Geom2 { ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl };
+            let (n, kk) = (2, kh * kw);
+            let x: Vec<i8> = (0..n * c * ih * iw).map(|_| rnd() as i8).collect();
+            let w16: Vec<i16> = (0..c * kk).map(|_| (rnd() % 255) as i16 - 127).collect();
+            let bias: Vec<i32> = (0..c).map(|_| (rnd() % 200_001) as i32 - 100_000).collect();
+            let scales = [1e-5, 3.1e-4, 0.0021, 0.047, 0.5, 0.77, 1.0, 1.9, 6.3];
+            let m: Vec<Multiplier> = (0..c).map(|_| quantize_multiplier(scales[(rnd() % scales.len() as u64) as usize])).collect();
+            let zp = rnd() as i8 as i32;
+            let (zp_out, range) = if ci % 2 == 0 { (rnd() as i8 as i32, (-128, 127)) } else { (-128 + (rnd() % 20) as i32, (-128 + 3, 120)) };
+            let neon_end = if ci % 3 == 0 { 0 } else { c / 8 * 8 };
+            let d = NhwcDepthwise::new(c, kk, &w16, &bias, &m, neon_end, zp_out, range);
+            let mut got = vec![0u8; n * c * oh * ow];
+            d.run(&g, &x, n, zp, &mut got);
+            for b in 0..n {
+                for ch in 0..c {
+                    for oy in 0..oh {
+                        for ox in 0..ow {
+                            let mut acc = bias[ch];
+                            for ky in 0..kh {
+                                for kx in 0..kw {
+                                    let iy = (oy * sh + ky * dh) as isize - pt as isize;
+                                    let ix = (ox * sw + kx * dw) as isize - pl as isize;
+                                    if iy >= 0 && (iy as usize) < ih && ix >= 0 && (ix as usize) < iw {
+                                        let xv = x[((b * c + ch) * ih + iy as usize) * iw + ix as usize] as i32;
+                                        acc += (xv - zp) * w16[ch * kk + ky * kw + kx] as i32;
+                                    }
+                                }
+                            }
+                            let scaled = if ch < neon_end { mul_neon_rshl(acc, m[ch]) } else { mul_double_round(acc, m[ch]) };
+                            let want = (scaled + zp_out).clamp(range.0, range.1);
+                            let at = ((b * c + ch) * oh + oy) * ow + ox;
+                            assert_eq!(got[at] as i8 as i32, want as i8 as i32, "case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
