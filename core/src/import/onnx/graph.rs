@@ -304,7 +304,7 @@ fn default_opset(imports: &[super::proto::OperatorSetIdProto]) -> Option<i64> {
     imports.iter().filter(|o| is_default_domain(o.domain.as_deref().unwrap_or(""))).filter_map(|o| o.version).max()
 }
 
-fn node_desc(n: &NodeProto, idx: usize) -> String {
+pub(super) fn node_desc(n: &NodeProto, idx: usize) -> String {
     let op = n.op_type.as_deref().unwrap_or("");
     match n.name.as_deref() {
         Some(name) if !name.is_empty() => format!("node '{name}' ({op})"),
@@ -715,7 +715,7 @@ fn import_nodes<'m>(cx: &mut Cx<'m>, graph: &'m GraphProto, opset: Option<i64>, 
 }
 
 /// The names a node reads: its inputs, and the outer values its subgraphs (control-flow regions) use.
-fn node_uses(n: &NodeProto) -> Vec<String> {
+pub(super) fn node_uses(n: &NodeProto) -> Vec<String> {
     let mut out: Vec<String> = n.input.iter().filter(|s| !s.is_empty()).cloned().collect();
     for a in &n.attribute {
         for g in a.g.iter().chain(&a.graphs) {
@@ -766,6 +766,21 @@ impl<'m> Cx<'m> {
     /// followed by the non-constant values of `outer` (values of this graph the region uses, by name); outer
     /// constants are copied into the region. Returns the region graph, inferred and compacted.
     pub(super) fn import_region<'r>(&self, graph: &'r GraphProto, formals: &[Formal], outer: &[(String, ValueId)], opset: i64) -> Result<Graph>
+    where
+        'm: 'r,
+    {
+        self.import_region_ranked(graph, formals, outer, opset).map(|(g, _)| g)
+    }
+
+    /// [`Cx::import_region`], also returning the rank of each region output where it is known (for outputs
+    /// whose shape is only known at run time, the rank the region's import derived).
+    pub(super) fn import_region_ranked<'r>(
+        &self,
+        graph: &'r GraphProto,
+        formals: &[Formal],
+        outer: &[(String, ValueId)],
+        opset: i64,
+    ) -> Result<(Graph, Vec<Option<usize>>)>
     where
         'm: 'r,
     {
@@ -822,11 +837,17 @@ impl<'m> Cx<'m> {
         if cx.g.outputs.is_empty() {
             return Err(Error::InvalidModel(format!("region '{gname}' has no outputs")));
         }
+        let ranks = cx.g.outputs.iter().map(|&o| cx.rank(o)).collect();
         let mut g = cx.g;
         if self.infer {
             crate::passes::dce::run(&mut g);
         }
-        Ok(g)
+        Ok((g, ranks))
+    }
+
+    /// Records that `v`, whose shape is only known at run time, has rank `r`.
+    pub(super) fn set_rank(&mut self, v: ValueId, r: usize) {
+        self.dyn_ranks.insert(v, r);
     }
 }
 
