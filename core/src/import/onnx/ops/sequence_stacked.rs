@@ -1,7 +1,8 @@
 //! The sequence ops on a sequence held as one stacked tensor ([`Seq::stack`]: a Loop's appended elements,
 //! `sequence_loop.rs`), whose slices along axis 0 are the elements and whose length is known only at run time:
 //! - SequenceAt: a Gather on axis 0; the position may be computed at run time, a negative one counts from the
-//!   back, and one out of range is a run-time error (as in onnxruntime);
+//!   back, and one out of range is a run-time error (as in onnxruntime; an import error when the position and
+//!   the Loop's trip count are both constants);
 //! - SequenceLength: the stack's dim 0 (Shape, Squeeze);
 //! - ConcatFromSequence with `new_axis` 1: the stack with its axis 0 moved to `axis` (a Transpose); with
 //!   `new_axis` 0: that Transpose to just before `axis`, then a Reshape merging the two axes;
@@ -11,18 +12,28 @@
 //! static. A stack of no elements (a Loop that ran no iteration) concatenates into a tensor with 0 along the
 //! axis, where onnxruntime fails (its ConcatFromSequence refuses an empty sequence).
 
-use super::{aux, single};
+use super::{aux, scalar_const, single};
 use crate::import::onnx::graph::{Cx, NodeIn};
 use crate::import::onnx::seq::Seq;
 use crate::ir::ops::BinaryOp;
 use crate::ir::{DType, Op, ValueId};
 use crate::Result;
 
-/// SequenceAt(`stack`, input 1).
+/// SequenceAt(`stack`, input 1). A constant position into a stack of static length is checked here and a
+/// negative one counted from the front (TFLite's GATHER takes no negative index).
 pub(super) fn at(cx: &mut Cx, n: &NodeIn, stack: ValueId) -> Result<()> {
-    let pos = n.req(1)?;
+    let mut pos = n.req(1)?;
     if cx.rank(pos).is_some_and(|r| r != 0) || cx.dtype(pos).is_some_and(|d| !matches!(d, DType::I32 | DType::I64)) {
         return Err(n.invalid("the position must be one int32 or int64 value (a scalar)"));
+    }
+    let known = cx.constant(pos).map(|t| (t.dtype(), t.to_i64_vec()[0])).zip(cx.shape(stack).map(|s| s[0] as i64));
+    if let Some(((dtype, p), len)) = known {
+        if p < -len || p >= len {
+            return Err(n.invalid(format!("position {p} is out of range for a sequence of {len} tensors (accepted: [{}, {}])", -len, len - 1)));
+        }
+        if p < 0 {
+            pos = scalar_const(cx, n, "position", dtype, (p + len) as f64);
+        }
     }
     single(cx, n, Op::Gather { axis: 0 }, vec![Some(stack), Some(pos)])
 }
