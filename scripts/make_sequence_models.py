@@ -22,6 +22,10 @@ Good models (float inputs only, so random inputs drive them):
                        sequence it appends to and its carried tensor.
   loop_concat_trips    a Loop whose trip count is an int64 input appending x + i, then ConcatFromSequence with
                        and without new_axis (onnxruntime fails on 0 trips: an empty sequence).
+  if_capture           an If whose then-branch reads an outer sequence (SequenceAt at -1, SequenceLength).
+  loop_reads_loop      a Loop appending to a sequence, then a second Loop that runs SequenceLength of it times
+                       and reads it from the back (SequenceAt at -1 - i, a run-time position) into a running sum it
+                       appends to.
 Bad models:
   bad_position_range   SequenceAt at position 2 of a 2-tensor sequence.
   bad_runtime_position SequenceAt whose position is a graph input.
@@ -31,7 +35,7 @@ Bad models:
   bad_loop_erase       a Loop whose body erases from its carried sequence.
   bad_loop_seq_output  a Loop's appended sequence as a graph output.
   bad_erase_after_loop SequenceErase (node 'erase') on the sequence a Loop appended to.
-  bad_if_capture       an If (node 'branch') whose then-branch reads an outer sequence with SequenceAt.
+  bad_if_capture       an If (node 'branch') whose then-branch reads an outer sequence of tensors of two shapes.
 """
 
 import os
@@ -307,25 +311,79 @@ def bad_erase_after_loop():
     return append_loop("bad_erase_after_loop", body, ["s"], after, [vi("y", T.FLOAT, [4])])
 
 
+def if_capture():
+    then_g = h.make_graph(
+        [
+            const("minus1", np.int64(-1)),
+            h.make_node("SequenceAt", ["s", "minus1"], ["last"]),
+            h.make_node("SequenceLength", ["s"], ["n"]),
+            h.make_node("Cast", ["n"], ["fn"], to=T.FLOAT),
+            h.make_node("Mul", ["last", "fn"], ["t"]),
+        ],
+        "then",
+        [],
+        [vi("t", T.FLOAT, [2])],
+    )
+    else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, [2])])
+    nodes = [
+        h.make_node("Neg", ["x"], ["nx"]),
+        h.make_node("SequenceConstruct", ["x", "nx"], ["s"]),
+        h.make_node("ReduceSum", ["x"], ["sum"], keepdims=0),
+        const("zero_f", np.float32(0)),
+        h.make_node("Greater", ["sum", "zero_f"], ["c"]),
+        h.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g),
+    ]
+    return model(h.make_graph(nodes, "if_capture", [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])]))
+
+
+def loop_reads_loop():
+    first = append_body(
+        [h.make_node("Cast", ["i"], ["fi"], to=T.FLOAT), h.make_node("Mul", ["x", "fi"], ["xi"]), h.make_node("SequenceInsert", ["seq_in", "xi"], ["seq_out"])]
+    )
+    second = append_body(
+        [
+            const("minus1", np.int64(-1)),
+            h.make_node("Sub", ["minus1", "i"], ["back"]),
+            h.make_node("SequenceAt", ["s1", "back"], ["t"]),
+            h.make_node("Add", ["h_in", "t"], ["h_out"]),
+            h.make_node("SequenceInsert", ["seq_in", "h_out"], ["seq_out"]),
+        ],
+        extra_in=[vi("h_in", T.FLOAT, [2, 3])],
+        extra_out=[vi("h_out", T.FLOAT, [2, 3])],
+    )
+    nodes = [
+        h.make_node("SequenceEmpty", [], ["e"], dtype=T.FLOAT),
+        const("trips", np.int64(4)),
+        const("cond", np.bool_(True)),
+        h.make_node("Loop", ["trips", "cond", "e"], ["s1"], name="appends", body=first),
+        h.make_node("SequenceLength", ["s1"], ["n"]),
+        h.make_node("Loop", ["n", "cond", "e", "y"], ["s2", "h"], name="reads_back", body=second),
+        h.make_node("ConcatFromSequence", ["s2"], ["sums"], axis=0, new_axis=1),
+    ]
+    ins = [vi("x", T.FLOAT, [2, 3]), vi("y", T.FLOAT, [2, 3])]
+    return model(h.make_graph(nodes, "loop_reads_loop", ins, [vi("sums", T.FLOAT, [4, 2, 3]), vi("h", T.FLOAT, [2, 3])]))
+
+
 def bad_if_capture():
     then_g = h.make_graph(
         [const("zero", np.int64(0)), h.make_node("SequenceAt", ["s", "zero"], ["t"])], "then", [], [vi("t", T.FLOAT, [2])]
     )
     else_g = h.make_graph([h.make_node("Identity", ["x"], ["e"])], "else", [], [vi("e", T.FLOAT, [2])])
     nodes = [
-        h.make_node("SequenceConstruct", ["x", "x"], ["s"]),
+        h.make_node("SequenceConstruct", ["x", "y"], ["s"]),
         h.make_node("ReduceSum", ["x"], ["sum"], keepdims=0),
         const("zero_f", np.float32(0)),
         h.make_node("Greater", ["sum", "zero_f"], ["c"]),
-        h.make_node("If", ["c"], ["y"], name="branch", then_branch=then_g, else_branch=else_g),
+        h.make_node("If", ["c"], ["z"], name="branch", then_branch=then_g, else_branch=else_g),
     ]
-    return model(h.make_graph(nodes, "bad_if_capture", [vi("x", T.FLOAT, [2])], [vi("y", T.FLOAT, [2])]))
+    ins = [vi("x", T.FLOAT, [2]), vi("y", T.FLOAT, [3])]
+    return model(h.make_graph(nodes, "bad_if_capture", ins, [vi("z", T.FLOAT, [2])]))
 
 
 def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
-    for f in [construct_insert_at, split_concat, empty_insert, loop_append_outer, loop_readers, loop_initial, loop_zero_trips, loop_concat_trips]:
+    for f in [construct_insert_at, split_concat, empty_insert, loop_append_outer, loop_readers, loop_initial, loop_zero_trips, loop_concat_trips, if_capture, loop_reads_loop]:
         save(out, f.__name__, f())
     bad = [bad_position_range, bad_runtime_position, bad_sequence_output, bad_loop_sequence, bad_loop_insert_at, bad_loop_erase]
     for f in bad + [bad_loop_seq_output, bad_erase_after_loop, bad_if_capture]:

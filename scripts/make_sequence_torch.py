@@ -6,8 +6,8 @@ core/tests/data/sequence/, for core/tests/sequence_models.rs). Run with the torc
                    append/insert → torch.stack, len(list): exports SplitToSequence, ConcatFromSequence,
                    SequenceAt, SequenceEmpty/SequenceLength, with constant positions.
   torch_list_loop  a list comprehension over torch.unbind → torch.stack: exports a Loop whose body reads a
-                   sequence made outside it (SequenceAt with the iteration number on the unbind result), which
-                   the importer refuses (a sequence captured by a Loop body).
+                   sequence made outside it (SequenceAt with the iteration number on the unbind result) and
+                   appends to a carried one.
   torch_loop_stack `for i in range(x.size(0)): out.append(f(x[i], i))`, then torch.stack (dims 0 and 2),
                    torch.cat, len(out), out[-1], out[1]: a Loop carrying a sequence the body appends to
                    (SequenceEmpty, SequenceInsert), its trip count from x's symbolic dim 0.

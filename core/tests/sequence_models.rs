@@ -1,8 +1,10 @@
 //! ONNX sequence ops resolved at import time, on the CPU runtime against onnxruntime: every output within
 //! 1e-5 relative (per element: |ours - ort| <= 1e-5 · (|ort| + mean |ort|)), sequences a Loop appends to (Python
-//! lists built in a loop) as the Loop's scan outputs, and the models the importer must refuse (a run-time
-//! position, an out-of-range position, a sequence graph output, a carried sequence the body reads, inserts
-//! into at a position or erases from) refused with the reason.
+//! lists built in a loop) as the Loop's scan outputs, outer sequences read inside Loop/If bodies (passed in as
+//! the stack of their elements), and the models the importer must refuse (a run-time position into a sequence
+//! known when importing, an out-of-range position, a sequence graph output, a carried sequence the body reads,
+//! inserts into at a position or erases from, an outer sequence of elements of two shapes read in a body)
+//! refused with the reason.
 //!
 //! The models are `core/tests/data/sequence/*.onnx`, written by `scripts/make_sequence_models.py` (onnx.helper)
 //! and `scripts/make_sequence_torch.py` (torch.onnx.export of TorchScript list code). onnxruntime runs through
@@ -17,9 +19,18 @@ use tpu_sdk_core::runtime::Session;
 use tpu_sdk_core::Error;
 use tpu_sdk_test_support::{fresh_dir, onnxruntime, oracle, rand_f32, random_inputs, repo};
 
-/// The models with a Loop appending to a sequence, compared with onnxruntime on random inputs (int64 inputs
-/// in [0, 20): run-time trip counts and positions).
-const LOOP_MODELS: [&str; 5] = ["loop_append_outer", "loop_readers", "loop_initial", "torch_loop_two_lists", "torch_loop_count"];
+/// The models with a Loop appending to a sequence or a body reading an outer one, compared with onnxruntime on
+/// random inputs (int64 inputs in [0, 20): run-time trip counts and positions).
+const LOOP_MODELS: [&str; 8] = [
+    "loop_append_outer",
+    "loop_readers",
+    "loop_initial",
+    "torch_loop_two_lists",
+    "torch_loop_count",
+    "torch_list_loop",
+    "if_capture",
+    "loop_reads_loop",
+];
 
 fn model(name: &str) -> PathBuf {
     repo().join("core/tests/data/sequence").join(format!("{name}.onnx"))
@@ -62,7 +73,9 @@ fn sequence_models_match_onnxruntime() {
 /// per Loop: carried tensors, scan outputs).
 #[test]
 fn appended_sequences_become_scan_outputs() {
-    let cases: [(&str, &[(usize, usize)]); 6] = [
+    let cases: [(&str, &[(usize, usize)]); 8] = [
+        ("torch_list_loop", &[(0, 1)]),
+        ("loop_reads_loop", &[(0, 1), (1, 1)]),
         ("loop_append_outer", &[(0, 1)]),
         ("loop_readers", &[(1, 3)]),
         ("loop_initial", &[(0, 1), (0, 1)]),
@@ -157,7 +170,7 @@ fn concatenating_an_empty_appended_sequence_gives_an_empty_tensor() {
 /// Each bad model: the error kind and pieces of its message.
 #[test]
 fn non_static_sequences_are_refused_with_the_reason() {
-    let cases: [(&str, bool, &[&str]); 11] = [
+    let cases: [(&str, bool, &[&str]); 10] = [
         ("bad_position_range", false, &["at_two", "position 2 is out of range for a sequence of 2 tensors"]),
         ("bad_runtime_position", true, &["at_pos", "sequence position is computed at run time; only constant positions are supported"]),
         ("bad_sequence_output", true, &["graph output 's' is a tensor sequence"]),
@@ -166,8 +179,7 @@ fn non_static_sequences_are_refused_with_the_reason() {
         ("bad_loop_erase", true, &["loop", "its next value comes from the body's node 'erase_last' (SequenceErase)"]),
         ("bad_loop_seq_output", true, &["graph output 's' is a tensor sequence"]),
         ("bad_erase_after_loop", true, &["erase", "'s' is a sequence a Loop appended to (its length is known only at run time) and this node erases from it"]),
-        ("bad_if_capture", true, &["branch", "uses the tensor sequence 's'; sequences crossing a Loop/If/Scan boundary"]),
-        ("torch_list_loop", true, &["Loop", "uses the tensor sequence '/SplitToSequence_output_0'"]),
+        ("bad_if_capture", true, &["branch", "uses the tensor sequence 's', whose elements differ in shape"]),
         // loaded with its symbolic dim taken as 1, the loop runs once and out[1] is past the end
         ("torch_loop_stack", false, &["/SequenceAt_1", "position 1 is out of range for a sequence of 1 tensors (accepted: [-1, 0])"]),
     ];

@@ -18,7 +18,18 @@ fn sequence_models_on_xla_match_onnxruntime() {
     let Some(plugin) = common::cpu_plugin() else { return };
     let Some(py) = oracle::python() else { return };
     let tmp = fresh_dir("cloud-tpu-sequence-models");
-    let names = ["construct_insert_at", "split_concat", "empty_insert", "torch_list_ops", "loop_append_outer", "loop_initial", "torch_loop_two_lists"];
+    let names = [
+        "construct_insert_at",
+        "split_concat",
+        "empty_insert",
+        "torch_list_ops",
+        "loop_append_outer",
+        "loop_initial",
+        "torch_loop_two_lists",
+        "torch_list_loop",
+        "if_capture",
+        "loop_reads_loop",
+    ];
     for name in names {
         let path = repo().join("core/tests/data/sequence").join(format!("{name}.onnx"));
         let mut g = load(&path, &ImportOptions::default()).unwrap_or_else(|e| panic!("{name}: {e}"));

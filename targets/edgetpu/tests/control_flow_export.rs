@@ -210,8 +210,9 @@ fn compare_file_outputs(what: &str, ours: &[Tensor], theirs: &[Tensor]) -> f64 {
 }
 
 /// Python lists built in loops (`core/tests/data/sequence`: torch.onnx.export of TorchScript `for` loops that
-/// append to lists, and onnx.helper Loops appending to sequences, a non-empty initial sequence and two loops in
-/// a row included) import as Loops with scan outputs; with a trip count known before running they export
+/// append to lists or read a list made before the loop, and onnx.helper Loops appending to sequences, a
+/// non-empty initial sequence and a second loop reading the first one's list included) import as Loops with
+/// scan outputs; with a trip count known before running they export
 /// unrolled, LiteRT runs the float file like onnxruntime runs the model, and in int8 (calibrated on random
 /// samples) our runtime equals LiteRT exactly, its first output within a sanity bound of the float graph.
 #[test]
@@ -219,7 +220,7 @@ fn list_loops_export_unrolled_like_onnxruntime_and_int8_equal_to_litert() {
     let Some(py) = oracle::python() else { return };
     let dir = fresh_dir("cf_export_list_loops");
     let data = tpu_sdk_test_support::repo().join("core/tests/data/sequence");
-    for name in ["torch_loop_stack", "torch_loop_two_lists", "loop_initial", "loop_append_outer"] {
+    for name in ["torch_loop_stack", "torch_loop_two_lists", "loop_initial", "loop_append_outer", "torch_list_loop", "loop_reads_loop"] {
         let path = data.join(format!("{name}.onnx"));
         // torch_loop_stack's trip count is x's symbolic dim 0 (and it reads out[1]): 3 rows
         let shapes = if name == "torch_loop_stack" { [("x".to_string(), vec![3, 4, 5])].into() } else { Default::default() };

@@ -828,6 +828,10 @@ impl<'m> Cx<'m> {
                     v
                 }
             };
+            // an outer sequence is captured as the stack of its elements (`ops/sequence_stacked.rs`)
+            if let Some(s) = self.seq(*ov).filter(|s| s.stack == Some(*ov)) {
+                cx.set_seq(v, super::seq::Seq::stacked(v, s.dtype));
+            }
             cx.names.insert(name.clone(), v);
             available.insert(name.as_str());
         }

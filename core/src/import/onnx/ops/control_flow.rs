@@ -20,7 +20,7 @@ fn graph_attr<'a>(n: &NodeIn<'a>, name: &str) -> Result<&'a GraphProto> {
     n.attrs.get(name).and_then(|a| a.g.as_ref()).ok_or_else(|| n.invalid(format!("has no graph attribute '{name}'")))
 }
 
-/// The outer values the subgraphs use, resolved in this graph.
+/// The outer values the subgraphs use, resolved in this graph (a sequence as the tensor stacking its elements).
 fn outer_values(cx: &mut Cx, n: &NodeIn, graphs: &[&GraphProto]) -> Result<Vec<(String, ValueId)>> {
     let mut out: Vec<(String, ValueId)> = Vec::new();
     for g in graphs {
@@ -29,7 +29,8 @@ fn outer_values(cx: &mut Cx, n: &NodeIn, graphs: &[&GraphProto]) -> Result<Vec<(
                 continue;
             }
             let v = cx.resolve(&name, &n.desc)?;
-            crate::import::onnx::seq::refuse_seq_capture(cx, n, v)?;
+            // a sequence goes in as the stack of its elements, which the region reads as that sequence
+            let v = super::sequence_stacked::captured(cx, n, v)?;
             out.push((name, v));
         }
     }

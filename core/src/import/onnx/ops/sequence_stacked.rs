@@ -19,6 +19,38 @@ use crate::ir::ops::BinaryOp;
 use crate::ir::{DType, Op, ValueId};
 use crate::Result;
 
+/// The value a Loop/If/Scan body (of node `n`) captures for the outer value `v`: `v` itself when it is not a
+/// sequence, else the tensor stacking its elements (a Concat of them unsqueezed, or the stack a Loop built),
+/// recorded as a sequence held as that stack, so the body's SequenceAt (with the iteration number, say) and
+/// SequenceLength read it. The elements must share one static shape.
+pub(super) fn captured(cx: &mut Cx, n: &NodeIn, v: ValueId) -> Result<ValueId> {
+    let Some(s) = cx.seq(v).cloned() else { return Ok(v) };
+    let name = cx.g.value(v).name.clone();
+    let refuse = |why: &str| {
+        n.unsupported(format!(
+            "its subgraph uses the tensor sequence '{name}', {why}; a sequence goes into a Loop/If/Scan body as the stack of its elements, which needs at least one element and one static shape for all"
+        ))
+    };
+    let stack = match s.stack {
+        Some(stack) => stack,
+        None => {
+            let first = *s.elems.first().ok_or_else(|| refuse("which is empty"))?;
+            let shape = cx.shape(first).map(<[usize]>::to_vec);
+            if shape.is_none() || s.elems.iter().any(|&e| cx.shape(e) != shape.as_deref()) {
+                return Err(refuse("whose elements differ in shape or have shapes known only at run time"));
+            }
+            let mut parts = Vec::with_capacity(s.elems.len());
+            for (k, &e) in s.elems.iter().enumerate() {
+                parts.push(Some(aux(cx, n, &format!("{name}:element{k}"), Op::Unsqueeze { axes: Some(vec![0]) }, vec![Some(e)])?));
+            }
+            aux(cx, n, &format!("{name}:stacked"), Op::Concat { axis: 0 }, parts)?
+        }
+    };
+    let dtype = s.dtype.or(cx.dtype(stack));
+    cx.set_seq(stack, Seq::stacked(stack, dtype));
+    Ok(stack)
+}
+
 /// SequenceAt(`stack`, input 1). A constant position into a stack of static length is checked here and a
 /// negative one counted from the front (TFLite's GATHER takes no negative index).
 pub(super) fn at(cx: &mut Cx, n: &NodeIn, stack: ValueId) -> Result<()> {
