@@ -2,7 +2,8 @@
 //! `scripts/make_sequence_models.py` and `scripts/make_sequence_torch.py`) lowered to StableHLO and run by XLA
 //! (the CPU PJRT plugin), against onnxruntime: every output within 1e-5 relative. Sequences a Loop appends to
 //! (Python lists built in a loop) are the Loop's scan outputs, which lower when the trip count is known when
-//! compiling: a constant, an input's dim, or an input bound to a value (`--bind`).
+//! compiling: a constant, an input's dim, or an input bound to a value (`--bind`); outer sequences that Loop/If
+//! bodies read go in as the stacks of their elements.
 
 mod common;
 
