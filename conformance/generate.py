@@ -7,7 +7,8 @@ onnx >= 1.23 no longer ships the node test data in its wheel, but every case is 
 onnx.backend.test.case.node; `collect_testcases()` rebuilds the models and computes the expected outputs
 with onnx's own reference implementation. Each case becomes OUT_DIR/<name>/ with model.onnx,
 input_<i>.npy and output_<i>.npy (the first data set). Cases whose data numpy's .npy format cannot hold
-(sequences, optionals, strings, bfloat16/float8/int4 arrays) still get their model.onnx plus an
+(sequences, optionals, strings, bfloat16/float8/int4 arrays), and cases whose graph has a sequence- or
+optional-typed input or output (which the importer does not take), still get their model.onnx plus an
 `unrepresentable.txt` saying why, so the Rust harness counts them as failures instead of hiding them.
 """
 import os
@@ -42,6 +43,19 @@ def representable(x):
     return None
 
 
+def non_tensor_io(graph):
+    """Why a graph with a sequence-, optional- or map-typed input or output cannot run here, or None."""
+    for kind, vis in (("input", graph.input), ("output", graph.output)):
+        for v in vis:
+            t = v.type.WhichOneof("value")
+            if t not in (None, "tensor_type"):
+                return (
+                    f"graph {kind} '{v.name}' is {t.replace('_type', '')}-typed: the importer takes tensor graph inputs and "
+                    "outputs only (sequences are resolved inside the graph, a Loop's appended sequence as its scan output)"
+                )
+    return None
+
+
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__)
@@ -70,15 +84,12 @@ def main():
         inputs, outputs = case.data_sets[0]
         inputs = [as_array(x) for x in inputs]
         outputs = [as_array(x) for x in outputs]
-        why = None
+        why = non_tensor_io(case.model.graph)
         for kind, arrays in (("input", inputs), ("output", outputs)):
             for i, x in enumerate(arrays):
                 r = representable(x)
-                if r is not None:
-                    why = f"{kind} {i}: {r}"
-                    break
-            if why:
-                break
+                if r is not None and why is None:
+                    why = f"its data cannot be stored as .npy ({kind} {i}: {r})"
         if why:
             with open(os.path.join(d, "unrepresentable.txt"), "w") as f:
                 f.write(why + "\n")
@@ -88,7 +99,7 @@ def main():
             for i, x in enumerate(arrays):
                 np.save(os.path.join(d, f"{kind}_{i}.npy"), np.asarray(x, order="C"))
         n_ok += 1
-    print(f"wrote {n_ok} cases to {out} ({n_unrep} more with data .npy cannot hold)")
+    print(f"wrote {n_ok} cases to {out} ({n_unrep} more that cannot run here, each with an unrepresentable.txt saying why)")
 
 
 if __name__ == "__main__":

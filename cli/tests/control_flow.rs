@@ -119,6 +119,39 @@ fn a_torchscript_export_matches_onnxruntime() {
     }
 }
 
+/// torch.onnx.export of TorchScript appending to two lists in a `for` loop (`core/tests/data/sequence/
+/// torch_loop_two_lists.onnx`: the lists become the Loop's scan outputs) compiles for `--target tflite` and,
+/// with calibration, `--target edgetpu` unrolled (no WHILE); LiteRT runs the float file like onnxruntime runs
+/// the model, and the int8 file loads in LiteRT.
+#[test]
+fn a_torchscript_list_loop_compiles_for_tflite_and_edgetpu_unrolled() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let path = tpu_sdk_test_support::repo().join("core/tests/data/sequence/torch_loop_two_lists.onnx");
+    let cal = tmp.path().join("cal");
+    let samples = tpu_sdk_test_support::f32_samples(&[vec![3, 4, 5]], 5, 31, -1.0, 1.0);
+    for (k, s) in samples.iter().enumerate() {
+        std::fs::create_dir_all(cal.join(format!("{k}"))).unwrap();
+        tpu_sdk::core::npy::write(&cal.join(format!("{k}/x.npy")), &s[0]).unwrap();
+    }
+    let f = tmp.path().join("lists.tflite");
+    let out = cli::ok(tpu_sdk(&["compile", path.to_str().unwrap(), "--target", "tflite", "-o", f.to_str().unwrap()]));
+    assert!(out.contains("CONCATENATION") && !out.contains("WHILE"), "tflite: {out}");
+    let q = tmp.path().join("lists_edgetpu.tflite");
+    let out = cli::ok(tpu_sdk(&["compile", path.to_str().unwrap(), "--target", "edgetpu", "-o", q.to_str().unwrap(), "--calibration", cal.to_str().unwrap()]));
+    assert!(q.exists() && out.contains("SQNR") && !out.contains("WHILE"), "edgetpu: {out}");
+    let x = tpu_sdk_test_support::rand_f32(&[3, 4, 5], 9);
+    let theirs = onnxruntime::run_model(&py, &path, &[("x".to_string(), x.clone())], &tmp.path().join("ort"));
+    let lite = tpu_sdk_test_support::litert::run_bytes(&py, &std::fs::read(&f).unwrap(), tpu_sdk_test_support::litert::REFERENCE, &[vec![x.clone()]]).unwrap().remove(0);
+    assert_eq!(lite.len(), theirs.len());
+    for (k, (a, b)) in lite.iter().zip(&theirs).enumerate() {
+        let err = relative_to_mean("torch_loop_two_lists LiteRT", k, a, b, "onnxruntime", 1e-4).unwrap();
+        println!("torch_loop_two_lists tflite output {k}: worst relative error vs onnxruntime {err:.2e}");
+    }
+    let int8 = tpu_sdk_test_support::litert::run_bytes(&py, &std::fs::read(&q).unwrap(), tpu_sdk_test_support::litert::REFERENCE, &[]);
+    assert!(int8.is_ok(), "the int8 file does not load in LiteRT: {int8:?}");
+}
+
 /// Writes `x` as an f32 npy of shape [2].
 fn x2(dir: &Path) -> String {
     let p = dir.join("x.npy");

@@ -158,10 +158,11 @@ fn run_guarded(dir: &Path, opts: &RunOptions, attempt: usize) -> Outcome {
 }
 
 /// Reads the case in `dir`: its model imported and optimised, its inputs and expected outputs. `Err` for a
-/// case whose data `.npy` cannot hold (`unrepresentable.txt`) or that does not load.
+/// case `conformance/generate.py` could not store (`unrepresentable.txt`: its data is not what `.npy` holds, or
+/// its graph takes or gives a sequence) or that does not load.
 pub fn load_case(dir: &Path) -> Result<Case, String> {
     if let Ok(why) = std::fs::read_to_string(dir.join("unrepresentable.txt")) {
-        return Err(format!("not run: the case's data cannot be stored as .npy ({})", why.trim()));
+        return Err(format!("not run: {}", why.trim()));
     }
     let mut graph = load(&dir.join("model.onnx"), &ImportOptions::default()).map_err(|e| format!("import: {e}"))?;
     passes::optimize(&mut graph).map_err(|e| format!("optimize: {e}"))?;

@@ -9,7 +9,8 @@
 //! IF/WHILE as control flow that runs on the CPU; a Scan of static length (the opset-8 batched form too) and a Loop
 //! with scan outputs and a trip count known before running export unrolled (LiteRT equal to onnxruntime and to
 //! the node suite's outputs; in int8, plain dataflow equal to LiteRT); a Loop with scan outputs that cannot unroll
-//! (a condition that may stop it early, too many iterations) is refused with the reason. In int8 the control flow
+//! (a condition that may stop it early, too many iterations) is refused with the reason. Python lists built in
+//! loops (sequences a Loop appends to, imported as its scan outputs) export the same way, float and int8. In int8 the control flow
 //! stays float between DEQUANTIZE and QUANTIZE, and our int8 runtime equals LiteRT exactly.
 //! Needs `$TPU_SDK_PYTHON`; without it the tests say so and pass, unless `TPU_SDK_REQUIRE_ORACLES=1`.
 
@@ -18,7 +19,7 @@ mod int8_support;
 use std::path::{Path, PathBuf};
 
 use tpu_sdk_core::import::onnx::{load, ImportOptions};
-use tpu_sdk_core::ir::{Graph, Tensor};
+use tpu_sdk_core::ir::{DType, Graph, Tensor};
 use tpu_sdk_core::runtime::Session;
 use tpu_sdk_edgetpu::export::{export, ExportOptions, Exported};
 use tpu_sdk_edgetpu::report::Placement;
@@ -190,6 +191,74 @@ fn loops_with_scan_outputs_and_the_batched_scan_export_unrolled_like_onnxruntime
         assert!(n_sg == 1 && !ops.iter().any(|o| o == "WHILE"), "{name}: {ops:?}, {n_sg} subgraphs");
         let worst = litert_like_onnxruntime(&py, &dir, name, &path, &g, &ex, 4);
         println!("{name:<13} {} ops ({} CONCATENATION); worst relative error vs onnxruntime {worst:.1e}", ops.len(), ops.iter().filter(|o| *o == "CONCATENATION").count());
+    }
+}
+
+/// `ours` (a TFLite file's outputs) against onnxruntime's `theirs`, with the integer outputs the file holds as
+/// int32 (TFLite's int64 outputs of folded shape arithmetic: a sequence's length) compared by value.
+fn compare_file_outputs(what: &str, ours: &[Tensor], theirs: &[Tensor]) -> f64 {
+    assert_eq!(ours.len(), theirs.len(), "{what}: outputs");
+    let mut worst = 0.0f64;
+    for (k, (a, b)) in ours.iter().zip(theirs).enumerate() {
+        if a.dtype() == DType::I32 && b.dtype() == DType::I64 {
+            assert!(a.shape == b.shape && a.to_i64_vec() == b.to_i64_vec(), "{what} output {k}: {a:?} vs onnxruntime {b:?}");
+            continue;
+        }
+        worst = worst.max(compare(&format!("{what} output {k}"), std::slice::from_ref(a), std::slice::from_ref(b)));
+    }
+    worst
+}
+
+/// Python lists built in loops (`core/tests/data/sequence`: torch.onnx.export of TorchScript `for` loops that
+/// append to lists or read a list made before the loop, and onnx.helper Loops appending to sequences, a
+/// non-empty initial sequence and a second loop reading the first one's list included) import as Loops with
+/// scan outputs; with a trip count known before running they export
+/// unrolled, LiteRT runs the float file like onnxruntime runs the model, and in int8 (calibrated on random
+/// samples) our runtime equals LiteRT exactly, its first output within a sanity bound of the float graph.
+#[test]
+fn list_loops_export_unrolled_like_onnxruntime_and_int8_equal_to_litert() {
+    let Some(py) = oracle::python() else { return };
+    let dir = fresh_dir("cf_export_list_loops");
+    let data = tpu_sdk_test_support::repo().join("core/tests/data/sequence");
+    for name in ["torch_loop_stack", "torch_loop_two_lists", "loop_initial", "loop_append_outer", "torch_list_loop", "loop_reads_loop"] {
+        let path = data.join(format!("{name}.onnx"));
+        // torch_loop_stack's trip count is x's symbolic dim 0 (and it reads out[1]): 3 rows
+        let shapes = if name == "torch_loop_stack" { [("x".to_string(), vec![3, 4, 5])].into() } else { Default::default() };
+        let g = loaded_opts(&path, &ImportOptions { input_shapes: shapes, ..Default::default() });
+        let ex = export(&g, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: export refused: {e}"));
+        let (ops, n_sg) = ops_of(&ex.bytes, 0);
+        assert!(n_sg == 1 && !ops.iter().any(|o| o == "WHILE"), "{name}: {ops:?}, {n_sg} subgraphs");
+        let mut worst = 0.0f64;
+        for seed in 1..=3u64 {
+            let inputs = random_inputs(&g, seed * 7);
+            let named: Vec<(String, Tensor)> = g.inputs.iter().zip(&inputs).map(|(&i, t)| (g.value(i).name.clone(), t.clone())).collect();
+            let ort = onnxruntime::run_model(&py, &path, &named, &dir.join(format!("{name}_{seed}")));
+            let file_inputs: Vec<Tensor> = inputs.iter().zip(&ex.inputs).map(|(t, i)| t.permuted(&i.perm)).collect();
+            for resolver in [litert::REFERENCE, litert::OPTIMIZED] {
+                let lite = litert::run_bytes(&py, &ex.bytes, resolver, std::slice::from_ref(&file_inputs)).unwrap_or_else(|e| panic!("{name}: LiteRT: {e}")).remove(0);
+                worst = worst.max(compare_file_outputs(&format!("{name} seed {seed} LiteRT {resolver}"), &lite, &ort));
+            }
+        }
+        // int8: the float outputs (a length is a folded int64 constant, which the int8 helpers do not compare)
+        let mut prepared = g.clone();
+        prepared.outputs.retain(|&o| g.value(o).dtype == DType::F32);
+        tpu_sdk_core::quant::prepare(&mut prepared);
+        let q = int8_support::quantized(&prepared, -1.0, 1.0, false);
+        let qex = export(&q, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: int8 export refused: {e}"));
+        let qops = ops_of(&qex.bytes, 0).0;
+        assert!(!qops.iter().any(|o| o == "WHILE"), "{name} int8: {qops:?}");
+        // (evaluated inside the calibrated range: loop_append_outer's 2-element input calibrates on 16 values)
+        let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&prepared), 4, 79, -0.8, 0.8);
+        let ours = int8_support::ours_equal_litert(&format!("{name} int8"), &q, &qex, &eval);
+        assert_eq!(ours.len(), eval.len(), "{name} int8: LiteRT did not run");
+        let sqnr = int8_support::sqnr(&prepared, &q, &eval, &ours, 0);
+        // (a sanity bound on the first output against the float graph, which equals onnxruntime above)
+        assert!(sqnr > 25.0, "{name} int8: SQNR {sqnr:.1} dB against the float graph");
+        println!(
+            "{name:<21} float: {} ops, worst relative error vs onnxruntime {worst:.1e}; int8: {} ops, equal to LiteRT, SQNR {sqnr:.1} dB",
+            ops.len(),
+            qops.len()
+        );
     }
 }
 

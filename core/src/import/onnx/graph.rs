@@ -304,7 +304,7 @@ fn default_opset(imports: &[super::proto::OperatorSetIdProto]) -> Option<i64> {
     imports.iter().filter(|o| is_default_domain(o.domain.as_deref().unwrap_or(""))).filter_map(|o| o.version).max()
 }
 
-fn node_desc(n: &NodeProto, idx: usize) -> String {
+pub(super) fn node_desc(n: &NodeProto, idx: usize) -> String {
     let op = n.op_type.as_deref().unwrap_or("");
     match n.name.as_deref() {
         Some(name) if !name.is_empty() => format!("node '{name}' ({op})"),
@@ -715,7 +715,7 @@ fn import_nodes<'m>(cx: &mut Cx<'m>, graph: &'m GraphProto, opset: Option<i64>, 
 }
 
 /// The names a node reads: its inputs, and the outer values its subgraphs (control-flow regions) use.
-fn node_uses(n: &NodeProto) -> Vec<String> {
+pub(super) fn node_uses(n: &NodeProto) -> Vec<String> {
     let mut out: Vec<String> = n.input.iter().filter(|s| !s.is_empty()).cloned().collect();
     for a in &n.attribute {
         for g in a.g.iter().chain(&a.graphs) {
@@ -769,6 +769,21 @@ impl<'m> Cx<'m> {
     where
         'm: 'r,
     {
+        self.import_region_ranked(graph, formals, outer, opset).map(|(g, _)| g)
+    }
+
+    /// [`Cx::import_region`], also returning the rank of each region output where it is known (for outputs
+    /// whose shape is only known at run time, the rank the region's import derived).
+    pub(super) fn import_region_ranked<'r>(
+        &self,
+        graph: &'r GraphProto,
+        formals: &[Formal],
+        outer: &[(String, ValueId)],
+        opset: i64,
+    ) -> Result<(Graph, Vec<Option<usize>>)>
+    where
+        'm: 'r,
+    {
         let gname = graph.name.clone().unwrap_or_default();
         if self.depth + 1 > crate::ir::ops::control_flow::MAX_REGION_DEPTH {
             return Err(Error::InvalidModel(format!(
@@ -813,6 +828,10 @@ impl<'m> Cx<'m> {
                     v
                 }
             };
+            // an outer sequence is captured as the stack of its elements (`ops/sequence_stacked.rs`)
+            if let Some(s) = self.seq(*ov).filter(|s| s.stack == Some(*ov)) {
+                cx.set_seq(v, super::seq::Seq::stacked(v, s.dtype));
+            }
             cx.names.insert(name.clone(), v);
             available.insert(name.as_str());
         }
@@ -822,11 +841,17 @@ impl<'m> Cx<'m> {
         if cx.g.outputs.is_empty() {
             return Err(Error::InvalidModel(format!("region '{gname}' has no outputs")));
         }
+        let ranks = cx.g.outputs.iter().map(|&o| cx.rank(o)).collect();
         let mut g = cx.g;
         if self.infer {
             crate::passes::dce::run(&mut g);
         }
-        Ok(g)
+        Ok((g, ranks))
+    }
+
+    /// Records that `v`, whose shape is only known at run time, has rank `r`.
+    pub(super) fn set_rank(&mut self, v: ValueId, r: usize) {
+        self.dyn_ranks.insert(v, r);
     }
 }
 

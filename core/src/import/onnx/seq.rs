@@ -1,9 +1,12 @@
 //! Tensor sequences resolved at import time. The IR has no sequence type: a sequence value whose structure
 //! is known while importing (built by SequenceConstruct/SequenceEmpty/SequenceInsert/SequenceErase/
 //! SplitToSequence with constant positions and sizes) is tracked here as the list of IR values it holds, and
-//! the ops that read it ([`super::ops`]'s sequence family) pick from that list. A sequence that must exist at
-//! run time (a graph or region output, a value used by another op or captured by a Loop/If/Scan body) is
-//! refused with the reason.
+//! the ops that read it ([`super::ops`]'s sequence family) pick from that list. A sequence that a Loop body
+//! appends to comes out of the Loop as one tensor stacking its elements (a scan output,
+//! `ops/sequence_loop.rs`), whose length is known only at run time; the readers index that tensor instead. A
+//! sequence a Loop/If/Scan body reads from outside goes in the same way, as the stack of its elements. A
+//! sequence that must exist at run time in any other form (a graph or region output, a value used by another op)
+//! is refused with the reason.
 
 use super::graph::{Cx, NodeIn};
 use crate::ir::{DType, ValueId};
@@ -21,13 +24,28 @@ pub fn check_len(n: &NodeIn, len: usize) -> Result<()> {
     Ok(())
 }
 
-/// A sequence known at import time.
+/// A sequence known at import time: its elements, or a tensor stacking them.
 #[derive(Clone, Debug)]
 pub struct Seq {
-    /// The elements, in order.
+    /// The elements, in order (empty when `stack` holds them).
     pub elems: Vec<ValueId>,
     /// The element type (from the elements, or SequenceEmpty's `dtype`); `None` when not known.
     pub dtype: Option<DType>,
+    /// A tensor whose slices along axis 0 are the elements, in order, their number known only at run time (a
+    /// sequence built by a Loop); `None` when `elems` lists them.
+    pub stack: Option<ValueId>,
+}
+
+impl Seq {
+    /// The sequence of `elems` (of type `dtype` when known).
+    pub fn of(elems: Vec<ValueId>, dtype: Option<DType>) -> Seq {
+        Seq { elems, dtype, stack: None }
+    }
+
+    /// The sequence of the slices of `stack` along axis 0.
+    pub fn stacked(stack: ValueId, dtype: Option<DType>) -> Seq {
+        Seq { elems: Vec::new(), dtype, stack: Some(stack) }
+    }
 }
 
 impl Cx<'_> {
@@ -63,17 +81,8 @@ pub fn refuse_seq_output(cx: &Cx, v: ValueId, region: Option<&str>) -> Result<()
     let name = &cx.g.value(v).name;
     Err(Error::Unsupported(match region {
         None => format!("graph output '{name}' is a tensor sequence; sequence-typed graph outputs are not supported"),
-        Some(r) => format!("output '{name}' of region '{r}' is a tensor sequence; sequences crossing a Loop/If/Scan boundary are not supported"),
+        Some(r) => format!(
+            "output '{name}' of region '{r}' is a tensor sequence; a sequence leaves a Loop/If/Scan body only as a Loop's carried sequence that the body appends to"
+        ),
     }))
-}
-
-/// Refuses an outer value `v` captured by the subgraphs of `n` when it is a sequence.
-pub fn refuse_seq_capture(cx: &Cx, n: &NodeIn, v: ValueId) -> Result<()> {
-    match cx.seq(v) {
-        Some(_) => Err(n.unsupported(format!(
-            "its subgraph uses the tensor sequence '{}'; sequences crossing a Loop/If/Scan boundary are not supported",
-            cx.g.value(v).name
-        ))),
-        None => Ok(()),
-    }
 }

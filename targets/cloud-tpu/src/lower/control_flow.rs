@@ -202,6 +202,10 @@ pub(super) fn loop_op(cx: &mut Cx, node: &Node, a: &LoopAttrs) -> Result<Vec<V>>
         let (d, s) = cx.out(node, n + j);
         init.push(cx.splat(0.0, d, &s));
     }
+    if k > 0 && cx.out(node, n).1.first() == Some(&0) {
+        // a trip count of 0: no iteration, and no body to write (its update of 0 scan rows would not be valid)
+        return Ok(init[2..].to_vec());
+    }
     let outs = while_loop(
         cx,
         &init,

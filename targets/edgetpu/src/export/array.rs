@@ -187,13 +187,22 @@ impl Ex<'_> {
         Ok(())
     }
 
-    /// Gather: a GATHER in the IR layout.
+    /// Gather: a GATHER in the IR layout. Constant negative indices (ONNX counts them from the back) are
+    /// written wrapped: TFLite's GATHER takes none (LiteRT fails with "gather index out of bounds").
     pub(super) fn gather(&mut self, n: &Node, axis: usize) -> Result<()> {
+        let g = self.g;
         let y = n.outputs[0];
         let x = required(n, 0)?;
         let idx = required(n, 1)?;
         let xt = self.get(x, &ident(self.rank(x)))?;
-        let it = self.get(idx, &ident(self.rank(idx)))?;
+        let negative = g.value(idx).constant.as_ref().filter(|c| c.to_i64_vec().iter().any(|&i| i < 0));
+        let it = match (negative, g.value(x).shape.get(axis)) {
+            (Some(c), Some(&dim)) if !g.value(x).dynamic => {
+                let wrapped: Vec<i64> = c.to_i64_vec().iter().map(|&i| if i < 0 { i + dim as i64 } else { i }).collect();
+                self.constant(&format!("{}/indices", n.name), &Tensor::from_i64(c.shape.clone(), wrapped))?
+            }
+            _ => self.get(idx, &ident(self.rank(idx)))?,
+        };
         let yt = self.out(y, ident(self.rank(y)))?;
         self.op(bo::GATHER, 1, vec![xt, it], vec![yt], Some(OptionsT::gather(axis as i32)));
         Ok(())

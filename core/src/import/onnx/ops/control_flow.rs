@@ -20,7 +20,7 @@ fn graph_attr<'a>(n: &NodeIn<'a>, name: &str) -> Result<&'a GraphProto> {
     n.attrs.get(name).and_then(|a| a.g.as_ref()).ok_or_else(|| n.invalid(format!("has no graph attribute '{name}'")))
 }
 
-/// The outer values the subgraphs use, resolved in this graph.
+/// The outer values the subgraphs use, resolved in this graph (a sequence as the tensor stacking its elements).
 fn outer_values(cx: &mut Cx, n: &NodeIn, graphs: &[&GraphProto]) -> Result<Vec<(String, ValueId)>> {
     let mut out: Vec<(String, ValueId)> = Vec::new();
     for g in graphs {
@@ -29,7 +29,8 @@ fn outer_values(cx: &mut Cx, n: &NodeIn, graphs: &[&GraphProto]) -> Result<Vec<(
                 continue;
             }
             let v = cx.resolve(&name, &n.desc)?;
-            crate::import::onnx::seq::refuse_seq_capture(cx, n, v)?;
+            // a sequence goes in as the stack of its elements, which the region reads as that sequence
+            let v = super::sequence_stacked::captured(cx, n, v)?;
             out.push((name, v));
         }
     }
@@ -139,6 +140,7 @@ fn in_region(n: &NodeIn, g: &GraphProto, e: Error) -> Error {
 
 /// Imports `body` with `formals` whose state entries (`state`: indices into `formals`, with the body output
 /// giving the next value of each) are marked dynamic when the body changes their shape, until the types settle.
+/// Returns the body and the rank of each of its outputs where known.
 fn import_body(
     cx: &Cx,
     n: &NodeIn,
@@ -146,9 +148,9 @@ fn import_body(
     mut formals: Vec<Formal>,
     state: &[(usize, usize)],
     outer: &[(String, ValueId)],
-) -> Result<Graph> {
+) -> Result<(Graph, Vec<Option<usize>>)> {
     for _ in 0..=state.len() {
-        let body = cx.import_region(body_g, &formals, outer, n.opset).map_err(|e| in_region(n, body_g, e))?;
+        let (body, ranks) = cx.import_region_ranked(body_g, &formals, outer, n.opset).map_err(|e| in_region(n, body_g, e))?;
         let mut changed = false;
         for &(fi, oi) in state {
             let f = &formals[fi];
@@ -166,7 +168,7 @@ fn import_body(
             }
         }
         if !changed {
-            return Ok(body);
+            return Ok((body, ranks));
         }
     }
     Err(n.invalid("the body's state types do not settle"))
@@ -208,6 +210,16 @@ fn loop_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
             return Err(n.invalid(format!("the condition is {d}, it must be bool")));
         }
     }
+    if carried.iter().any(|&v| cx.seq(v).is_some()) {
+        return super::sequence_loop::loop_with_sequences(cx, n, body_g, &carried);
+    }
+    emit_loop(cx, n, body_g, carried, n.outputs.clone())
+}
+
+/// Imports `body_g` as the body of Loop `n` (with its trip count and condition) over the tensor values
+/// `carried`, and emits the Loop with `outputs` (carried, then scan outputs, as many as the body gives).
+pub(super) fn emit_loop(cx: &mut Cx, n: &NodeIn, body_g: &GraphProto, carried: Vec<ValueId>, outputs: Vec<ValueId>) -> Result<()> {
+    let nc = carried.len();
     let outer = outer_values(cx, n, &[body_g])?;
     let mut formals = vec![
         Formal { dtype: DType::I64, shape: vec![], dynamic: false },
@@ -215,11 +227,20 @@ fn loop_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     ];
     formals.extend(carried.iter().map(|&v| formal_like(cx, v)));
     let state: Vec<(usize, usize)> = (0..nc).map(|i| (2 + i, 1 + i)).collect();
-    let body = import_body(cx, n, body_g, formals, &state, &outer)?;
-    let mut inputs = vec![m, cond];
+    let (body, body_ranks) = import_body(cx, n, body_g, formals, &state, &outer)?;
+    // a carried value keeps its rank, a scan output has one more than its slices
+    let ranks: Vec<Option<usize>> =
+        carried.iter().map(|&v| cx.rank(v)).chain(body_ranks[1 + nc..].iter().map(|r| r.map(|r| r + 1))).collect();
+    let mut inputs = vec![n.opt(0), n.opt(1)];
     inputs.extend(carried.into_iter().map(Some));
     inputs.extend(captures(cx, &outer));
-    cx.emit(n.name.clone(), Op::Loop(LoopAttrs { body: Box::new(body), num_carried: nc }), inputs, n.outputs.clone())
+    cx.emit(n.name.clone(), Op::Loop(LoopAttrs { body: Box::new(body), num_carried: nc }), inputs, outputs.clone())?;
+    for (&o, r) in outputs.iter().zip(ranks) {
+        if let (None, Some(r)) = (cx.shape(o), r) {
+            cx.set_rank(o, r);
+        }
+    }
+    Ok(())
 }
 
 /// Normalises possibly negative axes against `rank`.
@@ -302,7 +323,7 @@ fn scan_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     }
     let outer = outer_values(cx, n, &[body_g])?;
     let state: Vec<(usize, usize)> = (0..ns).map(|i| (i, i)).collect();
-    let body = import_body(cx, n, body_g, formals, &state, &outer)?;
+    let (body, _) = import_body(cx, n, body_g, formals, &state, &outer)?;
     // output axes are against the stacked rank (slice rank + 1)
     let ranks: Vec<Option<usize>> =
         (0..k).map(|j| body.value(body.outputs[ns + j])).map(|v| (!v.dynamic).then(|| v.shape.len() + 1)).collect();

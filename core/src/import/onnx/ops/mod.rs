@@ -23,6 +23,8 @@ mod quant;
 mod recurrent;
 mod resize;
 mod sequence;
+mod sequence_loop;
+mod sequence_stacked;
 mod sequence_tensor;
 
 /// Maps one node of a known op type into the graph.

@@ -30,6 +30,10 @@ pub(super) fn other_op_on_sequence(cx: &mut Cx, n: &NodeIn) -> Option<Result<()>
     if n.op_type == "Identity" && n.inputs.len() == 1 {
         return Some(seq_in(cx, n, 0).and_then(|s| seq_out(cx, n, s)));
     }
+    // a Loop carrying sequences decides itself (`sequence_loop.rs`); its trip count and condition are tensors
+    if n.op_type == "Loop" && n.inputs.iter().take(2).flatten().all(|&v| cx.seq(v).is_none()) {
+        return None;
+    }
     Some(refuse_seq_inputs(cx, n))
 }
 
@@ -45,6 +49,16 @@ pub(super) fn seq_out(cx: &mut Cx, n: &NodeIn, s: Seq) -> Result<()> {
     check_len(n, s.elems.len())?;
     cx.set_seq(out, s);
     Ok(())
+}
+
+/// The refusal of node `n`, which does `what` with its input sequence built by a Loop (held as a stack).
+fn refuse_stacked(cx: &Cx, n: &NodeIn, what: &str) -> crate::Error {
+    let name = n.opt(0).map(|v| cx.g.value(v).name.clone()).unwrap_or_default();
+    n.unsupported(format!(
+        "'{name}' is a sequence a Loop appended to (its length is known only at run time) and this node {what}; such a \
+         sequence is only read by ConcatFromSequence, SequenceAt and SequenceLength, and appended to by SequenceInsert \
+         without a position"
+    ))
 }
 
 /// The constant position in input `i` (`None` when absent).
@@ -80,7 +94,7 @@ fn element_type(cx: &Cx, n: &NodeIn, s: &Seq, v: ValueId) -> Result<Option<DType
 }
 
 fn sequence_construct(cx: &mut Cx, n: &NodeIn) -> Result<()> {
-    let mut s = Seq { elems: Vec::new(), dtype: None };
+    let mut s = Seq::of(Vec::new(), None);
     for i in 0..n.inputs.len() {
         let v = n.req(i)?;
         s.dtype = element_type(cx, n, &s, v)?;
@@ -97,12 +111,19 @@ fn sequence_empty(cx: &mut Cx, n: &NodeIn) -> Result<()> {
         Some(code) => dtype_attr(n, "dtype", code)?,
         None => DType::F32,
     };
-    seq_out(cx, n, Seq { elems: Vec::new(), dtype: Some(dtype) })
+    seq_out(cx, n, Seq::of(Vec::new(), Some(dtype)))
 }
 
 fn sequence_insert(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let mut s = seq_in(cx, n, 0)?;
     let t = n.req(1)?;
+    if let Some(stack) = s.stack {
+        if n.opt(2).is_some() {
+            return Err(refuse_stacked(cx, n, "inserts into it at a position"));
+        }
+        let s = super::sequence_stacked::append(cx, n, &s, stack)?;
+        return seq_out(cx, n, s);
+    }
     let at = match position(cx, n, 2)? {
         Some(p) => index(n, p, s.elems.len(), true)?,
         None => s.elems.len(),
@@ -114,6 +135,9 @@ fn sequence_insert(cx: &mut Cx, n: &NodeIn) -> Result<()> {
 
 fn sequence_erase(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let mut s = seq_in(cx, n, 0)?;
+    if s.stack.is_some() {
+        return Err(refuse_stacked(cx, n, "erases from it"));
+    }
     if s.elems.is_empty() {
         return Err(n.invalid("cannot erase from an empty sequence"));
     }
@@ -124,13 +148,20 @@ fn sequence_erase(cx: &mut Cx, n: &NodeIn) -> Result<()> {
 
 fn sequence_at(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let s = seq_in(cx, n, 0)?;
+    if let Some(stack) = s.stack {
+        return super::sequence_stacked::at(cx, n, stack);
+    }
     let pos = position(cx, n, 1)?.ok_or_else(|| n.invalid("required input 1 (position) is missing"))?;
     let v = s.elems[index(n, pos, s.elems.len(), false)?];
     single(cx, n, Op::Identity, vec![Some(v)])
 }
 
 fn sequence_length(cx: &mut Cx, n: &NodeIn) -> Result<()> {
-    let len = seq_in(cx, n, 0)?.elems.len();
+    let s = seq_in(cx, n, 0)?;
+    if let Some(stack) = s.stack {
+        return super::sequence_stacked::length(cx, n, stack);
+    }
+    let len = s.elems.len();
     let c = scalar_const(cx, n, "length", DType::I64, len as f64);
     single(cx, n, Op::Identity, vec![Some(c)])
 }

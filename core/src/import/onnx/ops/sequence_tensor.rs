@@ -12,6 +12,13 @@ use crate::Result;
 pub(super) fn concat_from_sequence(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let s = seq_in(cx, n, 0)?;
     let axis = n.attrs.int("axis")?.ok_or_else(|| n.invalid("attribute 'axis' is required"))?;
+    if let Some(stack) = s.stack {
+        let new_axis = match n.attrs.int_or("new_axis", 0)? {
+            k @ (0 | 1) => k == 1,
+            k => return Err(n.attrs.invalid("new_axis", format!("is {k}; it must be 0 or 1"))),
+        };
+        return super::sequence_stacked::concat(cx, n, stack, axis, new_axis);
+    }
     let first = *s.elems.first().ok_or_else(|| n.invalid("the sequence is empty; there is nothing to concatenate"))?;
     let (axis, parts) = match n.attrs.int_or("new_axis", 0)? {
         0 => (axis_of(cx, n, first, axis, "axis", false)?, s.elems),
@@ -48,7 +55,7 @@ pub(super) fn split_to_sequence(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     if squeeze {
         elems = each(cx, n, "squeeze", Op::Squeeze { axes: Some(vec![axis as i64]) }, &elems)?;
     }
-    seq_out(cx, n, Seq { elems, dtype: cx.dtype(x) })
+    seq_out(cx, n, Seq::of(elems, cx.dtype(x)))
 }
 
 /// Whether `keepdims` = 0 applies: without `split` (parts of size 1), and, as onnxruntime does (what
