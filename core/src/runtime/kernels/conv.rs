@@ -19,15 +19,22 @@ use crate::ir::ops::conv::{check_dtypes, conv_plan, transpose_plan, ConvPlan, Ge
 use crate::ir::{Activation, ConvAttrs, ConvTransposeAttrs, DType, Tensor};
 
 mod depthwise;
+#[cfg(target_arch = "x86_64")]
+mod depthwise_lanes;
 mod im2col;
 mod packed;
 mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod winograd;
 
-/// The prepared kernel of an f32 Conv with constant weights: Winograd F(2×2, 3×3) for the 3×3 stride-1
+/// The prepared kernel of an f32 Conv with constant weights: depthwise convolutions with small output planes
+/// with the channels in the vector lanes ([`depthwise_lanes`]), Winograd F(2×2, 3×3) for the 3×3 stride-1
 /// convolutions where it gains ([`winograd`]), else the weights packed for the im2col GEMM ([`packed`]).
 pub(super) fn prepare_packed(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn super::PreparedKernel>> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = depthwise_lanes::prepare(g, n) {
+        return Some(k);
+    }
     #[cfg(target_arch = "x86_64")]
     if std::env::var_os("TPU_SDK_NO_WINOGRAD").is_none() {
         if let Some(k) = winograd::prepare(g, n) {

@@ -1,0 +1,337 @@
+//! f32 depthwise convolutions with small output planes, the channels in the vector lanes. The direct kernel
+//! ([`super::depthwise`]) vectorises over one channel's output pixels: a MobileNet's late layers (3×3 to 12×12
+//! outputs, hundreds of channels) then spend more on each channel's setup (copying its padded plane, the calls)
+//! than on the arithmetic. Here an image's input is transposed once to `[pixel][channel]` (8×8 blocks of
+//! unpacks and shuffles), each output pixel sums its taps over 8 channels per vector with FMA (taps over the
+//! padding skipped: their products are 0), and the result is transposed back to NCHW, where the bias-free
+//! activation runs on each channel's row. The weights `[tap][channel]` are laid out once, when the session is
+//! planned.
+//!
+//! x86-64 with AVX2 + FMA, 2-D, depth multiplier 1, output planes up to [`max_pixels`] pixels; others keep the
+//! direct kernel. Sums in tap order from the bias, one rounding per FMA: within a few ulps of the direct
+//! kernel (tested against a naive loop).
+
+use std::cell::RefCell;
+
+use super::super::matmul::bias_act;
+use super::super::{input, PreparedKernel, Scratch};
+use super::{constant_f32_conv, f32_operands, is_depthwise};
+use crate::ir::{ConvAttrs, Graph, Tensor};
+
+/// Output planes up to this many pixels take this kernel.
+const MAX_PIXELS: usize = 144;
+
+/// [`MAX_PIXELS`], or `TPU_SDK_DW_LANES_MAX_PIXELS` (0: never) to compare the kernels on one machine (the same
+/// variable as the int8 kernel's).
+fn max_pixels() -> usize {
+    static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
+    *MAX.get_or_init(|| std::env::var("TPU_SDK_DW_LANES_MAX_PIXELS").ok().and_then(|v| v.parse().ok()).map_or(MAX_PIXELS, |v: usize| v.min(MAX_PIXELS * 4)))
+}
+
+/// A prepared depthwise convolution.
+#[derive(Debug)]
+struct DepthwiseLanes {
+    attrs: ConvAttrs,
+    w_shape: Vec<usize>,
+    /// Channels, and rounded up to the 8 lanes.
+    c: usize,
+    cp: usize,
+    /// `[tap][cp]` weights (0 past `c`).
+    w: Vec<f32>,
+}
+
+thread_local! {
+    /// The transposed input and output `[pixel][cp]` of this thread.
+    static BUFS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
+}
+
+/// The prepared kernel of Conv node `n` when it is a 2-D f32 depthwise convolution (multiplier 1) with constant
+/// weights and a small output plane, on a CPU with AVX2 and FMA.
+pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
+    let (attrs, p, w, w_shape) = constant_f32_conv(g, n)?;
+    let geo = &p.geom;
+    if !is_depthwise(&p) || p.m != p.c || p.group != p.c || geo.rank != 2 || w_shape.len() != 4 || !super::super::numeric::vector::avx2_fma() {
+        return None;
+    }
+    if geo.out_size() > max_pixels() || geo.out_size() == 0 {
+        return None;
+    }
+    let (c, kk) = (p.c, geo.k_size());
+    let cp = c.div_ceil(8) * 8;
+    let mut wl = vec![0f32; kk * cp];
+    for ch in 0..c {
+        for t in 0..kk {
+            wl[t * cp + ch] = *w.get(ch * kk + t)?;
+        }
+    }
+    Some(Box::new(DepthwiseLanes { attrs: attrs.clone(), w_shape: w_shape.to_vec(), c, cp, w: wl }))
+}
+
+impl PreparedKernel for DepthwiseLanes {
+    fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
+        let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
+        let x = input(inputs, 0)?;
+        let g = &p.geom;
+        if p.c != self.c || p.m != self.c || g.rank != 2 || !is_depthwise(&p) {
+            return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
+        }
+        let (plane, pix) = (g.in_size(), g.out_size());
+        if xv.len() != p.n * p.c * plane || bv.is_some_and(|b| b.len() != p.m) {
+            return Err("Conv tensors hold fewer elements than their shapes say".into());
+        }
+        let out = outputs.first_mut().ok_or("missing output")?;
+        let y = out.reset::<f32>(&p.out_shape());
+        if y.is_empty() {
+            return Ok(());
+        }
+        let cp = self.cp;
+        let mut bias = vec![0f32; cp];
+        if let Some(b) = bv {
+            bias[..self.c].copy_from_slice(b);
+        }
+        // per output pixel, the taps inside the input: (input element offset, weight offset), `cp` apart
+        let mut taps: Vec<(usize, usize)> = Vec::with_capacity(pix * g.k_size());
+        let mut ends: Vec<usize> = Vec::with_capacity(pix);
+        let (ih, iw, oh, ow) = (g.inp[1], g.inp[2], g.out[1], g.out[2]);
+        for oy in 0..oh {
+            for ox in 0..ow {
+                for ky in 0..g.k[1] {
+                    let iy = (oy * g.s[1] + ky * g.d[1]) as isize - g.pb[1] as isize;
+                    if iy < 0 || iy >= ih as isize {
+                        continue;
+                    }
+                    for kx in 0..g.k[2] {
+                        let ix = (ox * g.s[2] + kx * g.d[2]) as isize - g.pb[2] as isize;
+                        if ix >= 0 && ix < iw as isize {
+                            taps.push(((iy as usize * iw + ix as usize) * cp, (ky * g.k[2] + kx) * cp));
+                        }
+                    }
+                }
+                ends.push(taps.len());
+            }
+        }
+        BUFS.with(|bufs| {
+            let (xt, yt) = &mut *bufs.borrow_mut();
+            xt.resize(plane * cp, 0.0);
+            yt.resize(pix * cp, 0.0);
+            for b in 0..p.n {
+                let ys = &mut y[b * self.c * pix..(b + 1) * self.c * pix];
+                // SAFETY: the CPU has AVX2 and FMA (prepare checked); xs holds c·plane and ys c·pix elements
+                // (checked above), xt plane·cp and yt pix·cp (resized above), every tap offset + cp ≤ their lengths
+                unsafe {
+                    x86::to_lanes(&xv[b * self.c * plane..(b + 1) * self.c * plane], self.c, plane, xt, cp);
+                    x86::pixels(&self.w, &bias, &taps, &ends, xt, yt, cp);
+                    x86::from_lanes(yt, cp, ys, self.c, pix);
+                }
+                if self.attrs.activation.is_some() {
+                    for row in ys.chunks_exact_mut(pix) {
+                        bias_act(row, None, self.attrs.activation);
+                    }
+                }
+            }
+        });
+        Ok(())
+    }
+
+    fn holds_input(&self, k: usize) -> bool {
+        k == 1
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// The 8×8 transpose of 8 rows of 8 floats (unpacks, shuffles, then the 128-bit halves exchanged).
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn transpose8(r: &[__m256; 8]) -> [__m256; 8] {
+        let t = [
+            _mm256_unpacklo_ps(r[0], r[1]),
+            _mm256_unpackhi_ps(r[0], r[1]),
+            _mm256_unpacklo_ps(r[2], r[3]),
+            _mm256_unpackhi_ps(r[2], r[3]),
+            _mm256_unpacklo_ps(r[4], r[5]),
+            _mm256_unpackhi_ps(r[4], r[5]),
+            _mm256_unpacklo_ps(r[6], r[7]),
+            _mm256_unpackhi_ps(r[6], r[7]),
+        ];
+        let s = [
+            _mm256_shuffle_ps::<0x44>(t[0], t[2]),
+            _mm256_shuffle_ps::<0xEE>(t[0], t[2]),
+            _mm256_shuffle_ps::<0x44>(t[1], t[3]),
+            _mm256_shuffle_ps::<0xEE>(t[1], t[3]),
+            _mm256_shuffle_ps::<0x44>(t[4], t[6]),
+            _mm256_shuffle_ps::<0xEE>(t[4], t[6]),
+            _mm256_shuffle_ps::<0x44>(t[5], t[7]),
+            _mm256_shuffle_ps::<0xEE>(t[5], t[7]),
+        ];
+        [
+            _mm256_permute2f128_ps::<0x20>(s[0], s[4]),
+            _mm256_permute2f128_ps::<0x20>(s[1], s[5]),
+            _mm256_permute2f128_ps::<0x20>(s[2], s[6]),
+            _mm256_permute2f128_ps::<0x20>(s[3], s[7]),
+            _mm256_permute2f128_ps::<0x31>(s[0], s[4]),
+            _mm256_permute2f128_ps::<0x31>(s[1], s[5]),
+            _mm256_permute2f128_ps::<0x31>(s[2], s[6]),
+            _mm256_permute2f128_ps::<0x31>(s[3], s[7]),
+        ]
+    }
+
+    /// The mask of the first `n` (≤ 8) lanes for `maskload`/`maskstore`.
+    #[inline]
+    #[target_feature(enable = "avx2,fma")]
+    unsafe fn first(n: usize) -> __m256i {
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(n.min(8) as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+    }
+
+    /// `xt[pix·cp + ch] = x[ch·p + pix]` (`x` is `[c][p]`); channels from `c` to `cp` get 0.
+    ///
+    /// # Safety
+    /// AVX2 + FMA; `x` holds `c·p`, `xt` `p·cp` elements; `cp` is a multiple of 8, at least `c`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn to_lanes(x: &[f32], c: usize, p: usize, xt: &mut [f32], cp: usize) {
+        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(8) && cp >= c);
+        for c0 in (0..cp).step_by(8) {
+            for p0 in (0..p).step_by(8) {
+                let m = first(p - p0);
+                let mut rows = [_mm256_setzero_ps(); 8];
+                for (i, row) in rows.iter_mut().enumerate().take(c.saturating_sub(c0).min(8)) {
+                    *row = _mm256_maskload_ps(x.as_ptr().add((c0 + i) * p + p0), m);
+                }
+                let cols = transpose8(&rows);
+                for (j, col) in cols.iter().enumerate().take((p - p0).min(8)) {
+                    _mm256_storeu_ps(xt.as_mut_ptr().add((p0 + j) * cp + c0), *col);
+                }
+            }
+        }
+    }
+
+    /// `y[ch·p + pix] = yt[pix·cp + ch]` for the first `c` channels.
+    ///
+    /// # Safety
+    /// AVX2 + FMA; `yt` holds `p·cp`, `y` `c·p` elements; `cp` is a multiple of 8, at least `c`.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn from_lanes(yt: &[f32], cp: usize, y: &mut [f32], c: usize, p: usize) {
+        debug_assert!(yt.len() >= p * cp && y.len() >= c * p && cp.is_multiple_of(8) && cp >= c);
+        for c0 in (0..c).step_by(8) {
+            for p0 in (0..p).step_by(8) {
+                let mut rows = [_mm256_setzero_ps(); 8];
+                for (i, row) in rows.iter_mut().enumerate().take((p - p0).min(8)) {
+                    *row = _mm256_loadu_ps(yt.as_ptr().add((p0 + i) * cp + c0));
+                }
+                let m = first(p - p0);
+                let chans = transpose8(&rows);
+                for (j, ch) in chans.iter().enumerate().take((c - c0).min(8)) {
+                    _mm256_maskstore_ps(y.as_mut_ptr().add((c0 + j) * p + p0), m, *ch);
+                }
+            }
+        }
+    }
+
+    /// `yt[pix][ch] = bias[ch] + Σ_taps w[tap][ch] · xt[in][ch]`, 8 channels per vector, four channel blocks
+    /// at a time (independent FMA chains); pixel `i`'s taps are `taps[ends[i - 1]..ends[i]]`.
+    ///
+    /// # Safety
+    /// AVX2 + FMA; every tap's offsets plus `cp` lie inside `xt` and `w`, `yt` holds `ends.len()·cp`, `bias` `cp`
+    /// elements; `cp` is a multiple of 8.
+    #[target_feature(enable = "avx2,fma")]
+    pub(super) unsafe fn pixels(w: &[f32], bias: &[f32], taps: &[(usize, usize)], ends: &[usize], xt: &[f32], yt: &mut [f32], cp: usize) {
+        let blocks = cp / 8;
+        let mut cb = 0;
+        while cb < blocks {
+            let nb = (blocks - cb).min(4);
+            let c0 = cb * 8;
+            let (xb, wb) = (xt.as_ptr().add(c0), w.as_ptr().add(c0));
+            let mut start = 0;
+            for (pix, &end) in ends.iter().enumerate() {
+                let mut acc = [_mm256_setzero_ps(); 4];
+                for (k, a) in acc.iter_mut().enumerate().take(nb) {
+                    *a = _mm256_loadu_ps(bias.as_ptr().add(c0 + 8 * k));
+                }
+                for &(xo, wo) in &taps[start..end] {
+                    for (k, a) in acc.iter_mut().enumerate().take(nb) {
+                        *a = _mm256_fmadd_ps(_mm256_loadu_ps(xb.add(xo + 8 * k)), _mm256_loadu_ps(wb.add(wo + 8 * k)), *a);
+                    }
+                }
+                start = end;
+                for (k, a) in acc.iter().enumerate().take(nb) {
+                    _mm256_storeu_ps(yt.as_mut_ptr().add(pix * cp + c0 + 8 * k), *a);
+                }
+            }
+            cb += nb;
+        }
+    }
+}
+
+#[cfg(all(test, target_arch = "x86_64"))]
+mod tests {
+    use super::super::super::{eval, Scratch};
+    use super::super::tests::rnd;
+    use crate::ir::infer::infer_graph;
+    use crate::ir::{Activation, AutoPad, ConvAttrs, DType, Graph, Op, Tensor};
+    use crate::runtime::CpuEval;
+
+    /// The channel-lane kernel against the direct kernel on the same node: channel counts around the 8 lanes
+    /// and the 4-block groups, strides, dilations, asymmetric pads, 5×5 and 1×3 kernels, a batch of 2, with and
+    /// without bias and activations; a depth multiplier and large planes are declined.
+    #[test]
+    fn channel_lanes_equal_the_direct_kernel() {
+        if !crate::runtime::kernels::numeric::vector::avx2_fma() {
+            return;
+        }
+        let attrs = |k: [usize; 2], s: usize, d: usize, pads: [usize; 4], group: usize, act| ConvAttrs {
+            kernel_shape: k.to_vec(),
+            strides: vec![s; 2],
+            dilations: vec![d; 2],
+            pads: pads.to_vec(),
+            auto_pad: AutoPad::NotSet,
+            group,
+            activation: act,
+        };
+        let cases = vec![
+            (vec![1, 336, 3, 3], attrs([3, 3], 1, 1, [1, 1, 1, 1], 336, Some(Activation::Relu6)), true),
+            (vec![1, 96, 12, 12], attrs([3, 3], 2, 1, [0, 0, 1, 1], 96, Some(Activation::Clip { min: 0.0, max: 6.0 })), true),
+            (vec![2, 13, 7, 9], attrs([5, 5], 1, 1, [2, 2, 2, 2], 13, None), false),
+            (vec![1, 40, 8, 8], attrs([3, 3], 1, 2, [2, 1, 0, 2], 40, Some(Activation::Silu)), true),
+            (vec![1, 3, 5, 11], attrs([1, 3], 1, 1, [0, 1, 0, 1], 3, Some(Activation::Relu)), true),
+            (vec![1, 72, 1, 1], attrs([3, 3], 1, 1, [1, 1, 1, 1], 72, None), true),
+        ];
+        for (seed, (xs, a, with_bias)) in cases.into_iter().enumerate() {
+            let c = xs[1];
+            let ws = vec![c, 1, a.kernel_shape[0], a.kernel_shape[1]];
+            let mut g = Graph::new("dw");
+            let x = g.add_input("x", DType::F32, xs.clone());
+            let w = g.add_constant("w", Tensor::from_f32(ws.clone(), rnd(ws.iter().product(), seed as u64 + 1)));
+            let b = with_bias.then(|| g.add_constant("b", Tensor::from_f32(vec![c], rnd(c, 77))));
+            let y = g.add_value("y", DType::F32, vec![]);
+            g.add_node("conv", Op::Conv(a.clone()), vec![Some(x), Some(w), b], vec![y]);
+            g.outputs.push(y);
+            infer_graph(&mut g, &CpuEval).unwrap();
+            let k = super::prepare(&g, 0).unwrap_or_else(|| panic!("case {seed}: not prepared"));
+            let xt = Tensor::from_f32(xs.clone(), rnd(xs.iter().product(), seed as u64 + 100));
+            let tensors: Vec<Option<&Tensor>> = g.nodes[0].inputs.iter().map(|i| i.map(|v| g.values[v.0].constant.as_ref().unwrap_or(&xt))).collect();
+            let mut want = vec![Tensor::default()];
+            eval(&g.nodes[0].op, &tensors, &mut want, &mut Scratch::default()).unwrap();
+            let mut given = tensors.clone();
+            given[1] = None;
+            let mut got = vec![Tensor::default()];
+            k.run(&given, &mut got, &mut Scratch::default()).unwrap();
+            assert_eq!(got[0].shape, want[0].shape, "case {seed}");
+            for (i, (p, q)) in got[0].as_f32().unwrap().iter().zip(want[0].as_f32().unwrap()).enumerate() {
+                assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()), "case {seed}: element {i}: {p} vs {q}");
+            }
+        }
+        // a depth multiplier of 2, and a plane over the limit: declined
+        for (xs, ws, group) in [(vec![1, 8, 6, 6], vec![16, 1, 3, 3], 8), (vec![1, 8, 48, 48], vec![8, 1, 3, 3], 8)] {
+            let mut g = Graph::new("dw");
+            let x = g.add_input("x", DType::F32, xs);
+            let w = g.add_constant("w", Tensor::from_f32(ws.clone(), rnd(ws.iter().product(), 3)));
+            let y = g.add_value("y", DType::F32, vec![]);
+            g.add_node("conv", Op::Conv(attrs([3, 3], 1, 1, [1, 1, 1, 1], group, None)), vec![Some(x), Some(w), None], vec![y]);
+            g.outputs.push(y);
+            infer_graph(&mut g, &CpuEval).unwrap();
+            assert!(super::prepare(&g, 0).is_none());
+        }
+    }
+}
