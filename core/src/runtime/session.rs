@@ -4,7 +4,8 @@
 //! assigns every computed value a buffer from a pool: when a value's last reader has run, its buffer goes back
 //! to the pool and a later value of the same dtype reuses it (best fit by size). Buffers keep their capacity
 //! between runs, so after the first run a steady-state run allocates no tensor memory but the outputs it
-//! returns: their buffers are handed to the caller, not copied, and allocated again by the next run.
+//! returns: their buffers are handed to the caller, not copied, and allocated again by the next run (a graph
+//! output has a buffer of its own, not one from the pool, so no other value loses its memory with it).
 //!
 //! Threads: a `Session` is `Send + Sync`. [`Session::run`] takes `&mut self` because it writes the planned
 //! buffers, so one session serves one run at a time: share it across threads behind a `Mutex`, or give each
@@ -135,9 +136,13 @@ impl Session {
                         b => return Err(limits::over_budget(&output_text(node, n, v), b)),
                     }
                 };
-                // best fit among free buffers of the same dtype
+                // best fit among free buffers of the same dtype; never for a graph output: its buffer goes to the
+                // caller after each run, and a pooled one would leave the value that shares it to allocate (and
+                // fault in) its memory again on every run
+                let graph_output = graph.outputs.contains(o);
                 let pick = free
                     .iter()
+                    .filter(|_| !graph_output)
                     .enumerate()
                     .filter(|(_, &b)| buf_info[b].0 == v.dtype)
                     .min_by_key(|(_, &b)| {
@@ -587,6 +592,34 @@ mod tests {
         for o in outs {
             assert_eq!(o[0].view::<f32>().unwrap(), &[0.0; 4]);
         }
+    }
+
+    /// A graph output never takes a pooled buffer: it is handed to the caller after each run, and the big
+    /// intermediate that shared it would then allocate (and page-fault in) its memory again on every run (what
+    /// a face detector's channel paddings did, 290 page faults a run). The intermediates' buffers stay where
+    /// they are from one run to the next.
+    #[test]
+    fn outputs_do_not_take_the_intermediates_buffers() {
+        let mut g = Graph::new("big-then-small");
+        let x = g.add_input("x", DType::F32, vec![64, 64]);
+        let a = g.add_value("a", DType::F32, vec![]);
+        let b = g.add_value("b", DType::F32, vec![]);
+        let o = g.add_value("o", DType::F32, vec![]);
+        g.add_node("n0", Op::Unary(UnaryOp::Neg), vec![Some(x)], vec![a]);
+        g.add_node("n1", Op::Unary(UnaryOp::Neg), vec![Some(a)], vec![b]);
+        g.add_node("n2", Op::Reduce { op: crate::ir::ops::reduce::ReduceOp::Sum, axes: Some(vec![0, 1]), keepdims: true, noop_with_empty_axes: false }, vec![Some(b)], vec![o]);
+        g.outputs.push(o);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        let mut s = Session::new(g).unwrap();
+        let x = Tensor::from_f32(vec![64, 64], vec![1.0; 4096]);
+        let places = |s: &Session| s.bufs.iter().map(|t| t.as_f32().map(|v| (v.as_ptr(), v.len()))).collect::<Vec<_>>();
+        assert_eq!(s.run(&[x.clone()]).unwrap()[0].as_f32().unwrap(), &[4096.0]);
+        let first = places(&s);
+        for _ in 0..3 {
+            s.run(&[x.clone()]).unwrap();
+            assert_eq!(places(&s), first, "a buffer moved between runs");
+        }
+        assert!(first.iter().flatten().filter(|(_, n)| *n == 4096).count() >= 2, "{first:?}");
     }
 
     #[test]
