@@ -318,7 +318,7 @@ fn loops_with_scan_outputs_that_cannot_unroll_export_as_a_growing_while_like_onn
 fn int8_models_keep_control_flow_float_between_quantize_ops_equal_to_litert() {
     let Some(py) = oracle::python() else { return };
     let dir = models(&py, "cf_export_int8");
-    for (name, op) in [("if_nested", "IF"), ("loop_plain", "WHILE"), ("loop_swap", "WHILE")] {
+    for (name, op) in [("if_nested", "IF"), ("loop_plain", "WHILE"), ("loop_swap", "WHILE"), ("loop_stop_scan", "WHILE")] {
         let g = loaded(&dir.join(format!("{name}.onnx")));
         let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&g), 6, 77, -3.0, 3.0);
         for float_io in [false, true] {

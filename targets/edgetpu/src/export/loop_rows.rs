@@ -44,8 +44,10 @@ pub(super) fn with_row_shapes(g: &Graph) -> Result<Option<(Graph, HashSet<ValueI
             }
             Op::QuantizeLinear { .. } | Op::DequantizeLinear { .. } | Op::Identity => {
                 if let (Some(x), Some(&y)) = (n.input(0), n.outputs.first()) {
-                    if run_time.contains(&x) && c.value(y).dynamic {
+                    // (the quantizer's copies of a run-time value may not be marked dynamic themselves)
+                    if run_time.contains(&x) {
                         c.values[y.0].shape = c.value(x).shape.clone();
+                        c.values[y.0].dynamic = true;
                         run_time.insert(y);
                         rows.insert(y);
                     }
