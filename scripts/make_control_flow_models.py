@@ -22,6 +22,8 @@ Good models (float inputs only, so random inputs drive them):
                  (for the TFLite export: a WHILE growing the scan outputs, their length known only at run time).
   loop_stop_scan Loop with a constant trip count (10) and a condition computed in the body that stops it early,
                  a scan output; float inputs only (for the int8 export too).
+  loop_scan_used loop_scan followed by a ReduceSum (node 'total') of its scan output (the TFLite export refuses it:
+                 such a scan output may only be a graph output).
   scan_axes      Scan (opset 16) with reversed input, scan axis 1, output axis 1 and a reversed output.
   scan8          Scan opset 8 form (batch axis, no sequence_lens).
 Bad models:
@@ -276,6 +278,17 @@ def loop_stop_scan():
     return model(g)
 
 
+def loop_scan_used():
+    """loop_scan followed by a ReduceSum (node 'total') of its scan output."""
+    m = loop_scan()
+    g = m.graph
+    g.node.append(h.make_node("ReduceSum", ["scans"], ["scans_total"], keepdims=0, name="total"))
+    del g.output[1]
+    g.output.append(vi("scans_total", T.FLOAT, []))
+    g.name = "loop_scan_used"
+    return m
+
+
 def loop_plain():
     body = h.make_graph(
         [h.make_node("Identity", ["cond_in"], ["cond_out"]), h.make_node("Mul", ["v_in", "half"], ["m"]), h.make_node("Add", ["m", "x"], ["v_out"])],
@@ -522,7 +535,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_if", loop_if), ("loop_swap", loop_swap), ("loop_grow", loop_grow),
-                    ("loop_stack", loop_stack), ("loop_long", loop_long), ("loop_count_scan", loop_count_scan), ("loop_stop_scan", loop_stop_scan),
+                    ("loop_stack", loop_stack), ("loop_long", loop_long), ("loop_count_scan", loop_count_scan), ("loop_stop_scan", loop_stop_scan), ("loop_scan_used", loop_scan_used),
                     ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62),
                     ("bad_region_bomb", bad_region_bomb)]:
         save(out, name, f())

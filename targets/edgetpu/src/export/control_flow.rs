@@ -7,10 +7,10 @@
 //!   `WHILE` over the variables `(i, M, cond, carried..., captures...)` (`i` from 0, `M` the int64 maximum when
 //!   absent, `cond` true when absent). Its condition subgraph is `i < M && cond`; its body subgraph is the
 //!   region followed by `i + 1`, with `M` and the captures passed through.
-//! - A Loop with scan outputs has no WHILE form (WHILE keeps its variables' shapes, so it cannot stack them):
-//!   `quant::prepare` unrolls it when its iteration count is known before running (`quant::unroll` says how,
-//!   and why unrolling rather than a WHILE writing preallocated buffers); one that cannot unroll (a condition
-//!   that may stop it early, a trip count known only at run time, too many nodes) is refused with the reason.
+//! - A Loop with scan outputs: `quant::prepare` unrolls it when its iteration count is known before running
+//!   (`quant::unroll` says how, and why); one that cannot unroll (a condition that may stop it early, a trip
+//!   count known only at run time, too many nodes) is a WHILE with one more loop variable per scan output, an
+//!   accumulator growing by a row per iteration, written after the captures (`loop_rows.rs`).
 
 use tpu_sdk_core::format::tflite::builder::*;
 use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options};
@@ -24,12 +24,13 @@ use super::layout::ident;
 use super::tensors::i32s;
 use super::Ex;
 
-/// Why Loop `n` with `k` scan outputs has no TFLite form: it did not unroll, and WHILE cannot stack them.
+/// Why Loop `n` with `k` scan outputs has no TFLite form: it did not unroll, and a WHILE cannot grow them (a
+/// scan output whose slices are known only at run time, or a Loop inside another region).
 fn scan_outputs_refusal(g: &Graph, n: &Node, k: usize) -> String {
     let why = loop_iterations(g, n).err().unwrap_or_else(|| "its body's iteration number or condition is not a scalar int64 / bool".into());
     let s = if k == 1 { "" } else { "s" };
     format!(
-        "the Loop has {k} scan output{s}, which TFLite's WHILE cannot stack (it keeps static shapes); such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
+        "the Loop has {k} scan output{s}, which a TFLite WHILE grows only in the main graph and with slices of a shape known before running; such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
     )
 }
 
@@ -182,11 +183,11 @@ impl<'g> Ex<'g> {
         let nc = a.num_carried;
         let body = &*a.body;
         // scan outputs: accumulators the WHILE grows (`loop_rows.rs`); they must be the stacked values
-        let n_scan = body.outputs.len() - 1 - nc;
-        if n.outputs[nc..].iter().any(|o| self.cur != 0 || !self.rows.contains(o)) {
+        let n_scan = body.outputs.len().saturating_sub(1 + nc);
+        if n.outputs.iter().skip(nc).any(|o| self.cur != 0 || !self.rows.contains(o)) {
             return Err(self.unsupported(scan_outputs_refusal(self.g, n, n_scan)));
         }
-        let n_caps = n.inputs.len() - 2 - nc;
+        let n_caps = n.inputs.len().saturating_sub(2 + nc);
         let name = n.name.clone();
         // the loop variables in the enclosing subgraph
         let i0 = self.constant_as(&format!("{name}/i0"), &Tensor::scalar(0i64), false)?;
@@ -321,11 +322,12 @@ impl<'g> Ex<'g> {
         self.op(bo::WHILE, 1, vars, outs, Some(opts));
         // the scan outputs: the rows after the first
         for (j, (&all, &o)) in stacked.iter().zip(&acc_outs).enumerate() {
-            let r = self.sg_ref().tensors[o as usize].shape.len();
-            let mut begin = vec![0; r];
-            begin[0] = 1;
-            let mut size = vec![-1; r];
-            size[1..].copy_from_slice(&self.sg_ref().tensors[o as usize].shape[1..]);
+            let shape = self.sg_ref().tensors[o as usize].shape.clone();
+            let Some((_, slice_shape)) = shape.split_first() else {
+                return Err(self.unsupported(format!("scan output {j} is a scalar; the rows of a scan output have rank 1 or more")));
+            };
+            let begin: Vec<i32> = std::iter::once(1).chain(slice_shape.iter().map(|_| 0)).collect();
+            let size: Vec<i32> = std::iter::once(-1).chain(slice_shape.iter().copied()).collect();
             let begin = self.const_i32(&format!("{name}/rows{j}/begin"), begin)?;
             let size = self.const_i32(&format!("{name}/rows{j}/size"), size)?;
             self.op(bo::SLICE, 1, vec![all, begin, size], vec![o], None);

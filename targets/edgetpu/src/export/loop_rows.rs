@@ -1,8 +1,10 @@
-//! The scan outputs of a `Loop` that did not unroll (its trip count known only at run time, or a condition that
-//! may stop it early): TFLite's `WHILE` carries each as one more loop variable, an accumulator that starts empty
-//! (`[0, ...slice]`) and grows by a `CONCATENATION` of the iteration's slice (`RESHAPE`d to `[1, ...slice]`)
-//! every iteration. LiteRT's WHILE lets a loop variable change shape from one iteration to the next (it resizes
-//! the variable and re-prepares the body), so no trip count bound or preallocated buffer is needed.
+//! The scan outputs of a `Loop` that did not unroll (its trip count known only at run time, a condition that
+//! may stop it early, too many iterations): TFLite's `WHILE` carries each as one more loop variable, an
+//! accumulator that grows by a `CONCATENATION` of the iteration's slice (`RESHAPE`d to `[1, ...slice]`) every
+//! iteration. LiteRT's WHILE lets a loop variable change shape from one iteration to the next (it resizes the
+//! variable and re-prepares the body), so no trip count bound or preallocated buffer is needed. It fails to
+//! invoke with a loop variable of 0 rows (ai-edge-litert 2.3), so the accumulator starts with one row of zeros
+//! and a `SLICE` after the WHILE drops it (`control_flow.rs` writes these ops).
 //!
 //! In the IR such a scan output has a shape known only at run time. The export gives it the shape
 //! `[0, ...slice]` with the signature `[-1, ...slice]` (and the same to a `QuantizeLinear`, `DequantizeLinear` or
