@@ -18,6 +18,12 @@ Good models (float inputs only, so random inputs drive them):
                  (a running sum and an RNN-like state) and two scan outputs, one scaled by the iteration number
                  (for the TFLite export: unrolled).
   loop_long      Loop with scan outputs and 5000 iterations: too many to unroll (the TFLite export refuses it).
+  loop_count_scan  Loop whose trip count is an int64 input, a carried value, a captured input and two scan outputs
+                 (for the TFLite export: a WHILE growing the scan outputs, their length known only at run time).
+  loop_stop_scan Loop with a constant trip count (10) and a condition computed in the body that stops it early,
+                 a scan output; float inputs only (for the int8 export too).
+  loop_scan_used loop_scan followed by a ReduceSum (node 'total') of its scan output (the TFLite export refuses it:
+                 such a scan output may only be a graph output).
   scan_axes      Scan (opset 16) with reversed input, scan axis 1, output axis 1 and a reversed output.
   scan8          Scan opset 8 form (batch axis, no sequence_lens).
 Bad models:
@@ -220,6 +226,67 @@ def loop_long():
         [nh.from_array(np.array(5000, np.int64), "M")],
     )
     return model(g)
+
+
+def loop_count_scan():
+    body = h.make_graph(
+        [
+            const("half", np.float32(0.5)),
+            h.make_node("Mul", ["acc_in", "half"], ["decayed"]),
+            h.make_node("Add", ["decayed", "x"], ["acc_out"]),
+            h.make_node("Cast", ["i"], ["i_f"], to=T.FLOAT),
+            h.make_node("Mul", ["acc_out", "i_f"], ["y_t"]),
+            h.make_node("ReduceSum", ["acc_out", "axis1"], ["z_t"], keepdims=0),
+            h.make_node("Identity", ["cond_in"], ["cond_out"]),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("acc_in", T.FLOAT, [2, 3])],
+        [vi("cond_out", T.BOOL, []), vi("acc_out", T.FLOAT, [2, 3]), vi("y_t", T.FLOAT, [2, 3]), vi("z_t", T.FLOAT, [2])],
+    )
+    g = h.make_graph(
+        [const("axis1", np.array([1], np.int64)), h.make_node("Loop", ["m", "", "x"], ["acc", "ys", "zs"], body=body, name="count_loop")],
+        "loop_count_scan",
+        [vi("x", T.FLOAT, [2, 3]), vi("m", T.INT64, [])],
+        [vi("acc", T.FLOAT, [2, 3]), vi("ys", T.FLOAT, [None, 2, 3]), vi("zs", T.FLOAT, [None, 2])],
+    )
+    return model(g)
+
+
+def loop_stop_scan():
+    body = h.make_graph(
+        [
+            const("grow", np.float32(1.5)),
+            h.make_node("Mul", ["s_in", "grow"], ["scaled"]),
+            h.make_node("Add", ["scaled", "x"], ["s_out"]),
+            const("two", np.float32(2.0)),
+            h.make_node("Mul", ["s_out", "two"], ["y_t"]),
+            h.make_node("ReduceSum", ["s_out"], ["total"], keepdims=0),
+            const("limit", np.float32(6.0)),
+            h.make_node("Less", ["total", "limit"], ["cond_out"]),
+        ],
+        "body",
+        [vi("i", T.INT64, []), vi("cond_in", T.BOOL, []), vi("s_in", T.FLOAT, [3])],
+        [vi("cond_out", T.BOOL, []), vi("s_out", T.FLOAT, [3]), vi("y_t", T.FLOAT, [3])],
+    )
+    g = h.make_graph(
+        [h.make_node("Loop", ["M", "", "x"], ["s", "ys"], body=body, name="stop_loop")],
+        "loop_stop_scan",
+        [vi("x", T.FLOAT, [3])],
+        [vi("s", T.FLOAT, [3]), vi("ys", T.FLOAT, [None, 3])],
+        [nh.from_array(np.array(10, np.int64), "M")],
+    )
+    return model(g)
+
+
+def loop_scan_used():
+    """loop_scan followed by a ReduceSum (node 'total') of its scan output."""
+    m = loop_scan()
+    g = m.graph
+    g.node.append(h.make_node("ReduceSum", ["scans"], ["scans_total"], keepdims=0, name="total"))
+    del g.output[1]
+    g.output.append(vi("scans_total", T.FLOAT, []))
+    g.name = "loop_scan_used"
+    return m
 
 
 def loop_plain():
@@ -468,7 +535,7 @@ def main():
     out = sys.argv[1]
     os.makedirs(out, exist_ok=True)
     for name, f in [("if_nested", if_nested), ("loop_scan", loop_scan), ("loop_while", loop_while), ("loop_symbolic", loop_symbolic), ("loop_plain", loop_plain), ("loop_if", loop_if), ("loop_swap", loop_swap), ("loop_grow", loop_grow),
-                    ("loop_stack", loop_stack), ("loop_long", loop_long),
+                    ("loop_stack", loop_stack), ("loop_long", loop_long), ("loop_count_scan", loop_count_scan), ("loop_stop_scan", loop_stop_scan), ("loop_scan_used", loop_scan_used),
                     ("scan_axes", scan_axes), ("scan8", scan8), ("bad_loop_2_62", bad_loop_2_62),
                     ("bad_region_bomb", bad_region_bomb)]:
         save(out, name, f())

@@ -228,8 +228,65 @@ fn bad_control_flow_is_refused_clearly() {
     let q = tmp.path().join("stack_edgetpu.tflite");
     let out = cli::ok(tpu_sdk(&["compile", &m("loop_stack"), "--target", "edgetpu", "-o", q.to_str().unwrap(), "--calibration", cal.to_str().unwrap()]));
     assert!(q.exists() && out.contains("CONCATENATION") && !out.contains("WHILE"), "edgetpu loop_stack: {out}");
-    // (loop_scan's Abs has no int8 kernel, so the float TFLite export shows the Loop's refusal)
+    // a Loop with scan outputs whose condition may stop it early compiles for TFLite as a WHILE growing them
+    // (LiteRT runs it: a_loop_with_run_time_scan_outputs_compiles_for_tflite_and_edgetpu_as_a_while)
     let q = tmp.path().join("scan.tflite");
-    let (_, err) = expect(tpu_sdk(&["compile", &m("loop_scan"), "--target", "tflite", "-o", q.to_str().unwrap()]), 3);
-    assert!(err.contains("(Loop): the Loop has 1 scan output,") && err.contains("may stop it before M iterations"), "tflite loop_scan: {err}");
+    let out = cli::ok(tpu_sdk(&["compile", &m("loop_scan"), "--target", "tflite", "-o", q.to_str().unwrap()]));
+    assert!(q.exists() && out.contains("WHILE"), "tflite loop_scan: {out}");
+    // a use of such a scan output other than as a graph output is refused naming the node and why
+    let q = tmp.path().join("scan_used.tflite");
+    let (_, err) = expect(tpu_sdk(&["compile", &m("loop_scan_used"), "--target", "tflite", "-o", q.to_str().unwrap()]), 3);
+    assert!(err.contains("'total' (Reduce") && err.contains("is the scan output of a Loop whose length is known only at run time"), "tflite loop_scan_used: {err}");
+}
+
+/// `compile --target tflite` of Loops with scan outputs that cannot unroll (`loop_count_scan`: its trip count
+/// an int64 input, 0 included; `loop_stop_scan`: a condition computed in the body stops it early): a WHILE growing
+/// each scan output; LiteRT runs the file within 1e-5 of onnxruntime on inputs that give scan outputs of
+/// different lengths. `--target edgetpu` with calibration keeps the WHILE float between DEQUANTIZE and QUANTIZE,
+/// and LiteRT runs the int8 file.
+#[test]
+fn a_loop_with_run_time_scan_outputs_compiles_for_tflite_and_edgetpu_as_a_while() {
+    let Some(py) = oracle::python() else { return };
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = models(&py, tmp.path());
+    let litert = |f: &Path, inputs: Vec<tpu_sdk::Tensor>| {
+        tpu_sdk_test_support::litert::run_bytes(&py, &std::fs::read(f).unwrap(), tpu_sdk_test_support::litert::REFERENCE, &[inputs]).unwrap_or_else(|e| panic!("LiteRT: {e}")).remove(0)
+    };
+    let x23 = tpu_sdk_test_support::rand_f32(&[2, 3], 5);
+    let count_cases: Vec<Vec<(String, tpu_sdk::Tensor)>> =
+        [0i64, 1, 5].iter().map(|&m| vec![("x".to_string(), x23.clone()), ("m".to_string(), tpu_sdk::Tensor::scalar(m))]).collect();
+    let stop_cases: Vec<Vec<(String, tpu_sdk::Tensor)>> =
+        [-1.0f32, 0.2, 0.6, 3.0].iter().map(|&c| vec![("x".to_string(), tpu_sdk::Tensor::from_f32(vec![3], vec![c, c * 0.5, c]))]).collect();
+    for (name, cases) in [("loop_count_scan", count_cases), ("loop_stop_scan", stop_cases)] {
+        let path = dir.join(format!("{name}.onnx"));
+        let f = tmp.path().join(format!("{name}.tflite"));
+        let out = cli::ok(tpu_sdk(&["compile", path.to_str().unwrap(), "--target", "tflite", "-o", f.to_str().unwrap()]));
+        assert!(out.contains("WHILE"), "{name}: {out}");
+        let mut lengths = Vec::new();
+        for (k, named) in cases.iter().enumerate() {
+            let theirs = onnxruntime::run_model(&py, &path, named, &tmp.path().join(format!("ort_{name}_{k}")));
+            let lite = litert(&f, named.iter().map(|(_, t)| t.clone()).collect());
+            assert_eq!(lite.len(), theirs.len(), "{name}: outputs");
+            for (j, (a, b)) in lite.iter().zip(&theirs).enumerate() {
+                assert_eq!(a.shape, b.shape, "{name} case {k} output {j}");
+                relative_to_mean(name, j, a, b, "onnxruntime", 1e-5).unwrap();
+            }
+            lengths.push(theirs[1].shape[0]);
+        }
+        println!("{name}: LiteRT equal to onnxruntime within 1e-5, scan outputs of {lengths:?} rows");
+        lengths.dedup();
+        assert!(lengths.len() > 2, "{name}: the cases should give scan outputs of several lengths: {lengths:?}");
+    }
+    // int8: calibration samples for loop_stop_scan's x
+    let cal = tmp.path().join("cal");
+    for (k, s) in tpu_sdk_test_support::f32_samples(&[vec![3]], 6, 13, -2.0, 2.0).iter().enumerate() {
+        std::fs::create_dir_all(cal.join(format!("{k}"))).unwrap();
+        tpu_sdk::core::npy::write(&cal.join(format!("{k}/x.npy")), &s[0]).unwrap();
+    }
+    let q = tmp.path().join("stop_edgetpu.tflite");
+    let path = dir.join("loop_stop_scan.onnx");
+    let out = cli::ok(tpu_sdk(&["compile", path.to_str().unwrap(), "--target", "edgetpu", "-o", q.to_str().unwrap(), "--calibration", cal.to_str().unwrap()]));
+    assert!(q.exists() && out.contains("WHILE is control flow, which the Edge TPU does not run"), "edgetpu: {out}");
+    let int8 = tpu_sdk_test_support::litert::run_bytes(&py, &std::fs::read(&q).unwrap(), tpu_sdk_test_support::litert::REFERENCE, &[]);
+    assert!(int8.is_ok(), "the int8 file does not load in LiteRT: {int8:?}");
 }

@@ -13,13 +13,14 @@
 //!   scan output's slices stack on a new axis 0. [`super::prepare`] folds the constants this leaves (a cast of
 //!   the iteration number, the body's condition) afterwards.
 //!
-//! Why unrolling and not a TFLite `WHILE`: TFLite's WHILE keeps its loop variables' shapes, so it cannot stack
-//! scan outputs as ONNX does; it could write them into preallocated `[M, ...]` buffers carried as loop variables
-//! (`DYNAMIC_UPDATE_SLICE` at row `i`), which keeps the file small for long loops. But a WHILE runs on the CPU
+//! Why unrolling when the count is known, and not a TFLite `WHILE` growing the scan outputs (the exporter's form
+//! for a Loop that cannot unroll, which keeps the file small for long loops): a WHILE runs on the CPU
 //! only (the Edge TPU takes no control flow) and stays float between DEQUANTIZE and QUANTIZE in an int8 model,
 //! while the unrolled form is ordinary ops that quantize with calibrated ranges per iteration and that the Edge
 //! TPU compiler can map; and a Scan has to be unrolled anyway. So the three forms unroll, up to
-//! [`MAX_UNROLLED_NODES`] nodes; a longer Loop with scan outputs is refused by the exporter with its size.
+//! [`MAX_UNROLLED_NODES`] nodes; a Loop with scan outputs that cannot unroll (too long, a trip count known only
+//! at run time, a condition that may stop it early) stays, and the TFLite exporter writes it as a WHILE growing
+//! each scan output by a row per iteration (LiteRT's WHILE lets a loop variable change shape).
 
 use crate::ir::ops::control_flow::{static_trip_count, LoopAttrs, ScanAttrs};
 use crate::ir::ops::TypeInfo;

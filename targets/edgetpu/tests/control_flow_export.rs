@@ -289,18 +289,25 @@ fn unrolled_scans_and_loops_quantize_to_int8_equal_to_litert() {
     }
 }
 
-/// A Loop with scan outputs that cannot unroll is refused, naming the Loop and why: `loop_scan`'s body computes
-/// a condition that may stop it early (its scan output's length is known only at run time), `loop_long` runs
-/// 5000 iterations (more than the unroller's node limit).
+/// A Loop with scan outputs that cannot unroll exports as a WHILE that grows each scan output by a row per
+/// iteration (CONCATENATION onto an accumulator that starts with 0 rows): `loop_scan` and `loop_stop_scan`
+/// (a condition computed in the body that stops them early), `loop_count_scan` (its trip count an int64 input,
+/// 0 to 19 trips: 0 included), `loop_long` (5000 iterations, too many to unroll). LiteRT runs the files equal to
+/// onnxruntime.
 #[test]
-fn loops_with_scan_outputs_that_cannot_unroll_are_refused_with_the_reason() {
+fn loops_with_scan_outputs_that_cannot_unroll_export_as_a_growing_while_like_onnxruntime() {
     let Some(py) = oracle::python() else { return };
-    let dir = models(&py, "cf_export_refused");
-    for (name, want) in [("loop_scan", "its body computes the condition, which may stop it before M iterations"), ("loop_long", "it runs 5000 iterations of")] {
-        let g = loaded(&dir.join(format!("{name}.onnx")));
-        let e = export(&g, &ExportOptions::default()).unwrap_err().to_string();
-        assert!(e.contains(want) && e.contains("TFLite export of node") && e.contains("(Loop): the Loop has 1 scan output, which TFLite's WHILE cannot stack"), "{name}: {e}");
-        println!("{name}: {e}");
+    let dir = models(&py, "cf_export_rows");
+    for name in ["loop_scan", "loop_stop_scan", "loop_count_scan", "loop_long"] {
+        let path = dir.join(format!("{name}.onnx"));
+        let g = loaded(&path);
+        let ex = export(&g, &ExportOptions::default()).unwrap_or_else(|e| panic!("{name}: export refused: {e}"));
+        let (ops, n_sg) = ops_of(&ex.bytes, 0);
+        let (body_ops, _) = ops_of(&ex.bytes, 2);
+        assert!(ops.iter().any(|o| o == "WHILE") && n_sg == 3 && body_ops.iter().any(|o| o == "CONCATENATION"), "{name}: main ops {ops:?}, body {body_ops:?}");
+        let seeds = if name == "loop_long" { 1 } else { 6 };
+        let worst = litert_like_onnxruntime(&py, &dir, name, &path, &g, &ex, seeds);
+        println!("{name:<16} WHILE growing its scan outputs; LiteRT worst relative error vs onnxruntime {worst:.1e}");
     }
 }
 
@@ -311,7 +318,7 @@ fn loops_with_scan_outputs_that_cannot_unroll_are_refused_with_the_reason() {
 fn int8_models_keep_control_flow_float_between_quantize_ops_equal_to_litert() {
     let Some(py) = oracle::python() else { return };
     let dir = models(&py, "cf_export_int8");
-    for (name, op) in [("if_nested", "IF"), ("loop_plain", "WHILE"), ("loop_swap", "WHILE")] {
+    for (name, op) in [("if_nested", "IF"), ("loop_plain", "WHILE"), ("loop_swap", "WHILE"), ("loop_stop_scan", "WHILE")] {
         let g = loaded(&dir.join(format!("{name}.onnx")));
         let eval = tpu_sdk_test_support::f32_samples(&int8_support::input_shapes(&g), 6, 77, -3.0, 3.0);
         for float_io in [false, true] {

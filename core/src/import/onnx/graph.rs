@@ -754,6 +754,8 @@ pub(super) struct Formal {
     pub shape: Vec<usize>,
     /// Known only at run time.
     pub dynamic: bool,
+    /// The rank when `dynamic` and known (the value's rank does not change from one run to the next).
+    pub rank: Option<usize>,
 }
 
 impl<'m> Cx<'m> {
@@ -802,7 +804,7 @@ impl<'m> Cx<'m> {
             let v = cx.g.add_input(name, f.dtype, f.shape.clone());
             cx.g.values[v.0].dynamic = f.dynamic;
             if f.dynamic {
-                if let Some(r) = self.rank_hints.get(name).copied().or_else(|| cx.rank_hints.get(name).copied()) {
+                if let Some(r) = f.rank.or_else(|| self.rank_hints.get(name).copied()).or_else(|| cx.rank_hints.get(name).copied()) {
                     cx.dyn_ranks.insert(v, r);
                 }
             }

@@ -84,6 +84,8 @@ pub fn dynamic_ranks(cx: &Cx, idx: usize) -> Vec<Option<usize>> {
                 _ => None,
             }
         }
+        // control flow: the importer records its outputs' ranks from the regions (ops/control_flow.rs)
+        Op::If(_) | Op::Loop(_) | Op::Scan(_) => None,
         // everything else keeps the rank of its first input
         _ => same,
     };

@@ -7,13 +7,13 @@
 //!   `WHILE` over the variables `(i, M, cond, carried..., captures...)` (`i` from 0, `M` the int64 maximum when
 //!   absent, `cond` true when absent). Its condition subgraph is `i < M && cond`; its body subgraph is the
 //!   region followed by `i + 1`, with `M` and the captures passed through.
-//! - A Loop with scan outputs has no WHILE form (WHILE keeps its variables' shapes, so it cannot stack them):
-//!   `quant::prepare` unrolls it when its iteration count is known before running (`quant::unroll` says how,
-//!   and why unrolling rather than a WHILE writing preallocated buffers); one that cannot unroll (a condition
-//!   that may stop it early, a trip count known only at run time, too many nodes) is refused with the reason.
+//! - A Loop with scan outputs: `quant::prepare` unrolls it when its iteration count is known before running
+//!   (`quant::unroll` says how, and why); one that cannot unroll (a condition that may stop it early, a trip
+//!   count known only at run time, too many nodes) is a WHILE with one more loop variable per scan output, an
+//!   accumulator growing by a row per iteration, written after the captures (`loop_rows.rs`).
 
 use tpu_sdk_core::format::tflite::builder::*;
-use tpu_sdk_core::format::tflite::schema::{builtin_operator as bo, builtin_options};
+use tpu_sdk_core::format::tflite::schema::{activation as act, builtin_operator as bo, builtin_options};
 use tpu_sdk_core::format::tflite::tensor_type_of;
 use tpu_sdk_core::ir::ops::control_flow::{IfAttrs, LoopAttrs};
 use tpu_sdk_core::ir::{DType, Graph, Node, Op, Tensor, ValueId};
@@ -24,12 +24,13 @@ use super::layout::ident;
 use super::tensors::i32s;
 use super::Ex;
 
-/// Why Loop `n` with `k` scan outputs has no TFLite form: it did not unroll, and WHILE cannot stack them.
+/// Why Loop `n` with `k` scan outputs has no TFLite form: it did not unroll, and a WHILE cannot grow them (a
+/// scan output whose slices are known only at run time, or a Loop inside another region).
 fn scan_outputs_refusal(g: &Graph, n: &Node, k: usize) -> String {
     let why = loop_iterations(g, n).err().unwrap_or_else(|| "its body's iteration number or condition is not a scalar int64 / bool".into());
     let s = if k == 1 { "" } else { "s" };
     format!(
-        "the Loop has {k} scan output{s}, which TFLite's WHILE cannot stack (it keeps static shapes); such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
+        "the Loop has {k} scan output{s}, which a TFLite WHILE grows only in the main graph and with slices of a shape known before running; such a Loop exports unrolled when its iteration count is known before running, and this one cannot unroll: {why}; the CPU and cloud-tpu targets run it"
     )
 }
 
@@ -181,9 +182,12 @@ impl<'g> Ex<'g> {
     pub(super) fn loop_op(&mut self, n: &Node, a: &'g LoopAttrs) -> Result<()> {
         let nc = a.num_carried;
         let body = &*a.body;
-        if body.outputs.len() != 1 + nc {
-            return Err(self.unsupported(scan_outputs_refusal(self.g, n, body.outputs.len() - 1 - nc)));
+        // scan outputs: accumulators the WHILE grows (`loop_rows.rs`); they must be the stacked values
+        let n_scan = body.outputs.len().saturating_sub(1 + nc);
+        if n.outputs.iter().skip(nc).any(|o| self.cur != 0 || !self.rows.contains(o)) {
+            return Err(self.unsupported(scan_outputs_refusal(self.g, n, n_scan)));
         }
+        let n_caps = n.inputs.len().saturating_sub(2 + nc);
         let name = n.name.clone();
         // the loop variables in the enclosing subgraph
         let i0 = self.constant_as(&format!("{name}/i0"), &Tensor::scalar(0i64), false)?;
@@ -209,8 +213,24 @@ impl<'g> Ex<'g> {
         for k in 2..n.inputs.len() {
             vars.push(self.ir_input(n, k)?);
         }
+        // each scan output's accumulator starts with one row of zeros that a SLICE drops after the loop (LiteRT's
+        // WHILE fails to invoke with a loop variable of 0 rows)
+        let mut acc_outs = Vec::with_capacity(n_scan);
+        for j in 0..n_scan {
+            let o = n.outputs[nc + j];
+            let t = self.out(o, ident(self.rank(o)))?;
+            let v = self.g.value(o);
+            let mut shape = v.shape.clone();
+            if let Some(rows) = shape.first_mut() {
+                *rows = 1;
+            }
+            let first = self.constant_as(&format!("{name}/rows{j}/first"), &Tensor::zeros(v.dtype, shape), false)?;
+            self.sg().tensors[first as usize].shape_signature = self.sg_ref().tensors[t as usize].shape_signature.clone();
+            vars.push(first);
+            acc_outs.push(t);
+        }
         let var_types: Vec<TensorT> = vars.iter().map(|&t| self.sg_ref().tensors[t as usize].clone()).collect();
-        for (k, t) in var_types.iter().enumerate().skip(3) {
+        for (k, t) in var_types.iter().enumerate().skip(3).take(nc + n_caps) {
             let want = &body.value(body.inputs[k - 1]).shape;
             if t.shape != i32s(want.iter().copied()) {
                 return Err(self.unsupported(format!("loop variable '{}' has shape {:?} but the body takes {want:?}", t.name, t.shape)));
@@ -242,13 +262,14 @@ impl<'g> Ex<'g> {
             for &v in &body.inputs[2..] {
                 ins.push(self.out(v, ident(self.rank(v)))?);
             }
+            let accs: Vec<i32> = (0..n_scan).map(|j| self.like(&var_types[3 + nc + n_caps + j], &format!("{name}/body/rows{j}"))).collect();
             for (k, (&t, want)) in ins.iter().zip(&var_types).enumerate() {
                 let got = &self.sg_ref().tensors[t as usize];
                 if got.shape != want.shape || got.type_ != want.type_ {
                     return Err(self.unsupported(format!("the body's input {k} has shape {:?} but the loop passes {:?}", got.shape, want.shape)));
                 }
             }
-            self.sg().inputs = ins.clone();
+            self.sg().inputs = ins.iter().chain(&accs).copied().collect();
             self.nodes()?;
             let c1 = self.get(body.outputs[0], &ident(self.rank(body.outputs[0])))?;
             let c1 = self.scalar(c1, &format!("{name}/body/cond"))?;
@@ -261,11 +282,24 @@ impl<'g> Ex<'g> {
                 outs.push(self.get(o, &ident(self.rank(o)))?);
             }
             outs.extend_from_slice(&ins[3 + nc..]);
+            // each scan output's slice, as one more row of its accumulator
+            for (j, &acc) in accs.iter().enumerate() {
+                let o = body.outputs[1 + nc + j];
+                let slice = self.get(o, &ident(self.rank(o)))?;
+                let mut row_shape = vec![1];
+                row_shape.extend_from_slice(&body.value(o).shape);
+                let row = self.tensor_like(&format!("{name}/body/row{j}"), &row_shape, slice)?;
+                let shape = self.const_i32(&format!("{name}/body/row{j}/shape"), i32s(row_shape.iter().copied()))?;
+                self.op(bo::RESHAPE, 1, vec![slice, shape], vec![row], Some(OptionsT::reshape(i32s(row_shape.iter().copied()))));
+                let grown = self.like(&var_types[3 + nc + n_caps + j], &format!("{name}/body/rows{j}+1"));
+                self.op(bo::CONCATENATION, 1, vec![acc, row], vec![grown], Some(OptionsT::concatenation(0, act::NONE)));
+                outs.push(grown);
+            }
             // LiteRT copies the body's outputs into its inputs one by one: an output that is another slot's input
             // (a carried value passed on to another, a swap) would read a slot already overwritten, so it gets a
             // tensor of its own
             for (k, out) in outs.iter_mut().enumerate() {
-                if ins.iter().enumerate().any(|(j, &t)| t == *out && j != k) {
+                if ins.iter().chain(&accs).enumerate().any(|(j, &t)| t == *out && j != k) {
                     *out = self.copy_of(*out, &format!("{name}/body/out{k}"))?;
                 }
             }
@@ -277,13 +311,27 @@ impl<'g> Ex<'g> {
 
         let mut outs = Vec::with_capacity(vars.len());
         for (k, t) in var_types.iter().enumerate() {
-            outs.push(match k.checked_sub(3).filter(|&j| j < nc) {
-                Some(j) => self.out(n.outputs[j], ident(self.rank(n.outputs[j])))?,
-                None => self.like(t, &format!("{name}/var{k}")),
+            outs.push(match k.checked_sub(3) {
+                Some(j) if j < nc => self.out(n.outputs[j], ident(self.rank(n.outputs[j])))?,
+                Some(j) if j >= nc + n_caps => self.like(t, &format!("{name}/rows{}/stacked", j - nc - n_caps)),
+                _ => self.like(t, &format!("{name}/var{k}")),
             });
         }
+        let stacked: Vec<i32> = outs[3 + nc + n_caps..].to_vec();
         let opts = OptionsT::new(builtin_options::WHILE).with(0, FieldT::I32(cond_index)).with(1, FieldT::I32(body_index));
         self.op(bo::WHILE, 1, vars, outs, Some(opts));
+        // the scan outputs: the rows after the first
+        for (j, (&all, &o)) in stacked.iter().zip(&acc_outs).enumerate() {
+            let shape = self.sg_ref().tensors[o as usize].shape.clone();
+            let Some((_, slice_shape)) = shape.split_first() else {
+                return Err(self.unsupported(format!("scan output {j} is a scalar; the rows of a scan output have rank 1 or more")));
+            };
+            let begin: Vec<i32> = std::iter::once(1).chain(slice_shape.iter().map(|_| 0)).collect();
+            let size: Vec<i32> = std::iter::once(-1).chain(slice_shape.iter().copied()).collect();
+            let begin = self.const_i32(&format!("{name}/rows{j}/begin"), begin)?;
+            let size = self.const_i32(&format!("{name}/rows{j}/size"), size)?;
+            self.op(bo::SLICE, 1, vec![all, begin, size], vec![o], None);
+        }
         Ok(())
     }
 }

@@ -130,6 +130,12 @@ impl Ex<'_> {
         let val = self.g.value(v);
         let t = self.tensor(&val.name, &permuted(&val.shape, &perm), val.dtype)?;
         self.set_quant(t, v, &perm);
+        if self.cur == 0 && self.rows.contains(&v) {
+            // rows a WHILE stacks: as many as it runs iterations
+            let mut sig = i32s(val.shape.iter().copied());
+            sig[0] = -1;
+            self.sg().tensors[t as usize].shape_signature = Some(sig);
+        }
         self.layouts.insert(v, (t, perm));
         Ok(t)
     }

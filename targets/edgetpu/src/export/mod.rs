@@ -24,6 +24,7 @@ mod array;
 mod checks;
 mod control_flow;
 mod layout;
+mod loop_rows;
 mod math;
 mod nn;
 mod node;
@@ -91,12 +92,21 @@ pub fn export(g: &Graph, opts: &ExportOptions) -> Result<Exported> {
     } else {
         g
     };
-    let mut ex = Ex { g, m: ModelT::default(), codes: HashMap::new(), layouts: HashMap::new(), copies: HashMap::new(), cur: 0 };
+    // a Loop's scan outputs stacked by a WHILE (their length known only at run time): shape [0, ...slice]
+    let shaped;
+    let (g, rows) = match loop_rows::with_row_shapes(g)? {
+        Some((c, rows)) => {
+            shaped = c;
+            (&shaped, rows)
+        }
+        None => (g, Default::default()),
+    };
+    let mut ex = Ex { g, m: ModelT::default(), codes: HashMap::new(), layouts: HashMap::new(), copies: HashMap::new(), cur: 0, rows };
     ex.m.version = 3;
     ex.m.description = Some(opts.description.clone());
     ex.m.buffers.push(BufferT::default());
     ex.m.subgraphs.push(SubGraphT { name: Some("main".into()), ..Default::default() });
-    if let Some(v) = g.values.iter().position(|v| v.dynamic) {
+    if let Some(v) = (0..g.values.len()).find(|&v| g.values[v].dynamic && !ex.rows.contains(&ValueId(v))) {
         return Err(control_flow::dynamic_value(g, ValueId(v)));
     }
     let mut inputs = Vec::new();
@@ -140,6 +150,9 @@ struct Ex<'g> {
     copies: HashMap<(ValueId, Vec<usize>), i32>,
     /// The subgraph being written: 0, or that of a control-flow region (`g` is then the region's graph).
     cur: usize,
+    /// Values of the main graph whose rows a WHILE stacks at run time (`loop_rows.rs`): shape `[0, ...]` in
+    /// the IR, signature `[-1, ...]` in the file.
+    rows: std::collections::HashSet<ValueId>,
 }
 
 impl<'g> Ex<'g> {

@@ -45,7 +45,7 @@ fn captures(cx: &Cx, outer: &[(String, ValueId)]) -> Vec<Option<ValueId>> {
 /// A formal parameter typed like outer value `v`.
 fn formal_like(cx: &Cx, v: ValueId) -> Formal {
     let val = cx.g.value(v);
-    Formal { dtype: val.dtype, shape: val.shape.clone(), dynamic: val.dynamic || cx.shape(v).is_none() }
+    Formal { dtype: val.dtype, shape: val.shape.clone(), dynamic: val.dynamic || cx.shape(v).is_none(), rank: cx.rank(v) }
 }
 
 fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
@@ -74,17 +74,20 @@ fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
         let branch = cx.import_region(branch_g, &[], &outer, n.opset).map_err(|e| in_region(n, branch_g, e))?;
         return inline(cx, n, &branch, &caps);
     }
-    let then_r = cx.import_region(then_g, &[], &outer, n.opset).map_err(|e| in_region(n, then_g, e));
-    let else_r = cx.import_region(else_g, &[], &outer, n.opset).map_err(|e| in_region(n, else_g, e));
+    let then_r = cx.import_region_ranked(then_g, &[], &outer, n.opset).map_err(|e| in_region(n, then_g, e));
+    let else_r = cx.import_region_ranked(else_g, &[], &outer, n.opset).map_err(|e| in_region(n, else_g, e));
     // Only the branch the condition takes has to fit the shapes the model is loaded with (onnxruntime looks
     // at no other): a branch whose shapes do not work out is kept as an error raised if it is ever taken.
     let stub = |g: &GraphProto, other: &Graph| unrunnable_branch(g.name.as_deref().unwrap_or(""), other);
-    let (then_branch, else_branch, unrunnable) = match (then_r, else_r) {
-        (Ok(t), Ok(e)) => (t, e, [None, None]),
-        (Err(te), Ok(e)) if runs_only_if_taken(&te) => (stub(then_g, &e), e, [Some(reason(n, te)), None]),
-        (Ok(t), Err(ee)) if runs_only_if_taken(&ee) => {
+    let (then_branch, else_branch, unrunnable, ranks) = match (then_r, else_r) {
+        (Ok((t, tr)), Ok((e, er))) => {
+            let ranks = branch_ranks(n, &tr, &er)?;
+            (t, e, [None, None], ranks)
+        }
+        (Err(te), Ok((e, er))) if runs_only_if_taken(&te) => (stub(then_g, &e), e, [Some(reason(n, te)), None], er),
+        (Ok((t, tr)), Err(ee)) if runs_only_if_taken(&ee) => {
             let e = stub(else_g, &t);
-            (t, e, [None, Some(reason(n, ee))])
+            (t, e, [None, Some(reason(n, ee))], tr)
         }
         (Err(e), _) | (_, Err(e)) => return Err(e),
     };
@@ -97,7 +100,25 @@ fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let mut inputs = vec![Some(cond)];
     inputs.extend(caps);
     let op = Op::If(IfAttrs { then_branch: Box::new(then_branch), else_branch: Box::new(else_branch), unrunnable });
-    cx.emit(n.name.clone(), op, inputs, n.outputs.clone())
+    cx.emit(n.name.clone(), op, inputs, n.outputs.clone())?;
+    set_run_time_ranks(cx, &n.outputs, ranks);
+    Ok(())
+}
+
+/// The rank of each If output from its branches' (`then_ranks`, `else_ranks`): they must agree, as the
+/// value after the If has one rank whichever branch ran.
+fn branch_ranks(n: &NodeIn, then_ranks: &[Option<usize>], else_ranks: &[Option<usize>]) -> Result<Vec<Option<usize>>> {
+    then_ranks
+        .iter()
+        .zip(else_ranks)
+        .enumerate()
+        .map(|(k, (&t, &e))| match (t, e) {
+            (Some(t), Some(e)) if t != e => Err(n.unsupported(format!(
+                "output {k} has rank {t} in then_branch but rank {e} in else_branch; an If output must have one rank whichever branch runs"
+            ))),
+            _ => Ok(t.or(e)),
+        })
+        .collect()
 }
 
 /// Adds the nodes of `region` (whose inputs are `caps`) in place of node `n`.
@@ -163,6 +184,9 @@ fn import_body(
                 )));
             }
             if !f.dynamic && (o.dynamic || o.shape != f.shape) {
+                // the state keeps its rank when the body gives back a value of the same rank
+                let keeps_rank = ranks[oi] == Some(f.shape.len());
+                formals[fi].rank = keeps_rank.then_some(f.shape.len());
                 formals[fi].dynamic = true;
                 changed = true;
             }
@@ -222,8 +246,8 @@ pub(super) fn emit_loop(cx: &mut Cx, n: &NodeIn, body_g: &GraphProto, carried: V
     let nc = carried.len();
     let outer = outer_values(cx, n, &[body_g])?;
     let mut formals = vec![
-        Formal { dtype: DType::I64, shape: vec![], dynamic: false },
-        Formal { dtype: DType::Bool, shape: vec![], dynamic: false },
+        Formal { dtype: DType::I64, shape: vec![], dynamic: false, rank: Some(0) },
+        Formal { dtype: DType::Bool, shape: vec![], dynamic: false, rank: Some(0) },
     ];
     formals.extend(carried.iter().map(|&v| formal_like(cx, v)));
     let state: Vec<(usize, usize)> = (0..nc).map(|i| (2 + i, 1 + i)).collect();
@@ -235,11 +259,7 @@ pub(super) fn emit_loop(cx: &mut Cx, n: &NodeIn, body_g: &GraphProto, carried: V
     inputs.extend(carried.into_iter().map(Some));
     inputs.extend(captures(cx, &outer));
     cx.emit(n.name.clone(), Op::Loop(LoopAttrs { body: Box::new(body), num_carried: nc }), inputs, outputs.clone())?;
-    for (&o, r) in outputs.iter().zip(ranks) {
-        if let (None, Some(r)) = (cx.shape(o), r) {
-            cx.set_rank(o, r);
-        }
-    }
+    set_run_time_ranks(cx, &outputs, ranks);
     Ok(())
 }
 
@@ -318,18 +338,36 @@ fn scan_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
                 }
                 f.shape.remove(axis);
             }
+            f.rank = Some(f.shape.len());
+        } else {
+            // a slice drops the batch axis (opset 8) and, for scan inputs, the scan axis
+            f.rank = f.rank.and_then(|r| r.checked_sub(b + usize::from(i >= ns)));
         }
         formals.push(f);
     }
     let outer = outer_values(cx, n, &[body_g])?;
     let state: Vec<(usize, usize)> = (0..ns).map(|i| (i, i)).collect();
-    let (body, _) = import_body(cx, n, body_g, formals, &state, &outer)?;
+    let (body, body_ranks) = import_body(cx, n, body_g, formals, &state, &outer)?;
     // output axes are against the stacked rank (slice rank + 1)
-    let ranks: Vec<Option<usize>> =
-        (0..k).map(|j| body.value(body.outputs[ns + j])).map(|v| (!v.dynamic).then(|| v.shape.len() + 1)).collect();
+    let ranks: Vec<Option<usize>> = body_ranks[ns..].iter().map(|r| r.map(|r| r + 1)).collect();
     let output_axes = axes(n, "scan_output_axes", raw_output_axes, k, |j| ranks[j])?;
+    // a state output keeps the state's rank; a scan output has the slices' rank + 1 (+ the batch axis in opset 8)
+    let out_ranks: Vec<Option<usize>> =
+        data[..ns].iter().map(|&v| cx.rank(v)).chain(ranks.iter().map(|r| r.map(|r| r + b))).collect();
     let mut inputs: Vec<Option<ValueId>> = data.into_iter().map(Some).collect();
     inputs.extend(captures(cx, &outer));
     let attrs = ScanAttrs { body: Box::new(body), num_state: ns, num_scan_inputs: m, input_axes, input_reverse, output_axes, output_reverse, batched };
-    cx.emit(n.name.clone(), Op::Scan(attrs), inputs, n.outputs.clone())
+    cx.emit(n.name.clone(), Op::Scan(attrs), inputs, n.outputs.clone())?;
+    set_run_time_ranks(cx, &n.outputs, out_ranks);
+    Ok(())
+}
+
+/// Records `ranks` for those of `outputs` whose shape is known only at run time (the op's own rule: rank.rs
+/// knows only ops without regions).
+fn set_run_time_ranks(cx: &mut Cx, outputs: &[ValueId], ranks: Vec<Option<usize>>) {
+    for (&o, r) in outputs.iter().zip(ranks) {
+        if let (None, Some(r)) = (cx.shape(o), r) {
+            cx.set_rank(o, r);
+        }
+    }
 }

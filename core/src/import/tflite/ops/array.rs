@@ -294,7 +294,10 @@ fn slice(imp: &mut Importer, o: &OpIn) -> Result<ValueId> {
     if begin.len() != xs.len() || size.len() != xs.len() {
         return Err(imp.invalid(format!("begin {begin:?} and size {size:?} do not match the input rank {}", xs.len())));
     }
-    let ends: Vec<i64> = begin.iter().zip(&size).zip(&xs).map(|((&b, &s), &d)| if s < 0 { d as i64 } else { b + s }).collect();
+    // size -1: to the end of the dimension, which for an input known only at run time (a WHILE's loop variable
+    // that grows) is not its placeholder's
+    let to_end = |d: usize| if imp.g.value(x).dynamic { i64::MAX } else { d as i64 };
+    let ends: Vec<i64> = begin.iter().zip(&size).zip(&xs).map(|((&b, &s), &d)| if s < 0 { to_end(d) } else { b + s }).collect();
     let axes: Vec<i64> = (0..xs.len() as i64).collect();
     slice_node(imp, x, base, [begin, ends, axes], None, base.clone())
 }

@@ -115,26 +115,43 @@ fn while_loop(imp: &mut Importer, o: &OpIn) -> Result<Vec<ValueId>> {
     imp.g = g;
     let first = single_bool(imp, first?, "the condition subgraph")?;
 
-    // the body: (iteration, condition, vars...) → (condition on the new values, new values...)
-    let mut body = imp.region(&format!("{base}/body"), &[]);
-    body.add_input(format!("{base}/body/iteration"), DType::I64, vec![]);
-    body.add_input(format!("{base}/body/cond"), DType::Bool, vec![]);
-    for (k, &v) in vars.iter().enumerate() {
-        let val = imp.g.value(v);
-        let (dtype, shape, quant) = (val.dtype, val.shape.clone(), val.quant.clone());
-        let i = body.add_input(format!("{base}/body/var{k}"), dtype, shape);
-        body.value_mut(i).quant = quant;
-    }
-    let args: Vec<ValueId> = body.inputs[2..].to_vec();
-    let next = imp.import_subgraph(body_sg, &mut body, &args)?;
-    if next.len() != vars.len() {
-        return Err(imp.invalid(format!("the body subgraph gives {} values for {} loop variables", next.len(), vars.len())));
-    }
-    for (k, (&n, &v)) in next.iter().zip(&vars).enumerate() {
-        if body.value(n).dtype != imp.g.value(v).dtype {
-            return Err(imp.invalid(format!("loop variable {k} is {} but the body gives back {}", imp.g.value(v).dtype, body.value(n).dtype)));
+    // the body: (iteration, condition, vars...) → (condition on the new values, new values...); a loop variable
+    // the body gives back in another shape (an accumulator growing by a row per iteration) is known only at run
+    // time in the body, which is imported again until the shapes settle
+    let mut changing = vec![false; vars.len()];
+    let (mut body, next) = loop {
+        let mut body = imp.region(&format!("{base}/body"), &[]);
+        body.add_input(format!("{base}/body/iteration"), DType::I64, vec![]);
+        body.add_input(format!("{base}/body/cond"), DType::Bool, vec![]);
+        for (k, &v) in vars.iter().enumerate() {
+            let val = imp.g.value(v);
+            let (dtype, shape, quant) = (val.dtype, val.shape.clone(), val.quant.clone());
+            let i = body.add_input(format!("{base}/body/var{k}"), dtype, shape);
+            body.value_mut(i).quant = quant;
+            body.value_mut(i).dynamic = changing[k] || val.dynamic;
         }
-    }
+        let args: Vec<ValueId> = body.inputs[2..].to_vec();
+        let next = imp.import_subgraph(body_sg, &mut body, &args)?;
+        if next.len() != vars.len() {
+            return Err(imp.invalid(format!("the body subgraph gives {} values for {} loop variables", next.len(), vars.len())));
+        }
+        for (k, (&n, &v)) in next.iter().zip(&vars).enumerate() {
+            if body.value(n).dtype != imp.g.value(v).dtype {
+                return Err(imp.invalid(format!("loop variable {k} is {} but the body gives back {}", imp.g.value(v).dtype, body.value(n).dtype)));
+            }
+        }
+        let mut changed = false;
+        for (k, (&n, &a)) in next.iter().zip(&args).enumerate() {
+            let (out, arg) = (body.value(n), body.value(a));
+            if !arg.dynamic && (out.dynamic || out.shape != arg.shape) {
+                changing[k] = true;
+                changed = true;
+            }
+        }
+        if !changed {
+            break (body, next);
+        }
+    };
     let again = imp.import_subgraph(cond_sg, &mut body, &next)?;
     let again = match again[..] {
         [c] if body.value(c).dtype == DType::Bool => c,
