@@ -219,6 +219,43 @@ mod tests {
             .collect()
     }
 
+    /// One Conv node (input `xs`, seeded constant weights `ws`, a seeded bias when `with_bias`) prepared by
+    /// `prepare`: (the prepared kernel's output on a pool of `threads` threads, the ordinary kernel's output).
+    /// Panics when `prepare` declines the node.
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn prepared_and_ordinary(
+        xs: &[usize],
+        ws: &[usize],
+        a: &ConvAttrs,
+        with_bias: bool,
+        seed: u64,
+        prepare: fn(&crate::ir::Graph, usize) -> Option<Box<dyn crate::runtime::kernels::PreparedKernel>>,
+        threads: usize,
+    ) -> (Tensor, Tensor) {
+        use crate::ir::infer::infer_graph;
+        use crate::runtime::CpuEval;
+        let mut g = crate::ir::Graph::new("conv");
+        let x = g.add_input("x", DType::F32, xs.to_vec());
+        let w = g.add_constant("w", Tensor::from_f32(ws.to_vec(), rnd(ws.iter().product(), seed + 1)));
+        let b = with_bias.then(|| g.add_constant("b", Tensor::from_f32(vec![ws[0]], rnd(ws[0], 77))));
+        let y = g.add_value("y", DType::F32, vec![]);
+        g.add_node("conv", Op::Conv(a.clone()), vec![Some(x), Some(w), b], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        let k = prepare(&g, 0).unwrap_or_else(|| panic!("case {seed}: not prepared"));
+        let xt = Tensor::from_f32(xs.to_vec(), rnd(xs.iter().product(), seed + 100));
+        let tensors: Vec<Option<&Tensor>> = g.nodes[0].inputs.iter().map(|i| i.map(|v| g.values[v.0].constant.as_ref().unwrap_or(&xt))).collect();
+        let mut want = vec![Tensor::default()];
+        eval(&g.nodes[0].op, &tensors, &mut want, &mut Scratch::default()).unwrap();
+        let mut given = tensors.clone();
+        given[1] = None; // the prepared kernel holds the weights
+        let mut got = vec![Tensor::default()];
+        let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
+        pool.install(|| k.run(&given, &mut got, &mut Scratch::default())).unwrap();
+        assert_eq!(got[0].shape, want[0].shape, "case {seed}");
+        (got.swap_remove(0), want.swap_remove(0))
+    }
+
     /// Deliberately simple direct convolution over explicit begin pads (N-D via index vectors).
     #[allow(clippy::too_many_arguments)]
     fn naive_conv(

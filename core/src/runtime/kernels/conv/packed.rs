@@ -129,8 +129,7 @@ mod x86 {
 
 #[cfg(all(test, target_arch = "x86_64"))]
 mod tests {
-    use super::super::super::{eval, Scratch};
-    use super::super::tests::rnd;
+    use super::super::tests::{prepared_and_ordinary, rnd};
     use crate::ir::infer::infer_graph;
     use crate::ir::{Activation, AutoPad, ConvAttrs, DType, Graph, Op, Tensor};
     use crate::runtime::CpuEval;
@@ -165,25 +164,8 @@ mod tests {
             (vec![1, 9, 1, 1], vec![3, 9, 1, 1], attrs(2, 1, 1, 0, 1, None), true),
         ];
         for (seed, (xs, ws, a, with_bias)) in cases.into_iter().enumerate() {
-            let mut g = Graph::new("c");
-            let x = g.add_input("x", DType::F32, xs.clone());
-            let w = g.add_constant("w", Tensor::from_f32(ws.clone(), rnd(ws.iter().product(), seed as u64 + 1)));
-            let b = with_bias.then(|| g.add_constant("b", Tensor::from_f32(vec![ws[0]], rnd(ws[0], 77))));
-            let y = g.add_value("y", DType::F32, vec![]);
-            g.add_node("conv", Op::Conv(a.clone()), vec![Some(x), Some(w), b], vec![y]);
-            g.outputs.push(y);
-            infer_graph(&mut g, &CpuEval).unwrap();
-            let k = super::prepare(&g, 0).expect("an f32 Conv with constant weights is prepared");
-            let xt = Tensor::from_f32(xs.clone(), rnd(xs.iter().product(), seed as u64 + 100));
-            let tensors: Vec<Option<&Tensor>> = g.nodes[0].inputs.iter().map(|i| i.map(|v| g.values[v.0].constant.as_ref().unwrap_or(&xt))).collect();
-            let mut want = vec![Tensor::default()];
-            eval(&g.nodes[0].op, &tensors, &mut want, &mut Scratch::default()).unwrap();
-            let mut given = tensors.clone();
-            given[1] = None; // the prepared kernel holds the weights
-            let mut got = vec![Tensor::default()];
-            k.run(&given, &mut got, &mut Scratch::default()).unwrap();
-            assert_eq!(got[0].shape, want[0].shape, "case {seed}");
-            for (i, (p, q)) in got[0].as_f32().unwrap().iter().zip(want[0].as_f32().unwrap()).enumerate() {
+            let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, seed as u64, super::prepare, 1);
+            for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                 assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()) * 30.0, "case {seed}: element {i}: {p} vs {q}");
             }
         }

@@ -339,8 +339,7 @@ fn output_transform_body(s: &Shape, mb: &[f32], img: usize, ty0: usize, ty1: usi
 
 #[cfg(test)]
 mod tests {
-    use super::super::super::{eval, Scratch};
-    use super::super::tests::rnd;
+    use super::super::tests::{prepared_and_ordinary, rnd};
     use crate::ir::infer::infer_graph;
     use crate::ir::{Activation, AutoPad, ConvAttrs, DType, Graph, Op, Tensor};
     use crate::runtime::CpuEval;
@@ -367,29 +366,10 @@ mod tests {
             (vec![1, 64, 32, 32], 64, attrs([1, 1, 1, 1], Some(Activation::Silu)), true),
         ];
         for (seed, (xs, m, a, with_bias)) in cases.into_iter().enumerate() {
-            let ws = vec![m, xs[1], 3, 3];
-            let mut g = Graph::new("c");
-            let x = g.add_input("x", DType::F32, xs.clone());
-            let w = g.add_constant("w", Tensor::from_f32(ws.clone(), rnd(ws.iter().product(), seed as u64 + 1)));
-            let b = with_bias.then(|| g.add_constant("b", Tensor::from_f32(vec![m], rnd(m, 77))));
-            let y = g.add_value("y", DType::F32, vec![]);
-            g.add_node("conv", Op::Conv(a.clone()), vec![Some(x), Some(w), b], vec![y]);
-            g.outputs.push(y);
-            infer_graph(&mut g, &CpuEval).unwrap();
-            let k = super::prepare(&g, 0).unwrap_or_else(|| panic!("case {seed}: not prepared"));
-            let xt = Tensor::from_f32(xs.clone(), rnd(xs.iter().product(), seed as u64 + 100));
-            let tensors: Vec<Option<&Tensor>> = g.nodes[0].inputs.iter().map(|i| i.map(|v| g.values[v.0].constant.as_ref().unwrap_or(&xt))).collect();
-            let mut want = vec![Tensor::default()];
-            eval(&g.nodes[0].op, &tensors, &mut want, &mut Scratch::default()).unwrap();
-            let mut given = tensors.clone();
-            given[1] = None;
-            let mut got = vec![Tensor::default()];
             for threads in [1, 2] {
-                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().unwrap();
-                pool.install(|| k.run(&given, &mut got, &mut Scratch::default())).unwrap();
-                assert_eq!(got[0].shape, want[0].shape, "case {seed}");
-                let scale = want[0].as_f32().unwrap().iter().fold(0f32, |s, v| s.max(v.abs()));
-                for (i, (p, q)) in got[0].as_f32().unwrap().iter().zip(want[0].as_f32().unwrap()).enumerate() {
+                let (got, want) = prepared_and_ordinary(&xs, &[m, xs[1], 3, 3], &a, with_bias, seed as u64, super::prepare, threads);
+                let scale = want.as_f32().unwrap().iter().fold(0f32, |s, v| s.max(v.abs()));
+                for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                     assert!((p - q).abs() <= 1e-5 * scale.max(1.0), "case {seed}, {threads} threads: element {i}: {p} vs {q}");
                 }
             }
