@@ -11,7 +11,8 @@ Good models (compared with onnxruntime):
   if_run_time_rank    If on a data-dependent condition whose branches give a [2, ?] matrix (different lengths
                       per branch) and a scalar; after it Softmax and ReduceSum at axis -1.
 Bad model:
-  bad_if_ranks        an If (node 'branch') whose then_branch gives a [2, ?] matrix and else_branch a [?] vector.
+  bad_if_ranks        an If (node 'branch') whose then_branch gives a [2, ?] matrix and else_branch a [?] vector,
+                      then a Softmax (node 'soft', axis -1) of it: the rank is unknown, the Softmax is refused.
 """
 
 import os
@@ -130,8 +131,9 @@ def bad_if_ranks():
         const("zero_f", np.float32(0.0)),
         h.make_node("Greater", ["total", "zero_f"], ["c"]),
         h.make_node("If", ["c"], ["m"], then_branch=then_g, else_branch=else_g, name="branch"),
+        h.make_node("Softmax", ["m"], ["m_soft"], name="soft"),
     ]
-    g = h.make_graph(nodes, "bad_if_ranks", [vi("x", T.FLOAT, [2, 3]), vi("k", T.INT64, [1])], [vi("m", T.FLOAT, None)])
+    g = h.make_graph(nodes, "bad_if_ranks", [vi("x", T.FLOAT, [2, 3]), vi("k", T.INT64, [1])], [vi("m_soft", T.FLOAT, None)])
     return model(g)
 
 

@@ -81,7 +81,7 @@ fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     let stub = |g: &GraphProto, other: &Graph| unrunnable_branch(g.name.as_deref().unwrap_or(""), other);
     let (then_branch, else_branch, unrunnable, ranks) = match (then_r, else_r) {
         (Ok((t, tr)), Ok((e, er))) => {
-            let ranks = branch_ranks(n, &tr, &er)?;
+            let ranks = branch_ranks(&tr, &er);
             (t, e, [None, None], ranks)
         }
         (Err(te), Ok((e, er))) if runs_only_if_taken(&te) => (stub(then_g, &e), e, [Some(reason(n, te)), None], er),
@@ -105,18 +105,16 @@ fn if_op(cx: &mut Cx, n: &NodeIn) -> Result<()> {
     Ok(())
 }
 
-/// The rank of each If output from its branches' (`then_ranks`, `else_ranks`): they must agree, as the
-/// value after the If has one rank whichever branch ran.
-fn branch_ranks(n: &NodeIn, then_ranks: &[Option<usize>], else_ranks: &[Option<usize>]) -> Result<Vec<Option<usize>>> {
+/// The rank of each If output from its branches' (`then_ranks`, `else_ranks`). Where they differ (onnxruntime
+/// runs such models: ONNX's own function expansions give a scalar in one branch and a 1-element vector in the
+/// other) the rank is left unknown, so an op that needs it refuses naming its node.
+fn branch_ranks(then_ranks: &[Option<usize>], else_ranks: &[Option<usize>]) -> Vec<Option<usize>> {
     then_ranks
         .iter()
         .zip(else_ranks)
-        .enumerate()
-        .map(|(k, (&t, &e))| match (t, e) {
-            (Some(t), Some(e)) if t != e => Err(n.unsupported(format!(
-                "output {k} has rank {t} in then_branch but rank {e} in else_branch; an If output must have one rank whichever branch runs"
-            ))),
-            _ => Ok(t.or(e)),
+        .map(|(&t, &e)| match (t, e) {
+            (Some(t), Some(e)) if t != e => None,
+            _ => t.or(e),
         })
         .collect()
 }
