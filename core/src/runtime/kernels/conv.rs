@@ -23,6 +23,8 @@ mod depthwise;
 mod depthwise_lanes;
 mod im2col;
 mod packed;
+#[cfg(target_arch = "x86_64")]
+pub(super) mod pixel_taps;
 mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod winograd;

@@ -15,6 +15,7 @@ use std::cell::RefCell;
 
 use super::super::matmul::bias_act;
 use super::super::{input, PreparedKernel, Scratch};
+use super::pixel_taps::{PixelTaps, Window2};
 use super::{constant_f32_conv, f32_operands, is_depthwise};
 use crate::ir::{ConvAttrs, Graph, Tensor};
 
@@ -38,6 +39,9 @@ struct DepthwiseLanes {
     cp: usize,
     /// `[tap][cp]` weights (0 past `c`).
     w: Vec<f32>,
+    /// The planned plane's geometry, and its output pixels' taps inside the input.
+    window: Window2,
+    taps: PixelTaps,
 }
 
 thread_local! {
@@ -64,7 +68,13 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
             wl[t * cp + ch] = *w.get(ch * kk + t)?;
         }
     }
-    Some(Box::new(DepthwiseLanes { attrs: attrs.clone(), w_shape: w_shape.to_vec(), c, cp, w: wl }))
+    let window = window(&p.geom);
+    Some(Box::new(DepthwiseLanes { attrs: attrs.clone(), w_shape: w_shape.to_vec(), c, cp, w: wl, window, taps: PixelTaps::new(&window, cp) }))
+}
+
+/// The 2-D window of a plan's geometry.
+fn window(g: &crate::ir::ops::conv::Geom) -> Window2 {
+    Window2 { ih: g.inp[1], iw: g.inp[2], oh: g.out[1], ow: g.out[2], k: (g.k[1], g.k[2]), s: (g.s[1], g.s[2]), d: (g.d[1], g.d[2]), pad: (g.pb[1], g.pb[2]) }
 }
 
 impl PreparedKernel for DepthwiseLanes {
@@ -72,7 +82,7 @@ impl PreparedKernel for DepthwiseLanes {
         let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
         let x = input(inputs, 0)?;
         let g = &p.geom;
-        if p.c != self.c || p.m != self.c || g.rank != 2 || !is_depthwise(&p) {
+        if p.c != self.c || p.m != self.c || g.rank != 2 || !is_depthwise(&p) || window(g) != self.window {
             return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
         }
         let (plane, pix) = (g.in_size(), g.out_size());
@@ -89,27 +99,6 @@ impl PreparedKernel for DepthwiseLanes {
         if let Some(b) = bv {
             bias[..self.c].copy_from_slice(b);
         }
-        // per output pixel, the taps inside the input: (input element offset, weight offset), `cp` apart
-        let mut taps: Vec<(usize, usize)> = Vec::with_capacity(pix * g.k_size());
-        let mut ends: Vec<usize> = Vec::with_capacity(pix);
-        let (ih, iw, oh, ow) = (g.inp[1], g.inp[2], g.out[1], g.out[2]);
-        for oy in 0..oh {
-            for ox in 0..ow {
-                for ky in 0..g.k[1] {
-                    let iy = (oy * g.s[1] + ky * g.d[1]) as isize - g.pb[1] as isize;
-                    if iy < 0 || iy >= ih as isize {
-                        continue;
-                    }
-                    for kx in 0..g.k[2] {
-                        let ix = (ox * g.s[2] + kx * g.d[2]) as isize - g.pb[2] as isize;
-                        if ix >= 0 && ix < iw as isize {
-                            taps.push(((iy as usize * iw + ix as usize) * cp, (ky * g.k[2] + kx) * cp));
-                        }
-                    }
-                }
-                ends.push(taps.len());
-            }
-        }
         BUFS.with(|bufs| {
             let (xt, yt) = &mut *bufs.borrow_mut();
             xt.resize(plane * cp, 0.0);
@@ -120,7 +109,7 @@ impl PreparedKernel for DepthwiseLanes {
                 // (checked above), xt plane·cp and yt pix·cp (resized above), every tap offset + cp ≤ their lengths
                 unsafe {
                     x86::to_lanes(&xv[b * self.c * plane..(b + 1) * self.c * plane], self.c, plane, xt, cp);
-                    x86::pixels(&self.w, &bias, &taps, &ends, xt, yt, cp);
+                    x86::pixels(&self.w, &bias, &self.taps, xt, yt, cp);
                     x86::from_lanes(yt, cp, ys, self.c, pix);
                 }
                 if self.attrs.activation.is_some() {
@@ -230,13 +219,14 @@ mod x86 {
     }
 
     /// `yt[pix][ch] = bias[ch] + Σ_taps w[tap][ch] · xt[in][ch]`, 8 channels per vector, four channel blocks
-    /// at a time (independent FMA chains); pixel `i`'s taps are `taps[ends[i - 1]..ends[i]]`.
+    /// at a time (independent FMA chains), over each pixel's taps inside the input.
     ///
     /// # Safety
-    /// AVX2 + FMA; every tap's offsets plus `cp` lie inside `xt` and `w`, `yt` holds `ends.len()·cp`, `bias` `cp`
+    /// AVX2 + FMA; every tap's offsets plus `cp` lie inside `xt` and `w`, `yt` holds (pixels)·`cp`, `bias` `cp`
     /// elements; `cp` is a multiple of 8.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn pixels(w: &[f32], bias: &[f32], taps: &[(usize, usize)], ends: &[usize], xt: &[f32], yt: &mut [f32], cp: usize) {
+    pub(super) unsafe fn pixels(w: &[f32], bias: &[f32], pt: &super::PixelTaps, xt: &[f32], yt: &mut [f32], cp: usize) {
+        let (taps, ends) = (&pt.taps, &pt.ends);
         let blocks = cp / 8;
         let mut cb = 0;
         while cb < blocks {

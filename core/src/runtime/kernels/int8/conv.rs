@@ -19,6 +19,7 @@ use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
+#[cfg(target_arch = "x86_64")]
 use super::depthwise_nhwc::{self, NhwcDepthwise};
 use super::packed_dot::PackedDot;
 use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
@@ -147,6 +148,7 @@ struct Conv {
     /// Each output channel's output stage for [`gemm`] (`bias`, multiplier, zero point, activation range).
     rq: Vec<RowQuant>,
     /// A depthwise convolution with a small output plane: its channel-lane kernel ([`super::depthwise_nhwc`]).
+    #[cfg(target_arch = "x86_64")]
     nhwc: Option<NhwcDepthwise>,
 }
 
@@ -196,9 +198,30 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
     };
     // the packed weights replace the plain ones
     let w = if packed.is_empty() { w } else { Vec::new() };
+    #[cfg(target_arch = "x86_64")]
     let nhwc = (depthwise && o == c && geom.oh * geom.ow <= depthwise_nhwc::max_pixels() && super::requantize::available())
-        .then(|| NhwcDepthwise::new(c, geom.kh * geom.kw, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
-    Ok(Box::new(Conv { w, w16, wzp, asym, bias, m, x, y, ydt, act, group, geom, depthwise, rounding, dw_neon_blocks, packed, rq, nhwc }))
+        .then(|| NhwcDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
+    Ok(Box::new(Conv {
+        w,
+        w16,
+        wzp,
+        asym,
+        bias,
+        m,
+        x,
+        y,
+        ydt,
+        act,
+        group,
+        geom,
+        depthwise,
+        rounding,
+        dw_neon_blocks,
+        packed,
+        rq,
+        #[cfg(target_arch = "x86_64")]
+        nhwc,
+    }))
 }
 
 impl PreparedKernel for Conv {
@@ -234,8 +257,9 @@ impl Conv {
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
+        #[cfg(target_arch = "x86_64")]
         if let Some(d) = &self.nhwc {
-            d.run(g, x, n, self.x.zp, bytes_mut(out));
+            d.run(x, n, self.x.zp, bytes_mut(out));
             return;
         }
         if self.depthwise {
@@ -881,6 +905,7 @@ mod tests {
                 dw_neon_blocks: false,
                 packed: Vec::new(),
                 rq: Vec::new(),
+                #[cfg(target_arch = "x86_64")]
                 nhwc: None,
             };
             let mut got = vec![0i32; n * o * oh * ow];

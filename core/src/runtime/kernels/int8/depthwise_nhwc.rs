@@ -8,10 +8,12 @@
 //! Taps over the padding are skipped (their `x - zp` is 0). Integer sums in any order are equal, and the output
 //! stage is the plane kernel's per channel, so the results are the plane kernel's bit for bit (tested).
 //!
-//! x86-64 with AVX-512 F/BW/VL, depth multiplier 1; other cases keep the plane kernel.
+//! x86-64 only (the module is compiled there alone) with AVX-512 F/BW/VL, depth multiplier 1; other cases keep
+//! the plane kernel.
 
 use std::cell::RefCell;
 
+use super::super::conv::pixel_taps::{PixelTaps, Window2};
 use super::fixedpoint::Multiplier;
 use super::gemm::Geom2;
 
@@ -43,6 +45,9 @@ pub(super) struct NhwcDepthwise {
     double: Vec<u16>,
     zp_out: i32,
     range: (i32, i32),
+    /// The planned geometry, and each output pixel's taps inside the input.
+    geom: Geom2,
+    taps: PixelTaps,
 }
 
 thread_local! {
@@ -55,7 +60,8 @@ impl NhwcDepthwise {
     /// multipliers `m`; channels below `neon_end` round the NEON way, the rest half away from zero (as the plane
     /// kernel's output stage does).
     #[allow(clippy::too_many_arguments)]
-    pub(super) fn new(c: usize, kk: usize, w16: &[i16], bias: &[i32], m: &[Multiplier], neon_end: usize, zp_out: i32, range: (i32, i32)) -> NhwcDepthwise {
+    pub(super) fn new(g: &Geom2, c: usize, w16: &[i16], bias: &[i32], m: &[Multiplier], neon_end: usize, zp_out: i32, range: (i32, i32)) -> NhwcDepthwise {
+        let kk = g.kh * g.kw;
         let cp = c.div_ceil(16) * 16;
         let mut w = vec![0i32; kk * cp];
         for ch in 0..c {
@@ -78,12 +84,18 @@ impl NhwcDepthwise {
             double,
             zp_out,
             range,
+            geom: *g,
+            taps: PixelTaps::new(
+                &Window2 { ih: g.ih, iw: g.iw, oh: g.oh, ow: g.ow, k: (g.kh, g.kw), s: (g.sh, g.sw), d: (g.dh, g.dw), pad: (g.pt, g.pl) },
+                cp,
+            ),
         }
     }
 
-    /// Image after image: `x` is `[n][c][ih][iw]` (shifted to i8 as the plane kernel's input), `zp` the input
-    /// zero point, `out` the `[n][c][oh][ow]` output bytes.
-    pub(super) fn run(&self, g: &Geom2, x: &[i8], n: usize, zp: i32, out: &mut [u8]) {
+    /// Image after image: `x` is `[n][c][ih][iw]` (shifted to i8 as the plane kernel's input) in the planned
+    /// geometry, `zp` the input zero point, `out` the `[n][c][oh][ow]` output bytes.
+    pub(super) fn run(&self, x: &[i8], n: usize, zp: i32, out: &mut [u8]) {
+        let g = &self.geom;
         let (plane, p) = (g.ih * g.iw, g.oh * g.ow);
         assert!(x.len() >= n * self.c * plane && out.len() >= n * self.c * p, "depthwise buffers shorter than their shapes");
         BUFS.with(|bufs| {
@@ -93,12 +105,11 @@ impl NhwcDepthwise {
             for b in 0..n {
                 let xs = &x[b * self.c * plane..(b + 1) * self.c * plane];
                 let ys = &mut out[b * self.c * p..(b + 1) * self.c * p];
-                #[cfg(target_arch = "x86_64")]
                 // SAFETY: the CPU has AVX-512 F/BW/VL (the caller built this only where requantize::available());
                 // xs holds c·plane and ys c·p elements, xt plane·cp and yt p·cp (resized above)
                 unsafe {
                     x86::to_lanes(xs, self.c, plane, zp, xt, self.cp);
-                    x86::pixels(self, g, xt, yt);
+                    x86::pixels(self, xt, yt);
                     x86::from_lanes(yt, self.cp, ys, self.c, p);
                 }
             }
@@ -106,10 +117,9 @@ impl NhwcDepthwise {
     }
 }
 
-#[cfg(target_arch = "x86_64")]
 mod x86 {
     use super::super::requantize::x86::high_mul_lanes;
-    use super::{Geom2, NhwcDepthwise};
+    use super::NhwcDepthwise;
     use std::arch::x86_64::*;
 
     /// Transposes 16 rows of 16 i16 (row `i` lane `j`) into 16 rows (row `j` lane `i`): unpacks of 16-, 32- and
@@ -221,30 +231,11 @@ mod x86 {
     /// block by channel block (its constants stay in registers), pixel by pixel within.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F/BW/VL; `xt` holds `ih·iw·cp` and `yt` `oh·ow·cp` elements.
+    /// The CPU has AVX-512 F/BW/VL; `xt` holds `ih·iw·cp` and `yt` `oh·ow·cp` elements of `d`'s geometry.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub(super) unsafe fn pixels(d: &NhwcDepthwise, g: &Geom2, xt: &[i16], yt: &mut [u8]) {
+    pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8]) {
         let cp = d.cp;
-        // per output pixel, the taps inside the input: (the input element's offset, the weights' offset)
-        let mut taps: Vec<(usize, usize)> = Vec::with_capacity(g.oh * g.ow * g.kh * g.kw);
-        let mut ends: Vec<usize> = Vec::with_capacity(g.oh * g.ow);
-        for oy in 0..g.oh {
-            for ox in 0..g.ow {
-                for ky in 0..g.kh {
-                    let iy = (oy * g.sh + ky * g.dh) as isize - g.pt as isize;
-                    if iy < 0 || iy >= g.ih as isize {
-                        continue;
-                    }
-                    for kx in 0..g.kw {
-                        let ix = (ox * g.sw + kx * g.dw) as isize - g.pl as isize;
-                        if ix >= 0 && ix < g.iw as isize {
-                            taps.push(((iy as usize * g.iw + ix as usize) * cp, (ky * g.kw + kx) * cp));
-                        }
-                    }
-                }
-                ends.push(taps.len());
-            }
-        }
+        let (taps, ends) = (&d.taps.taps, &d.taps.ends);
         let (zp, lo, hi) = (_mm512_set1_epi32(d.zp_out), _mm512_set1_epi32(d.range.0), _mm512_set1_epi32(d.range.1));
         let one = _mm512_set1_epi32(1);
         let round = _mm512_set1_epi64(1 << 30);
@@ -291,7 +282,7 @@ mod x86 {
     }
 }
 
-#[cfg(all(test, target_arch = "x86_64"))]
+#[cfg(test)]
 mod tests {
     use super::super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier};
     use super::*;
@@ -334,9 +325,9 @@ mod tests {
             let zp = rnd() as i8 as i32;
             let (zp_out, range) = if ci % 2 == 0 { (rnd() as i8 as i32, (-128, 127)) } else { (-128 + (rnd() % 20) as i32, (-128 + 3, 120)) };
             let neon_end = if ci % 3 == 0 { 0 } else { c / 8 * 8 };
-            let d = NhwcDepthwise::new(c, kk, &w16, &bias, &m, neon_end, zp_out, range);
+            let d = NhwcDepthwise::new(&g, c, &w16, &bias, &m, neon_end, zp_out, range);
             let mut got = vec![0u8; n * c * oh * ow];
-            d.run(&g, &x, n, zp, &mut got);
+            d.run(&x, n, zp, &mut got);
             for b in 0..n {
                 for ch in 0..c {
                     for oy in 0..oh {

@@ -55,6 +55,7 @@ pub mod fixedpoint;
 mod batch_matmul;
 mod binary;
 mod conv;
+#[cfg(target_arch = "x86_64")]
 mod depthwise_nhwc;
 mod gemm;
 mod packed_dot;
