@@ -213,6 +213,10 @@ fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T
     let (h, wd) = (g.inp[1], g.inp[2]);
     let (oh, ow) = (g.out[1], g.out[2]);
     let ([_, kh, kw], [_, sh, sw], [_, dh, dw], [_, pt, pl]) = (g.k, g.s, g.d, g.pb);
+    if dh == 1 && dw == 1 && !matches!(kind, Fast::Lp(_)) && oh * ow * 16 <= kh * kw {
+        pool_wide_windows(x, g, planes, kind, y);
+        return Ok(());
+    }
     // padded plane: begin pads, room for the last window, and 2 spare columns so that a stride-2 pass
     // can read its values in pairs
     let hp = (h + pt).max((oh - 1) * sh + (kh - 1) * dh + 1);
@@ -278,6 +282,69 @@ fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T
         y.par_chunks_mut(per_lane * pout).zip(bufs.par_chunks_mut(buf_len)).enumerate().for_each(|(l, (ys, buf))| lane(l, ys, buf));
     }
     Ok(())
+}
+
+/// Max or average pooling where the windows are large and the outputs few (a window the size of the plane: an
+/// average over the whole feature map that a converter wrote as AveragePool): each output reduces the valid
+/// part of each of its window rows as one contiguous slice, straight from the input. The tap-by-tap passes of
+/// [`pool_fast`] would make `kh·kw` passes over a one-element output row (MediaPipe's selfie segmenter: 2 ms for
+/// a 16×128×128 average).
+fn pool_wide_windows<T: Real>(x: &[T], g: &Geom, planes: usize, kind: Fast, y: &mut [T]) {
+    let (pin, pout) = (g.in_size(), g.out_size());
+    let wd = g.inp[2];
+    let tabs = spans(g);
+    for_planes(y, pout, planes * pin, |pi, yp| {
+        let xp = &x[pi * pin..][..pin];
+        let mut o = 0;
+        for sy in &tabs[1] {
+            for sx in &tabs[2] {
+                let (c0, c1) = ((sx.start + sx.lo as isize) as usize, (sx.start + sx.hi as isize) as usize);
+                let rows = (sy.lo..sy.hi).map(|ky| {
+                    let r = (sy.start + ky as isize) as usize;
+                    &xp[r * wd + c0..r * wd + c1.max(c0)]
+                });
+                yp[o] = match kind {
+                    Fast::Max => rows.fold(T::NEG_INFINITY, |m, r| m.max_(row_max(r))),
+                    Fast::Avg(include_pad) => {
+                        let n = if include_pad { sy.padded * sx.padded } else { (sy.hi - sy.lo) * (sx.hi - sx.lo) };
+                        T::from_f64(rows.map(|r| row_sum(r).to_f64()).sum::<f64>() / n as f64)
+                    }
+                    Fast::Lp(_) => unreachable!("LpPool takes the tap passes"),
+                };
+                o += 1;
+            }
+        }
+    });
+}
+
+/// Sum of a row in eight interleaved partial sums (which vectorise).
+fn row_sum<T: Real>(r: &[T]) -> T {
+    let mut acc = [T::ZERO; 8];
+    let chunks = r.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = *a + v;
+        }
+    }
+    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
+    for &v in tail {
+        s = s + v;
+    }
+    s
+}
+
+/// Maximum of a row (NaN dropped, as [`Real::max_`]) in eight interleaved partial maxima.
+fn row_max<T: Real>(r: &[T]) -> T {
+    let mut acc = [T::NEG_INFINITY; 8];
+    let chunks = r.chunks_exact(8);
+    let tail = chunks.remainder();
+    for c in chunks {
+        for (a, &v) in acc.iter_mut().zip(c) {
+            *a = a.max_(v);
+        }
+    }
+    acc.iter().chain(tail).fold(T::NEG_INFINITY, |m, &v| m.max_(v))
 }
 
 /// `yrow[j] = f(yrow[j], xs[j·s])`.
@@ -518,7 +585,12 @@ mod tests {
     #[test]
     fn fast_path_matches_table_path() {
         type Cfg<'a> = (&'a [usize], &'a [usize], &'a [usize], &'a [usize], &'a [usize], bool);
-        let cfgs: [Cfg; 7] = [
+        let cfgs: [Cfg; 11] = [
+            // large windows, few outputs (pool_wide_windows): the whole plane, padded and overhanging, 1-D
+            (&[2, 3, 16, 13], &[16, 13], &[1, 1], &[0, 0, 0, 0], &[], false),
+            (&[1, 2, 21, 20], &[12, 12], &[9, 8], &[2, 3, 2, 3], &[], true),
+            (&[1, 2, 45], &[40], &[8], &[3, 2], &[], false),
+            (&[1, 1, 9, 9], &[9, 9], &[9, 9], &[4, 4, 4, 4], &[], false),
             (&[2, 3, 13, 11], &[3, 3], &[2, 2], &[1, 1, 1, 1], &[], false),
             (&[1, 2, 12, 12], &[3, 3], &[2, 2], &[0, 0, 1, 1], &[], true),
             (&[1, 2, 9, 20], &[2, 3], &[1, 3], &[1, 0, 0, 2], &[2, 1], false),
