@@ -88,7 +88,7 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
 avx2_copy!(
     /// Builds the column matrix `col[K × cols]` for output pixels `p0..p0 + cols` of one image and group:
     /// row `((c·kd + kz)·kh + ky)·kw + kx` holds the input value under that tap for each pixel (0 in padding).
-    fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) => fill_columns_body);
+    pub(super) fn fill_columns<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) => fill_columns_body);
 
 #[inline(always)]
 fn fill_columns_body<T: Real>(x: &[T], g: &Geom, cg: usize, p0: usize, cols: usize, col: &mut [T]) {

@@ -6,6 +6,14 @@
 //! The pointwise and im2col paths are the same as the unprepared kernel's (the im2col tiling is shared through
 //! [`im2col::run_with`]); depthwise convolutions keep their direct kernel and are not prepared. x86-64 with
 //! AVX2/FMA only (elsewhere `prepare` declines and the node runs the ordinary kernel).
+//!
+//! **Few output pixels** (a CNN's last stages: 512 channels over 4×4 or 7×7 pixels): the GEMM tile is 6 rows by
+//! 32 columns (AVX-512; 16 with AVX2), and with the weights as rows the pixels fill the columns, so 16 pixels run
+//! a half-empty tile through the 8-lane kernel and 49 pixels compute 64. There the roles swap: the weights are
+//! packed transposed ([`PackedB`], `K × M`, output channels in the vector lanes) and the image's column matrix,
+//! read with the pixels as rows, is the packed A; the `pixels × M` product is transposed into the NCHW output
+//! with the bias and activation. [`swap_pays`] picks the layout from the tile counts of the two, when the session
+//! is planned (one packing is kept, not both); either layout runs any input size.
 
 use crate::ir::Graph;
 use crate::runtime::kernels::PreparedKernel;
@@ -26,19 +34,44 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
 
 #[cfg(target_arch = "x86_64")]
 mod x86 {
+    use std::cell::RefCell;
+
     use super::super::super::matmul::{bias_act, for_each_task, threads, BlockOut, MatRef};
-    use super::super::super::numeric::{gemm_packed_a, PackedA};
+    use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::super::{input, PreparedKernel, Scratch};
     use super::super::{constant_f32_conv, f32_operands, im2col, is_depthwise};
     use crate::ir::ops::conv::ConvPlan;
-    use crate::ir::{ConvAttrs, Graph, Tensor};
+    use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
+
+    /// Each group's `mg × K` weights, packed for one of the two GEMM layouts (module documentation).
+    #[derive(Debug)]
+    enum Weights {
+        /// As the GEMM's A: output channels are rows, pixels columns.
+        Rows(Vec<PackedA>),
+        /// Transposed, as the GEMM's B: pixels are rows, output channels columns.
+        Cols(Vec<PackedB>),
+    }
 
     #[derive(Debug)]
     struct PackedConv {
         attrs: ConvAttrs,
         w_shape: Vec<usize>,
-        /// Per group: its `mg × K` weights.
-        groups: Vec<PackedA>,
+        weights: Weights,
+    }
+
+    thread_local! {
+        /// The packed column matrix of the swapped layout, kept between runs.
+        static PIXEL_ROWS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+    }
+
+    /// Whether the swapped layout (pixels as rows) needs under 7/8 of the GEMM tiles of the usual one for `mg`
+    /// output channels over `pix` pixels. A tile is MR rows by the widest kernel's columns (an AVX2-only CPU's
+    /// narrower tiles change both counts alike). One pixel keeps the matrix-vector kernel of the usual layout.
+    pub(super) fn swap_pays(mg: usize, pix: usize) -> bool {
+        let cols = 2 * NR_PACKED;
+        let usual = mg.div_ceil(MR_PACKED) * pix.div_ceil(cols);
+        let swapped = pix.div_ceil(MR_PACKED) * mg.div_ceil(cols);
+        pix > 1 && 8 * swapped < 7 * usual
     }
 
     pub(super) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
@@ -47,8 +80,13 @@ mod x86 {
             return None;
         }
         let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
-        let groups = (0..p.group).map(|grp| PackedA::new(wd.get(grp * mg * kk..(grp + 1) * mg * kk)?, mg, kk)).collect::<Option<Vec<_>>>()?;
-        Some(Box::new(PackedConv { attrs: attrs.clone(), w_shape: w_shape.to_vec(), groups }))
+        let group_w = |grp: usize| wd.get(grp * mg * kk..(grp + 1) * mg * kk);
+        let weights = if swap_pays(mg, p.geom.out_size()) && std::env::var_os("TPU_SDK_NO_PIXEL_ROWS").is_none() {
+            Weights::Cols((0..p.group).map(|grp| PackedB::new(group_w(grp)?, kk, mg, 1, kk)).collect::<Option<Vec<_>>>()?)
+        } else {
+            Weights::Rows((0..p.group).map(|grp| PackedA::new(group_w(grp)?, mg, kk)).collect::<Option<Vec<_>>>()?)
+        };
+        Some(Box::new(PackedConv { attrs: attrs.clone(), w_shape: w_shape.to_vec(), weights }))
     }
 
     impl PreparedKernel for PackedConv {
@@ -56,7 +94,11 @@ mod x86 {
             let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
             let x = input(inputs, 0)?;
             let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
-            if p.group != self.groups.len() || self.groups.iter().any(|a| a.m() != mg || a.k() != kk) || is_depthwise(&p) {
+            let fits = match &self.weights {
+                Weights::Rows(w) => w.len() == p.group && w.iter().all(|a| a.m() == mg && a.k() == kk),
+                Weights::Cols(w) => w.len() == p.group && w.iter().all(|b| b.n() == mg && b.k() == kk),
+            };
+            if !fits || is_depthwise(&p) {
                 return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
             }
             if xv.len() != p.n * p.c * p.geom.in_size() || xv.is_empty() || bv.is_some_and(|b| b.len() != p.m) {
@@ -68,18 +110,25 @@ mod x86 {
                 return Ok(());
             }
             let act = self.attrs.activation;
+            let groups = match &self.weights {
+                Weights::Rows(w) => w,
+                Weights::Cols(w) => {
+                    pixel_rows_run(&p, xv, w, bv, act, y, &mut scratch.f32);
+                    return Ok(());
+                }
+            };
             let g = &p.geom;
             let pix = g.out_size();
             let pointwise = g.k == [1; 3] && g.s == [1; 3] && g.pb == [0; 3] && g.pe == [0; 3];
             if pointwise {
-                pointwise_run(&p, xv, &self.groups, bv, act, y);
+                pointwise_run(&p, xv, groups, bv, act, y);
                 return Ok(());
             }
             let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, epi: &mut dyn FnMut(usize, &mut [f32])| {
                 let c = out.block_ptr(off, (mg - 1) * pix + cols);
                 // SAFETY: the column tile holds kk × cols elements from bm.off (im2col built it); C's block lies in y
                 // (block_ptr checks its span) and im2col gives each call a block of its own.
-                unsafe { gemm_packed_a(&self.groups[grp], 0, mg, cols, bm.data.as_ptr().add(bm.off), bm.rs as isize, bm.cs as isize, c, pix as isize) };
+                unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, bm.data.as_ptr().add(bm.off), bm.rs as isize, bm.cs as isize, c, pix as isize) };
                 for i in 0..mg {
                     // SAFETY: a row of this call's block, written above, touched by no one else.
                     epi(i, unsafe { out.row(off + i * pix, cols) });
@@ -92,6 +141,69 @@ mod x86 {
         fn holds_input(&self, k: usize) -> bool {
             k == 1
         }
+    }
+
+    /// The swapped layout: per image and group, the column matrix (`K × P`: the input itself for a pointwise
+    /// convolution, else im2col's) packed with the pixels as rows, times the transposed weights into a `P × mg`
+    /// block, transposed into the output rows with the bias and activation. Tasks split the output channels.
+    #[allow(clippy::too_many_arguments)]
+    fn pixel_rows_run(p: &ConvPlan, x: &[f32], groups: &[PackedB], b: Option<&[f32]>, act: Option<Activation>, y: &mut [f32], scratch: &mut Vec<f32>) {
+        let g = &p.geom;
+        let (cg, mg, group) = (p.cg(), p.mg(), p.group);
+        let (kk, pix, plane_in) = (cg * g.k_size(), g.out_size(), g.in_size());
+        let pointwise = g.k == [1; 3] && g.s == [1; 3] && g.pb == [0; 3] && g.pe == [0; 3];
+        let threads = threads();
+        // channel chunks of whole wide tiles, at least two per thread when the work is worth splitting
+        let wide = 2 * NR_PACKED;
+        let par = threads > 1 && pix * mg * kk >= 1 << 18;
+        let chunk = if par { mg.div_ceil(2 * threads).div_ceil(wide).max(1) * wide } else { mg };
+        let chunks = mg.div_ceil(chunk);
+        let col_len = if pointwise { 0 } else { kk * pix };
+        if scratch.len() < col_len + pix * mg {
+            scratch.resize(col_len + pix * mg, 0.0);
+        }
+        let (col, prod) = scratch.split_at_mut(col_len);
+        let prod = &mut prod[..pix * mg];
+        let out = BlockOut::new(y);
+        PIXEL_ROWS.with(|buf| {
+            let mut buf = buf.borrow_mut();
+            for n in 0..p.n {
+                for grp in 0..group {
+                    let xg = &x[(n * p.c + grp * cg) * plane_in..][..cg * plane_in];
+                    let cols: &[f32] = if pointwise {
+                        xg
+                    } else {
+                        im2col::fill_columns(xg, g, cg, 0, pix, col);
+                        col
+                    };
+                    // the caller checked the sizes, so packing fails only on a CPU without the kernels, which
+                    // never prepares this kernel
+                    let Some(a) = PackedA::new_transposed_in(cols, pix, kk, pix, std::mem::take(&mut *buf)) else { return };
+                    let w = &groups[grp];
+                    let prod_out = BlockOut::new(&mut *prod);
+                    for_each_task(chunks, par, |t| {
+                        let j0 = t * chunk;
+                        let nc = chunk.min(mg - j0);
+                        let c = prod_out.block_ptr(j0, (pix - 1) * mg + nc);
+                        // SAFETY: A is pix × kk and W kk × mg (checked by the caller); the block of columns
+                        // j0..j0 + nc of the pix × mg product lies in prod (block_ptr) and chunks are disjoint.
+                        unsafe { gemm_packed_ab(&a, 0, pix, w, j0, nc, 1.0, c, mg as isize) };
+                        for j in 0..nc {
+                            let ch = grp * mg + j0 + j;
+                            // SAFETY: output row (n, ch) belongs to this chunk's channels only.
+                            let row = unsafe { out.row((n * p.m + ch) * pix, pix) };
+                            for (i, o) in row.iter_mut().enumerate() {
+                                // SAFETY: element (i, j0 + j) of the product, inside this chunk's block, written
+                                // above by this task only.
+                                *o = unsafe { *c.add(i * mg + j) };
+                            }
+                            bias_act(row, b.map(|b| b[ch]), act);
+                        }
+                    });
+                    *buf = a.into_buffer();
+                }
+            }
+        });
     }
 
     /// `Y[n, grp] (mg × P) = W[grp] · X[n, grp] (cg × P)` straight on the NCHW input, tasks over images, groups
@@ -167,6 +279,27 @@ mod tests {
             let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, seed as u64, super::prepare, 1);
             for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                 assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()) * 30.0, "case {seed}: element {i}: {p} vs {q}");
+            }
+        }
+        // few output pixels over many channels: the swapped layout (pixels as rows, channels in the lanes), on one
+        // and two threads: 3×3 with stride and padding, pointwise, groups, a batch of 2, a partial last tile of
+        // channels and of pixels
+        let swapped = vec![
+            (vec![1, 64, 4, 4], vec![96, 64, 3, 3], attrs(2, 1, 1, 1, 1, Some(Activation::Relu)), true),
+            (vec![2, 40, 8, 7], vec![200, 40, 1, 1], attrs(2, 2, 1, 0, 1, None), true),
+            (vec![1, 200, 4, 4], vec![200, 200, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Silu)), false),
+            (vec![1, 8, 5, 5], vec![64, 4, 3, 3], attrs(2, 1, 1, 1, 2, None), true),
+            (vec![2, 130, 7, 7], vec![300, 130, 3, 3], attrs(2, 2, 1, 1, 1, Some(Activation::Relu6)), true),
+        ];
+        for (seed, (xs, ws, a, with_bias)) in swapped.into_iter().enumerate() {
+            let pix = (xs[2] + 2 * a.pads[0] - ws[2]) / a.strides[0] + 1;
+            let pix = pix * ((xs[3] + 2 * a.pads[1] - ws[3]) / a.strides[1] + 1);
+            assert!(super::x86::swap_pays(ws[0] / a.group, pix), "case {seed} does not take the swapped layout");
+            for threads in [1, 2] {
+                let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 50 + seed as u64, super::prepare, threads);
+                for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
+                    assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()) * 30.0, "swapped case {seed}, {threads} threads: element {i}: {p} vs {q}");
+                }
             }
         }
         // depthwise stays with its direct kernel

@@ -469,6 +469,25 @@ mod x86 {
             Some(PackedA { m, k, data })
         }
 
+        /// Packs the `m × k` matrix whose element (i, p) is `a[p·lda + i]` (the transpose of a row-major `k × lda`
+        /// matrix's first m columns: an im2col column matrix read with the pixels as rows) in the storage of
+        /// `buf`; `None` when `a` is too short, `lda < m` or the CPU lacks AVX2/FMA.
+        pub(crate) fn new_transposed_in(a: &[f32], m: usize, k: usize, lda: usize, buf: Vec<f32>) -> Option<PackedA> {
+            if !super::super::vector::avx2_fma() || m == 0 || k == 0 || lda < m || a.len() < (k - 1).checked_mul(lda)?.checked_add(m)? {
+                return None;
+            }
+            let mut data = buf;
+            data.clear();
+            data.resize(m.div_ceil(MR) * MR * k + 2, 0.0);
+            for (ip, panel) in data.chunks_exact_mut(MR * k).enumerate() {
+                let rows = MR.min(m - ip * MR);
+                for (p, d) in panel.chunks_exact_mut(MR).enumerate() {
+                    d[..rows].copy_from_slice(&a[p * lda + ip * MR..][..rows]);
+                }
+            }
+            Some(PackedA { m, k, data })
+        }
+
         /// Rows.
         pub(crate) fn m(&self) -> usize {
             self.m
