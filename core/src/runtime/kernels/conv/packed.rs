@@ -67,12 +67,16 @@ mod x86 {
     /// Whether the swapped layout (pixels as rows) needs under 7/8 of the GEMM tiles of the usual one for `mg`
     /// output channels over `pix` pixels. A tile is MR rows by the widest kernel's columns (an AVX2-only CPU's
     /// narrower tiles change both counts alike). One pixel keeps the matrix-vector kernel of the usual layout.
-    pub(super) fn swap_pays(mg: usize, pix: usize) -> bool {
+    pub(super) fn swap_pays(mg: usize, kk: usize, pix: usize) -> bool {
         let cols = 2 * NR_PACKED;
         let usual = mg.div_ceil(MR_PACKED) * pix.div_ceil(cols);
         let swapped = pix.div_ceil(MR_PACKED) * mg.div_ceil(cols);
-        pix > 1 && 8 * swapped < 7 * usual
+        pix > 1 && kk >= MIN_DEPTH && 8 * swapped < 7 * usual
     }
+
+    /// The shallowest products worth the swapped layout's transposition (a pass over the output): below it, the
+    /// GEMM's work per output value is too small for the saved tiles to pay for it.
+    const MIN_DEPTH: usize = 256;
 
     pub(super) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
         let (attrs, p, wd, w_shape) = constant_f32_conv(g, n)?;
@@ -81,7 +85,7 @@ mod x86 {
         }
         let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
         let group_w = |grp: usize| wd.get(grp * mg * kk..(grp + 1) * mg * kk);
-        let weights = if swap_pays(mg, p.geom.out_size()) && std::env::var_os("TPU_SDK_NO_PIXEL_ROWS").is_none() {
+        let weights = if swap_pays(mg, kk, p.geom.out_size()) && std::env::var_os("TPU_SDK_NO_PIXEL_ROWS").is_none() {
             Weights::Cols((0..p.group).map(|grp| PackedB::new(group_w(grp)?, kk, mg, 1, kk)).collect::<Option<Vec<_>>>()?)
         } else {
             Weights::Rows((0..p.group).map(|grp| PackedA::new(group_w(grp)?, mg, kk)).collect::<Option<Vec<_>>>()?)
@@ -188,16 +192,25 @@ mod x86 {
                         // SAFETY: A is pix × kk and W kk × mg (checked by the caller); the block of columns
                         // j0..j0 + nc of the pix × mg product lies in prod (block_ptr) and chunks are disjoint.
                         unsafe { gemm_packed_ab(&a, 0, pix, w, j0, nc, 1.0, c, mg as isize) };
-                        for j in 0..nc {
-                            let ch = grp * mg + j0 + j;
-                            // SAFETY: output row (n, ch) belongs to this chunk's channels only.
-                            let row = unsafe { out.row((n * p.m + ch) * pix, pix) };
-                            for (i, o) in row.iter_mut().enumerate() {
-                                // SAFETY: element (i, j0 + j) of the product, inside this chunk's block, written
-                                // above by this task only.
-                                *o = unsafe { *c.add(i * mg + j) };
+                        // transposed eight channels at a time: each product row gives 8 adjacent values, each
+                        // output row is written in order (one channel at a time read the product down a column,
+                        // a cache line per value, as slow as the GEMM itself for pointwise layers)
+                        for jb in (0..nc).step_by(8) {
+                            let w = 8.min(nc - jb);
+                            let ch0 = grp * mg + j0 + jb;
+                            // SAFETY: output rows (n, ch0..ch0 + w) belong to this chunk's channels only.
+                            let mut rows: [&mut [f32]; 8] = std::array::from_fn(|q| if q < w { unsafe { out.row((n * p.m + ch0 + q) * pix, pix) } } else { &mut [] });
+                            for i in 0..pix {
+                                // SAFETY: elements (i, j0 + jb..j0 + jb + w) of the product, inside this chunk's
+                                // block, written above by this task only.
+                                let src = unsafe { std::slice::from_raw_parts(c.add(i * mg + jb), w) };
+                                for (row, &v) in rows.iter_mut().zip(src) {
+                                    row[i] = v;
+                                }
                             }
-                            bias_act(row, b.map(|b| b[ch]), act);
+                            for (q, row) in rows.iter_mut().take(w).enumerate() {
+                                bias_act(row, b.map(|b| b[ch0 + q]), act);
+                            }
                         }
                     });
                     *buf = a.into_buffer();
@@ -286,15 +299,15 @@ mod tests {
         // channels and of pixels
         let swapped = vec![
             (vec![1, 64, 4, 4], vec![96, 64, 3, 3], attrs(2, 1, 1, 1, 1, Some(Activation::Relu)), true),
-            (vec![2, 40, 8, 7], vec![200, 40, 1, 1], attrs(2, 2, 1, 0, 1, None), true),
-            (vec![1, 200, 4, 4], vec![200, 200, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Silu)), false),
-            (vec![1, 8, 5, 5], vec![64, 4, 3, 3], attrs(2, 1, 1, 1, 2, None), true),
+            (vec![2, 300, 8, 7], vec![200, 300, 1, 1], attrs(2, 2, 1, 0, 1, None), true),
+            (vec![1, 260, 4, 4], vec![200, 260, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Silu)), false),
+            (vec![1, 64, 5, 5], vec![64, 32, 3, 3], attrs(2, 1, 1, 1, 2, None), true),
             (vec![2, 130, 7, 7], vec![300, 130, 3, 3], attrs(2, 2, 1, 1, 1, Some(Activation::Relu6)), true),
         ];
         for (seed, (xs, ws, a, with_bias)) in swapped.into_iter().enumerate() {
             let pix = (xs[2] + 2 * a.pads[0] - ws[2]) / a.strides[0] + 1;
             let pix = pix * ((xs[3] + 2 * a.pads[1] - ws[3]) / a.strides[1] + 1);
-            assert!(super::x86::swap_pays(ws[0] / a.group, pix), "case {seed} does not take the swapped layout");
+            assert!(super::x86::swap_pays(ws[0] / a.group, ws[1] * ws[2] * ws[3], pix), "case {seed} does not take the swapped layout");
             for threads in [1, 2] {
                 let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 50 + seed as u64, super::prepare, threads);
                 for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {

@@ -49,10 +49,33 @@ pub(crate) fn avx512() -> bool {
     }
 }
 
+/// Whether the CPU has AVX-512 BW and VL (checked once; with [`avx512`] for the 16-lane element loops).
+#[cfg(target_arch = "x86_64")]
+#[inline]
+fn avx512_bw_vl() -> bool {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ON.get_or_init(|| std::arch::is_x86_feature_detected!("avx512bw") && std::arch::is_x86_feature_detected!("avx512vl"))
+}
+
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_avx2<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
     map_loop(a, o, f)
+}
+
+/// The 16-lane copy: element functions such as sigmoid are arithmetic-bound when their data is in cache (a
+/// convolution's fused SiLU), so twice the lanes nearly halves their time; the same operations, so the same bits.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn map_avx512<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
+    map_loop(a, o, f)
+}
+
+/// See [`map_avx512`].
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+unsafe fn update_avx512<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
+    update_loop(o, f)
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -65,6 +88,11 @@ unsafe fn update_avx2<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
 #[inline]
 pub(crate) fn map<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
     #[cfg(target_arch = "x86_64")]
+    if avx512() && avx512_bw_vl() {
+        // SAFETY: the CPU has AVX-512 F/BW/VL, AVX2 and FMA (checked just above).
+        return unsafe { map_avx512(a, o, f) };
+    }
+    #[cfg(target_arch = "x86_64")]
     if avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
         return unsafe { map_avx2(a, o, f) };
@@ -75,6 +103,11 @@ pub(crate) fn map<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
 /// `o[i] = f(o[i])`.
 #[inline]
 pub(crate) fn update<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512() && avx512_bw_vl() {
+        // SAFETY: the CPU has AVX-512 F/BW/VL, AVX2 and FMA (checked just above).
+        return unsafe { update_avx512(o, f) };
+    }
     #[cfg(target_arch = "x86_64")]
     if avx2_fma() {
         // SAFETY: the CPU has AVX2 and FMA (checked just above).
@@ -114,7 +147,7 @@ mod tests {
     use super::*;
     use crate::runtime::kernels::numeric::{exp_f32, sigmoid_f32, tanh_f32};
 
-    /// The AVX2 copy and the baseline copy give the same bits (no FMA contraction: the element functions round
+    /// The AVX-512 (where the CPU has it) or AVX2 copy and the baseline copy give the same bits (no FMA contraction: the element functions round
     /// the same way in both), over values that cover every branch of exp, tanh and sigmoid.
     #[test]
     fn the_avx2_copy_equals_the_baseline_copy() {
