@@ -6,6 +6,7 @@ mod fold;
 pub mod fp_env;
 pub mod kernels;
 mod session;
+pub(crate) mod spin_pool;
 
 pub use fold::CpuEval;
 pub use session::Session;

@@ -271,6 +271,20 @@ pub(super) fn strided_copy<T: Element>(inp: &[T], base: usize, dims: &[Dim], out
             Some(k) => {
                 let (xlo, xhi) = if k == 0 { (lo, hi) } else { (0, d[k].0) };
                 let osk = ostr[k];
+                if xhi - xlo <= 4 && s_last > 0 {
+                    // a few contiguous input values per step (NHWC with 3 channels to NCHW): one strided pass per
+                    // output row reads the same cache lines; tiles of TILE² would loop over a few values each
+                    walk(&outer, 0, base, &mut |o, i| {
+                        for x in xlo..xhi {
+                            let orow = o + (x - xlo) * osk;
+                            let src = inp[(i + x as isize) as usize..].iter().step_by(s_last as usize);
+                            for (v, &s) in out[orow..orow + n_last].iter_mut().zip(src) {
+                                *v = s;
+                            }
+                        }
+                    });
+                    return;
+                }
                 walk(&outer, 0, base, &mut |o, i| {
                     for x0 in (xlo..xhi).step_by(TILE) {
                         let x1 = (x0 + TILE).min(xhi);
@@ -610,6 +624,10 @@ pub(super) mod tests {
             (&[1, 40, 40, 64], &[0, 3, 1, 2]),
             (&[3, 5, 7, 2], &[3, 1, 0, 2]),
             (&[2, 1, 3, 1], &[3, 2, 1, 0]),
+            // a few channels last to first (the short strided rows), batched, and large enough to split
+            (&[1, 96, 96, 3], &[0, 3, 1, 2]),
+            (&[2, 9, 7, 4], &[0, 3, 1, 2]),
+            (&[1, 300, 300, 2], &[0, 3, 1, 2]),
         ];
         for &(shape, perm) in cases {
             let x = iota(shape);

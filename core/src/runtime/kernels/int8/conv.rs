@@ -23,7 +23,8 @@ use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
 use super::depthwise_nhwc::{self, NhwcDepthwise};
 use super::packed_dot::PackedDot;
 use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
-use super::{activation_range, arg, as_i8, out0, parallel, Ctx, PreparedKernel, Qp, Q8};
+use super::{activation_range, arg, as_i8, out0, team_parallel, Ctx, PreparedKernel, Qp, Q8};
+use crate::runtime::spin_pool;
 use crate::ir::{Activation, ConvAttrs, DType, Tensor};
 use crate::ir::ops::conv::{window_geom, Window};
 use crate::runtime::kernels::Scratch;
@@ -302,10 +303,10 @@ impl Conv {
                     let xp = &xp[..];
                     let ob = bytes_mut(&mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p]);
                     let rq = &self.rq[gi * og..(gi + 1) * og];
-                    if parallel(og * kk * p) {
-                        // whole blocks of rows, about two tasks per thread
+                    if team_parallel(og * kk * p) && og > RB {
+                        // whole blocks of rows, about two tasks per thread, on the spinning team
                         let per = og.div_ceil(RB).div_ceil(2 * rayon::current_num_threads()).max(1) * RB;
-                        ob.par_chunks_mut(per * p).enumerate().for_each(|(i, ch)| gemm(pw, i * per, xp, p, Out::Quant(ch, rq)));
+                        spin_pool::for_each_chunk_mut(ob, per * p, &|i, ch| gemm(pw, i * per, xp, p, Out::Quant(ch, rq)));
                     } else {
                         gemm(pw, 0, xp, p, Out::Quant(ob, rq));
                     }
@@ -682,8 +683,14 @@ impl Conv {
             }
         };
         let out = &mut out[..n * o * p];
-        if parallel(n * o * p * kk) {
-            out.par_chunks_mut(mult * p).enumerate().for_each_init(init, per_channel);
+        let channels = n * c;
+        if team_parallel(n * o * p * kk) && channels > 1 {
+            // runs of whole channels, about two per thread, each with its own buffers, on the spinning team
+            let per = channels.div_ceil(2 * rayon::current_num_threads()).max(1);
+            spin_pool::for_each_chunk_mut(out, per * mult * p, &|t, run| {
+                let mut bufs = init();
+                run.chunks_mut(mult * p).enumerate().for_each(|(k, planes)| per_channel(&mut bufs, (t * per + k, planes)));
+            });
         } else {
             let mut bufs = init();
             out.chunks_mut(mult * p).enumerate().for_each(|ip| per_channel(&mut bufs, ip));
@@ -791,8 +798,13 @@ impl Fc {
             }
         };
         let rows = x.len() / k.max(1);
-        if rows > 1 && parallel(rows * nn * k) {
-            out.par_chunks_mut(nn).enumerate().for_each_init(|| (Vec::new(), Vec::new()), |(b, a), (r, o)| run_row(r, o, b, a));
+        if rows > 1 && team_parallel(rows * nn * k) {
+            // runs of whole rows, about two per thread, each with its own buffers, on the spinning team
+            let per = rows.div_ceil(2 * rayon::current_num_threads()).max(1);
+            spin_pool::for_each_chunk_mut(out, per * nn, &|t, run| {
+                let (mut b, mut a) = (Vec::new(), Vec::new());
+                run.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(t * per + r, o, &mut b, &mut a));
+            });
         } else {
             let mut acc = Vec::new();
             out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o, buf, &mut acc));

@@ -191,16 +191,15 @@ fn reduced_axes(cx: &Ctx, attr: Option<&[usize]>, noop: bool) -> Result<Vec<usiz
     Ok((0..rank).filter(|&d| mask[d]).collect())
 }
 
-/// Whether a kernel should split `work` (multiply-adds or elements touched) across rayon's threads: only
-/// with more than one thread (a one-thread pool still hands every parallel call from the caller's thread to
-/// its worker and back, which costs more than small kernels) and enough work per call.
-pub(crate) fn parallel(work: usize) -> bool {
-    /// Least work worth a fork-join: about 2M multiply-adds, 30-100 µs of one core with the vector kernels.
-    /// Below that, handing the work to a second thread (a futex wake-up, often a core that another process
-    /// holds on a shared machine) was measured to cost more than it saves: the 96x96 int8 MobileNetV2 ran
-    /// 1.17 ms at 2 threads against 0.77 ms at 1 with a threshold of 128K.
-    const PAR_MIN: usize = 1 << 21;
-    work >= PAR_MIN && rayon::current_num_threads() > 1
+/// Whether a kernel should split `work` (multiply-adds or elements touched) across the spinning team
+/// ([`crate::runtime::spin_pool`]): with more than one thread and from about 100K multiply-adds (a few µs of
+/// one core). Through rayon the least work worth a fork-join had been 2M (a futex wake-up per call, often a
+/// core that another process holds on a shared machine: the 96x96 int8 MobileNetV2 ran 1.17 ms at 2 threads
+/// against 0.77 ms at 1 with a threshold of 128K), so no convolution of that model split at all; the team's
+/// workers spin between the operators of a run and take their tasks in well under a microsecond.
+pub(crate) fn team_parallel(work: usize) -> bool {
+    const TEAM_MIN: usize = 1 << 17;
+    work >= TEAM_MIN && rayon::current_num_threads() > 1
 }
 
 /// [min, max] of an 8-bit dtype.
