@@ -317,34 +317,27 @@ fn pool_wide_windows<T: Real>(x: &[T], g: &Geom, planes: usize, kind: Fast, y: &
     });
 }
 
-/// Sum of a row in eight interleaved partial sums (which vectorise).
-fn row_sum<T: Real>(r: &[T]) -> T {
-    let mut acc = [T::ZERO; 8];
+/// `f` folded over a row from `init` in eight interleaved partial results (which vectorise), combined at the
+/// end: a sum or a maximum (NaN dropped, as [`Real::max_`]).
+#[inline(always)]
+fn row_fold<T: Real>(r: &[T], init: T, f: impl Fn(T, T) -> T) -> T {
+    let mut acc = [init; 8];
     let chunks = r.chunks_exact(8);
     let tail = chunks.remainder();
     for c in chunks {
         for (a, &v) in acc.iter_mut().zip(c) {
-            *a = *a + v;
+            *a = f(*a, v);
         }
     }
-    let mut s = ((acc[0] + acc[4]) + (acc[1] + acc[5])) + ((acc[2] + acc[6]) + (acc[3] + acc[7]));
-    for &v in tail {
-        s = s + v;
-    }
-    s
+    acc.iter().chain(tail).fold(init, |m, &v| f(m, v))
 }
 
-/// Maximum of a row (NaN dropped, as [`Real::max_`]) in eight interleaved partial maxima.
+fn row_sum<T: Real>(r: &[T]) -> T {
+    row_fold(r, T::ZERO, |a, b| a + b)
+}
+
 fn row_max<T: Real>(r: &[T]) -> T {
-    let mut acc = [T::NEG_INFINITY; 8];
-    let chunks = r.chunks_exact(8);
-    let tail = chunks.remainder();
-    for c in chunks {
-        for (a, &v) in acc.iter_mut().zip(c) {
-            *a = a.max_(v);
-        }
-    }
-    acc.iter().chain(tail).fold(T::NEG_INFINITY, |m, &v| m.max_(v))
+    row_fold(r, T::NEG_INFINITY, |a, b| a.max_(b))
 }
 
 /// `yrow[j] = f(yrow[j], xs[j·s])`.
