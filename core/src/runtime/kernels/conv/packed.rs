@@ -116,10 +116,7 @@ mod x86 {
             let act = self.attrs.activation;
             let groups = match &self.weights {
                 Weights::Rows(w) => w,
-                Weights::Cols(w) => {
-                    pixel_rows_run(&p, xv, w, bv, act, y, &mut scratch.f32);
-                    return Ok(());
-                }
+                Weights::Cols(w) => return pixel_rows_run(&p, xv, w, bv, act, y, &mut scratch.f32),
             };
             let g = &p.geom;
             let pix = g.out_size();
@@ -151,7 +148,7 @@ mod x86 {
     /// convolution, else im2col's) packed with the pixels as rows, times the transposed weights into a `P × mg`
     /// block, transposed into the output rows with the bias and activation. Tasks split the output channels.
     #[allow(clippy::too_many_arguments)]
-    fn pixel_rows_run(p: &ConvPlan, x: &[f32], groups: &[PackedB], b: Option<&[f32]>, act: Option<Activation>, y: &mut [f32], scratch: &mut Vec<f32>) {
+    fn pixel_rows_run(p: &ConvPlan, x: &[f32], groups: &[PackedB], b: Option<&[f32]>, act: Option<Activation>, y: &mut [f32], scratch: &mut Vec<f32>) -> Result<(), String> {
         let g = &p.geom;
         let (cg, mg, group) = (p.cg(), p.mg(), p.group);
         let (kk, pix, plane_in) = (cg * g.k_size(), g.out_size(), g.in_size());
@@ -182,7 +179,9 @@ mod x86 {
                     };
                     // the caller checked the sizes, so packing fails only on a CPU without the kernels, which
                     // never prepares this kernel
-                    let Some(a) = PackedA::new_transposed_in(cols, pix, kk, pix, std::mem::take(&mut *buf)) else { return };
+                    let Some(a) = PackedA::new_transposed_in(cols, pix, kk, pix, std::mem::take(&mut *buf)) else {
+                        return Err("Conv: the input columns could not be packed (no AVX2/FMA?)".to_string());
+                    };
                     let w = &groups[grp];
                     let prod_out = BlockOut::new(&mut *prod);
                     for_each_task(chunks, par, |t| {
@@ -216,7 +215,8 @@ mod x86 {
                     *buf = a.into_buffer();
                 }
             }
-        });
+            Ok(())
+        })
     }
 
     /// `Y[n, grp] (mg × P) = W[grp] · X[n, grp] (cg × P)` straight on the NCHW input, tasks over images, groups
