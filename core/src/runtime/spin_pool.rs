@@ -216,6 +216,20 @@ pub(crate) fn for_each_chunk_mut<T: Send>(data: &mut [T], chunk: usize, f: &(dyn
     });
 }
 
+/// Calls `f(&mut state, i, piece)` for each `unit`-long piece `i` of `data` (the last may be shorter) through
+/// [`for_each_chunk_mut`]: the pieces in runs of about two per thread, each run with its own `init()` state (a
+/// task's scratch buffers).
+pub(crate) fn for_each_piece_mut<T: Send, S>(data: &mut [T], unit: usize, init: impl Fn() -> S + Sync, f: impl Fn(&mut S, usize, &mut [T]) + Sync) {
+    let unit = unit.max(1);
+    let per = data.len().div_ceil(unit).div_ceil(2 * rayon::current_num_threads()).max(1);
+    for_each_chunk_mut(data, per * unit, &|t, run| {
+        let mut state = init();
+        for (k, piece) in run.chunks_mut(unit).enumerate() {
+            f(&mut state, t * per + k, piece);
+        }
+    });
+}
+
 /// A raw pointer that tasks on other threads may use (disjointness is argued where it is dereferenced).
 struct SendPtr<T>(*mut T);
 // SAFETY: only dereferenced in for_each_chunk_mut, each task on its own piece; T: Send.
@@ -258,6 +272,17 @@ mod tests {
             let mut v = vec![0usize; 1003];
             for_each_chunk_mut(&mut v, 10, &|i, c| c.iter_mut().enumerate().for_each(|(k, x)| *x = i * 10 + k));
             assert!(v.iter().enumerate().all(|(i, &x)| x == i));
+        });
+    }
+
+    #[test]
+    fn pieces_get_their_index_and_a_state_per_run() {
+        on_threads(2, || {
+            let mut v = vec![0usize; 103];
+            let inits = AtomicUsize::new(0);
+            for_each_piece_mut(&mut v, 5, || inits.fetch_add(1, SeqCst), |_, i, piece| piece.iter_mut().enumerate().for_each(|(k, x)| *x = i * 5 + k));
+            assert!(v.iter().enumerate().all(|(i, &x)| x == i));
+            assert!(inits.load(SeqCst) <= 4, "one state per run, about two runs per thread");
         });
     }
 

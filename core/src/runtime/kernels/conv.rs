@@ -80,6 +80,11 @@ fn f32_operands<'a>(inputs: &[Option<&'a Tensor>], w_shape: &[usize], attrs: &Co
     Ok((p, xv, bv))
 }
 
+/// A 1×1 convolution with unit strides and no padding: its column matrix is the input itself.
+fn is_pointwise(g: &crate::ir::ops::conv::Geom) -> bool {
+    g.k == [1; 3] && g.s == [1; 3] && g.pb == [0; 3] && g.pe == [0; 3]
+}
+
 /// True when the plan runs the direct depthwise kernel (one input channel per group, 1-D/2-D).
 fn is_depthwise(p: &ConvPlan) -> bool {
     let g = &p.geom;
@@ -183,7 +188,7 @@ fn conv_real<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Opti
         depthwise::run(p, x, w, b, act, y, scratch);
         return Ok(());
     }
-    let pointwise = g.k == [1; 3] && g.s == [1; 3] && g.pb == [0; 3] && g.pe == [0; 3];
+    let pointwise = is_pointwise(g);
     if pointwise {
         // Y[n, grp] (mg × P) = W[grp] (mg × cg) · X[n, grp] (cg × P), straight on NCHW.
         let (cg, mg, hw, group) = (p.cg(), p.mg(), g.in_size(), p.group);

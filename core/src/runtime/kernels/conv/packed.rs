@@ -39,7 +39,7 @@ mod x86 {
     use super::super::super::matmul::{bias_act, for_each_task, threads, BlockOut, MatRef};
     use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::super::{input, PreparedKernel, Scratch};
-    use super::super::{constant_f32_conv, f32_operands, im2col, is_depthwise};
+    use super::super::{constant_f32_conv, f32_operands, im2col, is_depthwise, is_pointwise};
     use crate::ir::ops::conv::ConvPlan;
     use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
@@ -120,7 +120,7 @@ mod x86 {
             };
             let g = &p.geom;
             let pix = g.out_size();
-            let pointwise = g.k == [1; 3] && g.s == [1; 3] && g.pb == [0; 3] && g.pe == [0; 3];
+            let pointwise = is_pointwise(g);
             if pointwise {
                 pointwise_run(&p, xv, groups, bv, act, y);
                 return Ok(());
@@ -152,7 +152,7 @@ mod x86 {
         let g = &p.geom;
         let (cg, mg, group) = (p.cg(), p.mg(), p.group);
         let (kk, pix, plane_in) = (cg * g.k_size(), g.out_size(), g.in_size());
-        let pointwise = g.k == [1; 3] && g.s == [1; 3] && g.pb == [0; 3] && g.pe == [0; 3];
+        let pointwise = is_pointwise(g);
         let threads = threads();
         // channel chunks of whole wide tiles, at least two per thread when the work is worth splitting
         let wide = 2 * NR_PACKED;

@@ -685,12 +685,8 @@ impl Conv {
         let out = &mut out[..n * o * p];
         let channels = n * c;
         if team_parallel(n * o * p * kk) && channels > 1 {
-            // runs of whole channels, about two per thread, each with its own buffers, on the spinning team
-            let per = channels.div_ceil(2 * rayon::current_num_threads()).max(1);
-            spin_pool::for_each_chunk_mut(out, per * mult * p, &|t, run| {
-                let mut bufs = init();
-                run.chunks_mut(mult * p).enumerate().for_each(|(k, planes)| per_channel(&mut bufs, (t * per + k, planes)));
-            });
+            // runs of whole channels on the spinning team, each run with its own buffers
+            spin_pool::for_each_piece_mut(out, mult * p, init, |bufs, i, planes| per_channel(bufs, (i, planes)));
         } else {
             let mut bufs = init();
             out.chunks_mut(mult * p).enumerate().for_each(|ip| per_channel(&mut bufs, ip));
@@ -799,12 +795,8 @@ impl Fc {
         };
         let rows = x.len() / k.max(1);
         if rows > 1 && team_parallel(rows * nn * k) {
-            // runs of whole rows, about two per thread, each with its own buffers, on the spinning team
-            let per = rows.div_ceil(2 * rayon::current_num_threads()).max(1);
-            spin_pool::for_each_chunk_mut(out, per * nn, &|t, run| {
-                let (mut b, mut a) = (Vec::new(), Vec::new());
-                run.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(t * per + r, o, &mut b, &mut a));
-            });
+            // runs of whole rows on the spinning team, each run with its own buffers
+            spin_pool::for_each_piece_mut(out, nn, || (Vec::new(), Vec::new()), |(b, a), r, o| run_row(r, o, b, a));
         } else {
             let mut acc = Vec::new();
             out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o, buf, &mut acc));

@@ -49,14 +49,6 @@ pub(crate) fn avx512() -> bool {
     }
 }
 
-/// Whether the CPU has AVX-512 BW and VL (checked once; with [`avx512`] for the 16-lane element loops).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-fn avx512_bw_vl() -> bool {
-    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *ON.get_or_init(|| std::arch::is_x86_feature_detected!("avx512bw") && std::arch::is_x86_feature_detected!("avx512vl"))
-}
-
 #[cfg(target_arch = "x86_64")]
 #[target_feature(enable = "avx2,fma")]
 unsafe fn map_avx2<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
@@ -66,14 +58,14 @@ unsafe fn map_avx2<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
 /// The 16-lane copy: element functions such as sigmoid are arithmetic-bound when their data is in cache (a
 /// convolution's fused SiLU), so twice the lanes nearly halves their time; the same operations, so the same bits.
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+#[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn map_avx512<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
     map_loop(a, o, f)
 }
 
 /// See [`map_avx512`].
 #[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx512f,avx512bw,avx512vl,avx2,fma")]
+#[target_feature(enable = "avx512f,avx2,fma")]
 unsafe fn update_avx512<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
     update_loop(o, f)
 }
@@ -88,8 +80,8 @@ unsafe fn update_avx2<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
 #[inline]
 pub(crate) fn map<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
     #[cfg(target_arch = "x86_64")]
-    if avx512() && avx512_bw_vl() {
-        // SAFETY: the CPU has AVX-512 F/BW/VL, AVX2 and FMA (checked just above).
+    if avx512() {
+        // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
         return unsafe { map_avx512(a, o, f) };
     }
     #[cfg(target_arch = "x86_64")]
@@ -104,8 +96,8 @@ pub(crate) fn map<A: Copy, O, F: Fn(A) -> O>(a: &[A], o: &mut [O], f: &F) {
 #[inline]
 pub(crate) fn update<O: Copy, F: Fn(O) -> O>(o: &mut [O], f: &F) {
     #[cfg(target_arch = "x86_64")]
-    if avx512() && avx512_bw_vl() {
-        // SAFETY: the CPU has AVX-512 F/BW/VL, AVX2 and FMA (checked just above).
+    if avx512() {
+        // SAFETY: the CPU has AVX-512F, AVX2 and FMA (checked just above).
         return unsafe { update_avx512(o, f) };
     }
     #[cfg(target_arch = "x86_64")]
