@@ -21,6 +21,8 @@ use crate::ir::{Activation, ConvAttrs, ConvTransposeAttrs, DType, Tensor};
 mod depthwise;
 #[cfg(target_arch = "x86_64")]
 mod depthwise_lanes;
+#[cfg(target_arch = "x86_64")]
+mod depthwise_rows;
 mod im2col;
 mod packed;
 #[cfg(target_arch = "x86_64")]
@@ -29,10 +31,15 @@ mod transpose;
 #[cfg(target_arch = "x86_64")]
 mod winograd;
 
-/// The prepared kernel of an f32 Conv with constant weights: depthwise convolutions with small output planes
-/// with the channels in the vector lanes ([`depthwise_lanes`]), Winograd F(2×2, 3×3) for the 3×3 stride-1
+/// The prepared kernel of an f32 Conv with constant weights: depthwise 3×3 and 5×5 convolutions along the
+/// output rows with AVX-512 ([`depthwise_rows`]), other depthwise convolutions with small output planes with the
+/// channels in the vector lanes ([`depthwise_lanes`]), Winograd F(2×2, 3×3) for the 3×3 stride-1
 /// convolutions where it gains ([`winograd`]), else the weights packed for the im2col GEMM ([`packed`]).
 pub(super) fn prepare_packed(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn super::PreparedKernel>> {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = depthwise_rows::prepare(g, n) {
+        return Some(k);
+    }
     #[cfg(target_arch = "x86_64")]
     if let Some(k) = depthwise_lanes::prepare(g, n) {
         return Some(k);

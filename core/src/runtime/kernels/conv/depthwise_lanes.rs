@@ -73,7 +73,7 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
 }
 
 /// The 2-D window of a plan's geometry.
-fn window(g: &crate::ir::ops::conv::Geom) -> Window2 {
+pub(super) fn window(g: &crate::ir::ops::conv::Geom) -> Window2 {
     Window2 { ih: g.inp[1], iw: g.inp[2], oh: g.out[1], ow: g.out[2], k: (g.k[1], g.k[2]), s: (g.s[1], g.s[2]), d: (g.d[1], g.d[2]), pad: (g.pb[1], g.pb[2]) }
 }
 
