@@ -167,6 +167,7 @@ mod x86 {
     /// The CPU has AVX-512F; `x` holds `ih·iw` and `y` `oh·ow` values of `win`, `w` K·K weights; `loads` are the
     /// prepared loads of `win` for K and S (each enabled lane's column inside its row).
     #[target_feature(enable = "avx512f")]
+    #[allow(clippy::needless_range_loop)]
     pub(super) unsafe fn plane<const K: usize, const S: usize>(x: &[f32], win: &Window2, w: &[f32], bias: f32, loads: &[(isize, u16)], y: &mut [f32], clamp: Option<(f32, f32)>) {
         let (ih, iw, oh, ow) = (win.ih, win.iw, win.oh, win.ow);
         debug_assert!(x.len() >= ih * iw && y.len() >= oh * ow && w.len() >= K * K);

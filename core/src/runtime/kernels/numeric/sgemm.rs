@@ -476,13 +476,27 @@ mod x86 {
             if !super::super::vector::avx2_fma() || m == 0 || k == 0 || lda < m || a.len() < (k - 1).checked_mul(lda)?.checked_add(m)? {
                 return None;
             }
+            // every element is written below, so a kept buffer is not cleared first (zeroing it was a pass of its own)
+            let total = m.div_ceil(MR) * MR * k + 2;
             let mut data = buf;
-            data.clear();
-            data.resize(m.div_ceil(MR) * MR * k + 2, 0.0);
-            for (ip, panel) in data.chunks_exact_mut(MR * k).enumerate() {
-                let rows = MR.min(m - ip * MR);
-                for (p, d) in panel.chunks_exact_mut(MR).enumerate() {
-                    d[..rows].copy_from_slice(&a[p * lda + ip * MR..][..rows]);
+            data.resize(total, 0.0);
+            let (panels, tail) = data.split_at_mut(total - 2);
+            tail.fill(0.0);
+            // row by row of the source (read once, in order), its runs of MR values to the panels' depth step p
+            // as fixed-size copies the compiler inlines (a slice copy of 6 values was a libc memmove call per depth
+            // step: a third of a pointwise layer's time)
+            let full = m / MR;
+            for p in 0..k {
+                let src = &a[p * lda..][..m];
+                for (ip, run) in src.chunks_exact(MR).enumerate() {
+                    let d: &mut [f32; MR] = (&mut panels[ip * MR * k + p * MR..][..MR]).try_into().expect("MR values");
+                    *d = std::array::from_fn(|i| run[i]);
+                }
+                if full * MR < m {
+                    let d = &mut panels[full * MR * k + p * MR..][..MR];
+                    for (i, v) in d.iter_mut().enumerate() {
+                        *v = src.get(full * MR + i).copied().unwrap_or(0.0);
+                    }
                 }
             }
             Some(PackedA { m, k, data })
@@ -871,6 +885,28 @@ mod tests {
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&x), bits(&y), "{m}x{k}x{n} from ({i0}, {j0})");
             }
+        }
+    }
+
+    /// A packing of the transposed matrix ([`x86::PackedA::new_transposed_in`]: element (i, p) at `a[p·lda + i]`)
+    /// equals the packing of the same matrix written out row-major, also in a kept buffer that holds another
+    /// matrix's values (nothing of them may survive: partial panels are zero-filled), for row counts around MR.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn a_transposed_packing_equals_the_row_major_one() {
+        let val = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 97.0;
+        let mut buf = vec![f32::NAN; 5000];
+        for &(m, k, lda) in &[(1, 3, 1), (6, 4, 9), (7, 5, 7), (16, 33, 20), (49, 64, 49), (5, 1, 5)] {
+            let t: Vec<f32> = (0..k * lda).map(val).collect();
+            let rows: Vec<f32> = (0..m * k).map(|e| t[(e % k) * lda + e / k]).collect();
+            let want = x86::PackedA::new(&rows, m, k).expect("AVX2 CPU");
+            let got = x86::PackedA::new_transposed_in(&t, m, k, lda, buf).expect("AVX2 CPU");
+            let bits = |p: x86::PackedA| p.into_buffer().iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+            let got_bits = bits(got.clone());
+            assert_eq!(got_bits, bits(want), "{m}x{k}, lda {lda}");
+            buf = got.into_buffer();
+            buf.iter_mut().for_each(|v| *v = f32::NAN);
+            buf.resize(5000, f32::NAN);
         }
     }
 
