@@ -19,18 +19,19 @@ const COL_ELEMS: usize = 1 << 16;
 /// narrower tiles would spend more time packing than multiplying (with K = 2304, the budget alone gives 28).
 const MIN_COLS: usize = 256;
 
-/// Computes a task's block: `gemm(out, grp, cols_matrix, cols, off, epi)` multiplies group `grp`'s weights
+/// Computes a task's block: `gemm(out, grp, cols_matrix, cols, off, bias, act)` multiplies group `grp`'s weights
 /// (`mg × K`) by the column tile (`K × cols`) into the `mg × cols` block of C at element `off` (row stride: the
-/// output plane), then calls `epi(i, row)` on each of its rows. [`run`] calls it with disjoint blocks only.
-pub(super) type GroupGemm<'g, T> = dyn Fn(&BlockOut<T>, usize, MatRef<T>, usize, usize, &mut dyn FnMut(usize, &mut [T])) + Sync + 'g;
+/// output plane), each row `i` finished with `bias[i]` (the group's `mg` values) and the activation.
+/// [`run_with`] calls it with disjoint blocks only.
+pub(super) type GroupGemm<'g, T> = dyn Fn(&BlockOut<T>, usize, MatRef<T>, usize, usize, Option<&[T]>, Option<Activation>) + Sync + 'g;
 
 /// Runs the im2col path with the weights `w` (`[M, K]` row-major); sizes were checked by the caller.
 pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
     let (mg, kk, pix) = (p.mg(), p.cg() * p.geom.k_size(), p.geom.out_size());
-    let gemm = |out: &BlockOut<T>, grp: usize, bm: MatRef<T>, cols: usize, off: usize, epi: &mut dyn FnMut(usize, &mut [T])| {
+    let gemm = |out: &BlockOut<T>, grp: usize, bm: MatRef<T>, cols: usize, off: usize, bias: Option<&[T]>, act: Option<Activation>| {
         let a = MatRef::rows(w, grp * mg * kk, kk);
-        // SAFETY: `run` gives each call a block of its own (disjoint (image, group, tile) triples).
-        unsafe { out.gemm_block(mg, cols, kk, T::ONE, a, bm, off, pix, false, epi) };
+        // SAFETY: `run_with` gives each call a block of its own (disjoint (image, group, tile) triples).
+        unsafe { out.gemm_block(mg, cols, kk, T::ONE, a, bm, off, pix, false, &mut |i: usize, row: &mut [T]| bias_act(row, bias.map(|b| b[i]), act)) };
     };
     run_with(p, x, &gemm, b, act, y, scratch);
 }
@@ -72,10 +73,9 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
             fill_columns(xg, g, cg, p0, cols, col);
             let bm = MatRef::rows(&*col, 0, cols);
             let off = (n * p.m + grp * mg) * pix + p0;
-            let bias = |i: usize| b.map(|b| b[grp * mg + i]);
             // Each task owns the output columns p0..p0 + cols of its (image, group) rows; tasks are distinct
             // (image, group, tile) triples, so the blocks are disjoint (gemm's contract).
-            gemm(&out, grp, bm, cols, off, &mut |i, row| bias_act(row, bias(i), act));
+            gemm(&out, grp, bm, cols, off, b.map(|b| &b[grp * mg..][..mg]), act);
         }
     };
     if lanes > 1 {

@@ -37,7 +37,7 @@ mod x86 {
     use std::cell::RefCell;
 
     use super::super::super::matmul::{bias_act, for_each_task, threads, BlockOut, MatRef};
-    use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, PackedA, PackedB, MR_PACKED, NR_PACKED};
+    use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::super::{input, PreparedKernel, Scratch};
     use super::super::{constant_f32_conv, f32_operands, im2col, is_depthwise, is_pointwise};
     use crate::ir::ops::conv::ConvPlan;
@@ -125,14 +125,18 @@ mod x86 {
                 pointwise_run(&p, xv, groups, bv, act, y);
                 return Ok(());
             }
-            let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, epi: &mut dyn FnMut(usize, &mut [f32])| {
+            let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
                 let c = out.block_ptr(off, (mg - 1) * pix + cols);
+                let (epi, rest) = epilogue(bias, act);
                 // SAFETY: the column tile holds kk × cols elements from bm.off (im2col built it); C's block lies in y
-                // (block_ptr checks its span) and im2col gives each call a block of its own.
-                unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, bm.data.as_ptr().add(bm.off), bm.rs as isize, bm.cs as isize, c, pix as isize) };
-                for i in 0..mg {
-                    // SAFETY: a row of this call's block, written above, touched by no one else.
-                    epi(i, unsafe { out.row(off + i * pix, cols) });
+                // (block_ptr checks its span) and im2col gives each call a block of its own; the bias holds the
+                // group's mg values.
+                unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, bm.data.as_ptr().add(bm.off), bm.rs as isize, bm.cs as isize, c, pix as isize, epi) };
+                if rest.is_some() {
+                    for i in 0..mg {
+                        // SAFETY: a row of this call's block, written above, touched by no one else.
+                        bias_act(unsafe { out.row(off + i * pix, cols) }, None, rest);
+                    }
                 }
             };
             im2col::run_with(&p, xv, &gemm, bv, act, y, &mut scratch.f32);
@@ -219,9 +223,19 @@ mod x86 {
         })
     }
 
+    /// The bias and activation as the GEMM's write-back applies them, and the activation left for a pass over the
+    /// finished rows (SiLU, which is not a clamp).
+    fn epilogue(bias: Option<&[f32]>, act: Option<Activation>) -> (Epi, Option<Activation>) {
+        match act.map(|a| (a, a.clamp_bounds())) {
+            Some((a, None)) => (Epi::new(bias, None), Some(a)),
+            Some((_, clamp)) => (Epi::new(bias, clamp), None),
+            None => (Epi::new(bias, None), None),
+        }
+    }
+
     /// `Y[n, grp] (mg × P) = W[grp] · X[n, grp] (cg × P)` straight on the NCHW input, tasks over images, groups
     /// and column tiles.
-    fn pointwise_run(p: &ConvPlan, x: &[f32], groups: &[PackedA], b: Option<&[f32]>, act: Option<crate::ir::Activation>, y: &mut [f32]) {
+    fn pointwise_run(p: &ConvPlan, x: &[f32], groups: &[PackedA], b: Option<&[f32]>, act: Option<Activation>, y: &mut [f32]) {
         let (cg, mg, hw, group) = (p.cg(), p.mg(), p.geom.in_size(), p.group);
         let images = p.n * group;
         let threads = threads();
@@ -240,13 +254,16 @@ mod x86 {
             let off = (n * p.m + grp * mg) * hw + j0;
             let xo = (n * p.c + grp * cg) * hw + j0;
             let c = out.block_ptr(off, (mg - 1) * hw + cols);
+            let (epi, rest) = epilogue(b.map(|b| &b[grp * mg..][..mg]), act);
             // SAFETY: X's rows xo + r·hw, r < cg, hold cols elements each (x has n·c·hw elements, checked by the
-            // caller); C's block lies in y (block_ptr) and tasks are distinct (image, group, tile) triples.
-            unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, x.as_ptr().add(xo), hw as isize, 1, c, hw as isize) };
-            for i in 0..mg {
-                // SAFETY: a row of this task's block, written above.
-                let row = unsafe { out.row(off + i * hw, cols) };
-                bias_act(row, b.map(|b| b[grp * mg + i]), act);
+            // caller); C's block lies in y (block_ptr) and tasks are distinct (image, group, tile) triples; the
+            // bias holds the group's mg values.
+            unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, x.as_ptr().add(xo), hw as isize, 1, c, hw as isize, epi) };
+            if rest.is_some() {
+                for i in 0..mg {
+                    // SAFETY: a row of this task's block, written above.
+                    bias_act(unsafe { out.row(off + i * hw, cols) }, None, rest);
+                }
             }
         });
     }

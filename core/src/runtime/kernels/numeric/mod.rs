@@ -11,7 +11,7 @@ use crate::ir::Element;
 mod arith;
 mod sgemm;
 #[cfg(target_arch = "x86_64")]
-pub(super) use sgemm::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, PackedA, PackedB, MR_PACKED, NR_PACKED};
+pub(super) use sgemm::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
 pub(super) mod vector;
 pub(super) use arith::Arith;
 

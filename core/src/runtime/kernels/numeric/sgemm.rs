@@ -71,6 +71,55 @@ mod x86 {
         static PACKS: RefCell<(Vec<f32>, Vec<f32>)> = const { RefCell::new((Vec::new(), Vec::new())) };
     }
 
+    /// What a convolution's write-back adds to each finished output: `min(max(v + bias[i], lo), hi)` for C's row
+    /// `i` (each part only when given), applied by the microkernel to the tile's registers at the last depth
+    /// block instead of as another pass over the output (which, for an expansion layer's few-megabyte output,
+    /// went to memory and back). The same operations as the separate pass, so the same values.
+    #[derive(Clone, Copy, Debug)]
+    pub(crate) struct Epi {
+        /// Per row of C from the call's first row, or null.
+        bias: *const f32,
+        lo: f32,
+        hi: f32,
+        clamp: bool,
+    }
+
+    impl Epi {
+        /// Nothing added.
+        pub(crate) const NONE: Epi = Epi { bias: std::ptr::null(), lo: 0.0, hi: 0.0, clamp: false };
+
+        /// The bias per row (from the call's first row) and the clamp bounds.
+        pub(crate) fn new(bias: Option<&[f32]>, clamp: Option<(f32, f32)>) -> Epi {
+            let (lo, hi) = clamp.unwrap_or((0.0, 0.0));
+            Epi { bias: bias.map_or(std::ptr::null(), |b| b.as_ptr()), lo, hi, clamp: clamp.is_some() }
+        }
+
+        fn is_none(&self) -> bool {
+            self.bias.is_null() && !self.clamp
+        }
+
+        /// The same from row `i` on.
+        fn from_row(self, i: usize) -> Epi {
+            Epi { bias: if self.bias.is_null() { self.bias } else { self.bias.wrapping_add(i) }, ..self }
+        }
+
+        /// One value of row `i`.
+        ///
+        /// # Safety
+        /// With a bias, it holds row i's value.
+        #[inline(always)]
+        unsafe fn scalar(&self, i: usize, mut v: f32) -> f32 {
+            if !self.bias.is_null() {
+                // SAFETY: contract.
+                v += unsafe { *self.bias.add(i) };
+            }
+            if self.clamp {
+                v = v.max(self.lo).min(self.hi);
+            }
+            v
+        }
+    }
+
     /// The blocked driver (see the module documentation).
     ///
     /// # Safety
@@ -231,17 +280,27 @@ mod x86 {
     /// CPU has AVX-512).
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn tile(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+        // SAFETY: forwarded.
+        unsafe { tile_epi(mr, kc, a, b, panel_stride, alpha, beta, c, rsc, csc, nr, Epi::NONE) }
+    }
+
+    /// [`tile`] with the epilogue `epi` applied to the tile's values before they are stored.
+    ///
+    /// # Safety
+    /// As for [`tile`]; with a bias, `epi` holds the tile's `mr` rows' values.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_epi(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
         if nr > NR {
             let b1 = b.wrapping_add(panel_stride);
             // SAFETY: forwarded; nr > NR only from tile_cols on a CPU with AVX-512 (caller).
             unsafe {
                 match mr {
-                    6 => kernel_wide::<6>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
-                    5 => kernel_wide::<5>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
-                    4 => kernel_wide::<4>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
-                    3 => kernel_wide::<3>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
-                    2 => kernel_wide::<2>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
-                    _ => kernel_wide::<1>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr),
+                    6 => kernel_wide::<6>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    5 => kernel_wide::<5>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    4 => kernel_wide::<4>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    3 => kernel_wide::<3>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    2 => kernel_wide::<2>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    _ => kernel_wide::<1>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
                 }
             }
             return;
@@ -249,12 +308,12 @@ mod x86 {
         // SAFETY: forwarded; the CPU has AVX2 and FMA (caller).
         unsafe {
             match mr {
-                6 => kernel::<6>(kc, a, b, alpha, beta, c, rsc, csc, nr),
-                5 => kernel::<5>(kc, a, b, alpha, beta, c, rsc, csc, nr),
-                4 => kernel::<4>(kc, a, b, alpha, beta, c, rsc, csc, nr),
-                3 => kernel::<3>(kc, a, b, alpha, beta, c, rsc, csc, nr),
-                2 => kernel::<2>(kc, a, b, alpha, beta, c, rsc, csc, nr),
-                _ => kernel::<1>(kc, a, b, alpha, beta, c, rsc, csc, nr),
+                6 => kernel::<6>(kc, a, b, alpha, beta, c, rsc, csc, nr, epi),
+                5 => kernel::<5>(kc, a, b, alpha, beta, c, rsc, csc, nr, epi),
+                4 => kernel::<4>(kc, a, b, alpha, beta, c, rsc, csc, nr, epi),
+                3 => kernel::<3>(kc, a, b, alpha, beta, c, rsc, csc, nr, epi),
+                2 => kernel::<2>(kc, a, b, alpha, beta, c, rsc, csc, nr, epi),
+                _ => kernel::<1>(kc, a, b, alpha, beta, c, rsc, csc, nr, epi),
             }
         }
     }
@@ -267,7 +326,7 @@ mod x86 {
     /// the CPU has AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn kernel<const R: usize>(kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+    unsafe fn kernel<const R: usize>(kc: usize, a: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
         // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
         // valid tile part of C (contract).
         unsafe {
@@ -294,6 +353,12 @@ mod x86 {
                         if beta != 0.0 {
                             r = _mm256_fmadd_ps(vb, _mm256_loadu_ps(cp.add(8 * h)), r);
                         }
+                        if !epi.bias.is_null() {
+                            r = _mm256_add_ps(r, _mm256_set1_ps(*epi.bias.add(i)));
+                        }
+                        if epi.clamp {
+                            r = _mm256_min_ps(_mm256_max_ps(r, _mm256_set1_ps(epi.lo)), _mm256_set1_ps(epi.hi));
+                        }
                         _mm256_storeu_ps(cp.add(8 * h), r);
                     }
                 }
@@ -306,7 +371,8 @@ mod x86 {
                 for (i, t) in tile.iter().enumerate() {
                     for (j, &v) in t.iter().enumerate().take(nr) {
                         let p = c.offset(i as isize * rsc + j as isize * csc);
-                        *p = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                        let v = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                        *p = if epi.is_none() { v } else { epi.scalar(i, v) };
                     }
                 }
             }
@@ -321,7 +387,7 @@ mod x86 {
     /// and ours; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn kernel_wide<const R: usize>(kc: usize, a: *const f32, b0: *const f32, b1: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
+    unsafe fn kernel_wide<const R: usize>(kc: usize, a: *const f32, b0: *const f32, b1: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
         // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
         // valid tile part of C (contract).
         unsafe {
@@ -349,6 +415,12 @@ mod x86 {
                         if beta != 0.0 {
                             r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cp.add(NR * h)), r);
                         }
+                        if !epi.bias.is_null() {
+                            r = _mm512_add_ps(r, _mm512_set1_ps(*epi.bias.add(i)));
+                        }
+                        if epi.clamp {
+                            r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(epi.lo)), _mm512_set1_ps(epi.hi));
+                        }
                         _mm512_storeu_ps(cp.add(NR * h), r);
                     }
                 }
@@ -361,7 +433,8 @@ mod x86 {
                 for (i, t) in tile.iter().enumerate() {
                     for (j, &v) in t.iter().enumerate().take(nr) {
                         let p = c.offset(i as isize * rsc + j as isize * csc);
-                        *p = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                        let v = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                        *p = if epi.is_none() { v } else { epi.scalar(i, v) };
                     }
                 }
             }
@@ -519,14 +592,15 @@ mod x86 {
     }
 
     /// `C[i0..i0 + rows, ..n] ← A[i0..i0 + rows, ..] · B` for a packed A and the `k × n` matrix B (element (p, j)
-    /// at `b + p·rsb + j·csb`), C's element (i, j) at `c + (i - i0)·rsc + j`. `i0` is a multiple of the panel
-    /// height. C is written, not read.
+    /// at `b + p·rsb + j·csb`), C's element (i, j) at `c + (i - i0)·rsc + j`, each finished through `epi` (its bias
+    /// indexed from row i0). `i0` is a multiple of the panel height. C is written, not read.
     ///
     /// # Safety
     /// Every addressed element of B is readable; C's `rows × n` elements are writable and accessed by nothing else
-    /// during the call; `i0 + rows ≤ a.m()`; the CPU has AVX2 and FMA (true for any [`PackedA`]).
+    /// during the call; `i0 + rows ≤ a.m()`; `epi`'s bias, if any, holds `rows` values; the CPU has AVX2 and FMA
+    /// (true for any [`PackedA`]).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn gemm_packed_a(a: &PackedA, i0: usize, rows: usize, n: usize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize) {
+    pub(crate) unsafe fn gemm_packed_a(a: &PackedA, i0: usize, rows: usize, n: usize, b: *const f32, rsb: isize, csb: isize, c: *mut f32, rsc: isize, epi: Epi) {
         debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m);
         let k = a.k;
         if rows == 0 || n == 0 {
@@ -536,6 +610,12 @@ mod x86 {
             // a 1×1 output (a squeeze-and-excitation block's convolutions): rows · k multiply-adds, not 16 times that
             // SAFETY: forwarded (B's k elements, C's rows elements with stride rsc, panels inside data).
             unsafe { gemv_packed_a(a, i0, rows, b, rsb, c, rsc) };
+            if !epi.is_none() {
+                for i in 0..rows {
+                    // SAFETY: C's row i (written above) and the bias's value i (contract).
+                    unsafe { *c.offset(i as isize * rsc) = epi.scalar(i, *c.offset(i as isize * rsc)) };
+                }
+            }
             return;
         }
         PACKS.with(|packs| {
@@ -553,14 +633,16 @@ mod x86 {
                     // SAFETY: the B block lies inside B (contract); pb holds ceil(nc/NR)·NR·kc elements.
                     unsafe { pack_b(kc, nc, b.offset(pc as isize * rsb + jc as isize * csb), rsb, csb, pb) };
                     let cols = tile_cols();
+                    let last = pc + kc == k;
                     for ir in (0..rows).step_by(MR) {
                         let panel = (i0 + ir) / MR;
+                        let e = if last { epi.from_row(ir) } else { Epi::NONE };
                         for jr in (0..nc).step_by(cols) {
                             // SAFETY: the A panel's block holds kc·MR elements inside data, the B panels kc·NR
-                            // each; the tile's valid part lies inside C (contract); PackedA exists only with
-                            // AVX2/FMA.
+                            // each; the tile's valid part lies inside C, its rows' bias values inside epi's
+                            // (contract); PackedA exists only with AVX2/FMA.
                             unsafe {
-                                tile(
+                                tile_epi(
                                     MR.min(rows - ir),
                                     kc,
                                     a.data.as_ptr().add(panel * MR * k + pc * MR),
@@ -572,6 +654,7 @@ mod x86 {
                                     rsc,
                                     1,
                                     cols.min(nc - jr),
+                                    e,
                                 )
                             };
                         }
@@ -822,7 +905,7 @@ pub(crate) const NR_PACKED: usize = NR;
 pub(crate) const MR_PACKED: usize = MR;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, PackedA, PackedB};
+pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB};
 
 #[cfg(test)]
 mod tests {
@@ -884,6 +967,45 @@ mod tests {
                 }
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&x), bits(&y), "{m}x{k}x{n} from ({i0}, {j0})");
+            }
+        }
+    }
+
+    /// The write-back epilogue (bias per row, then a clamp) gives the bits of the same bias and clamp applied to
+    /// the finished product afterwards: full and partial tiles, a depth over two KC blocks (applied at the last
+    /// only), one column (the matrix-vector path), rows from a panel boundary.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_epilogue_equals_a_pass_after_the_product() {
+        let val = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 97.0;
+        for &(m, k, n) in &[(13, 7, 40), (6, 300, 33), (20, 520, 70), (9, 17, 1), (1, 5, 3)] {
+            let a: Vec<f32> = (0..m * k).map(val).collect();
+            let bm: Vec<f32> = (0..k * n).map(|i| val(i + 3) / 50.0).collect();
+            let bias: Vec<f32> = (0..m).map(|i| val(i * 31) / 10.0).collect();
+            let pa = x86::PackedA::new(&a, m, k).expect("AVX2 CPU");
+            for clamp in [None, Some((0.0, 6.0)), Some((-1.0, f32::INFINITY))] {
+                for i0 in [0, MR] {
+                    if i0 >= m {
+                        continue;
+                    }
+                    let rows = m - i0;
+                    let (mut got, mut want) = (vec![f32::NAN; rows * n], vec![f32::NAN; rows * n]);
+                    // SAFETY: B is k × n row-major, C rows × n, the bias holds the rows' values; i0 at a panel boundary.
+                    unsafe {
+                        x86::gemm_packed_a(&pa, i0, rows, n, bm.as_ptr(), n as isize, 1, got.as_mut_ptr(), n as isize, x86::Epi::new(Some(&bias[i0..]), clamp));
+                        x86::gemm_packed_a(&pa, i0, rows, n, bm.as_ptr(), n as isize, 1, want.as_mut_ptr(), n as isize, x86::Epi::NONE);
+                    }
+                    for (i, row) in want.chunks_mut(n).enumerate() {
+                        for v in row {
+                            *v += bias[i0 + i];
+                            if let Some((lo, hi)) = clamp {
+                                *v = v.max(lo).min(hi);
+                            }
+                        }
+                    }
+                    let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                    assert_eq!(bits(&got), bits(&want), "{m}x{k}x{n} from row {i0}, clamp {clamp:?}");
+                }
             }
         }
     }
