@@ -23,6 +23,8 @@ mod depthwise;
 mod depthwise_lanes;
 #[cfg(target_arch = "x86_64")]
 mod depthwise_rows;
+#[cfg(target_arch = "x86_64")]
+mod stem_rows;
 mod im2col;
 mod packed;
 #[cfg(target_arch = "x86_64")]
@@ -33,7 +35,8 @@ mod winograd;
 
 /// The prepared kernel of an f32 Conv with constant weights: depthwise 3×3 and 5×5 convolutions along the
 /// output rows with AVX-512 ([`depthwise_rows`]), other depthwise convolutions with small output planes with the
-/// channels in the vector lanes ([`depthwise_lanes`]), Winograd F(2×2, 3×3) for the 3×3 stride-1
+/// channels in the vector lanes ([`depthwise_lanes`]), convolutions of up to 4 input channels (an RGB stem) along
+/// the output rows ([`stem_rows`]), Winograd F(2×2, 3×3) for the 3×3 stride-1
 /// convolutions where it gains ([`winograd`]), else the weights packed for the im2col GEMM ([`packed`]).
 pub(super) fn prepare_packed(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn super::PreparedKernel>> {
     #[cfg(target_arch = "x86_64")]
@@ -42,6 +45,10 @@ pub(super) fn prepare_packed(g: &crate::ir::Graph, n: usize) -> Option<Box<dyn s
     }
     #[cfg(target_arch = "x86_64")]
     if let Some(k) = depthwise_lanes::prepare(g, n) {
+        return Some(k);
+    }
+    #[cfg(target_arch = "x86_64")]
+    if let Some(k) = stem_rows::prepare(g, n) {
         return Some(k);
     }
     #[cfg(target_arch = "x86_64")]

@@ -27,10 +27,10 @@ use crate::ir::{ConvAttrs, Graph, Tensor};
 use crate::runtime::spin_pool;
 
 /// Output values per vector.
-const LANES: usize = 16;
+pub(super) const LANES: usize = 16;
 
 /// The narrowest output rows this kernel takes.
-const MIN_WIDTH: usize = 7;
+pub(super) const MIN_WIDTH: usize = 7;
 
 /// Work (multiply-adds) from which the planes are split between threads.
 const PAR_MIN_MACS: usize = 1 << 17;
@@ -54,7 +54,7 @@ struct DepthwiseRows {
 
 /// The loads of one block of output pixels: one per tap column at stride 1, two per pair of tap columns at
 /// stride 2.
-fn loads_per_block(k: usize, s: usize) -> usize {
+pub(super) fn loads_per_block(k: usize, s: usize) -> usize {
     if s == 1 {
         k
     } else {
@@ -73,6 +73,22 @@ fn lane_mask(col: isize, width: usize) -> u16 {
     upto(hi) & !upto(lo)
 }
 
+/// The loads of every 16-pixel block of an output row of `window` (kernel `k`, stride `s`), as
+/// [`DepthwiseRows::loads`] holds them.
+pub(super) fn row_loads(window: &Window2, k: usize, s: usize) -> Vec<(isize, u16)> {
+    let per = loads_per_block(k, s);
+    let mut loads = Vec::with_capacity(window.ow.div_ceil(LANES) * per);
+    for ox0 in (0..window.ow).step_by(LANES) {
+        let first = (ox0 * s) as isize - window.pad.1 as isize;
+        for j in 0..per {
+            // stride 1: tap column j; stride 2: the pair of tap columns j / 2, its first or second 16 columns
+            let col = if s == 1 { first + j as isize } else { first + 2 * (j / 2) as isize + (LANES * (j % 2)) as isize };
+            loads.push((col, lane_mask(col, window.iw)));
+        }
+    }
+    loads
+}
+
 /// The prepared kernel of Conv node `n` when it is a 2-D f32 depthwise 3×3 or 5×5 convolution with stride 1 or
 /// 2, no dilation and constant weights, on a CPU with AVX-512 (`TPU_SDK_NO_DW_ROWS=1` declines, to compare).
 pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
@@ -86,16 +102,7 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
         return None;
     }
     let window = window(geo);
-    let per = loads_per_block(k, s);
-    let mut loads = Vec::with_capacity(window.ow.div_ceil(LANES) * per);
-    for ox0 in (0..window.ow).step_by(LANES) {
-        let first = (ox0 * s) as isize - window.pad.1 as isize;
-        for j in 0..per {
-            // stride 1: tap column j; stride 2: the pair of tap columns j / 2, its first or second 16 columns
-            let col = if s == 1 { first + j as isize } else { first + 2 * (j / 2) as isize + (LANES * (j % 2)) as isize };
-            loads.push((col, lane_mask(col, window.iw)));
-        }
-    }
+    let loads = row_loads(&window, k, s);
     let w = w.get(..p.m * k * k)?.to_vec();
     Some(Box::new(DepthwiseRows { attrs: attrs.clone(), w_shape: w_shape.to_vec(), k, s, w, window, loads }))
 }
@@ -155,10 +162,24 @@ impl PreparedKernel for DepthwiseRows {
     }
 }
 
-mod x86 {
+pub(super) mod x86 {
     use std::arch::x86_64::*;
 
     use super::{loads_per_block, Window2, LANES};
+
+    /// The even (0, 2, .., 30) or odd (1, 3, .., 31) columns of the 32 held by `a` then `b`.
+    #[inline(always)]
+    pub(in super::super) unsafe fn columns<const ODD: bool>(a: __m512, b: __m512) -> __m512 {
+        // SAFETY: callers enable AVX-512F.
+        unsafe {
+            let idx = if ODD {
+                _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31)
+            } else {
+                _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30)
+            };
+            _mm512_permutex2var_ps(a, idx, b)
+        }
+    }
 
     /// One output plane: `y[oy, ox] = bias + Σ w[ky, kx] · x[oy·S + ky − pt, ox·S + kx − pl]` over the taps
     /// inside the input, then clamped when `clamp` is given.
@@ -182,9 +203,6 @@ mod x86 {
             let vb = _mm512_set1_ps(bias);
             let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
             let (vlo, vhi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
-            // lane i takes column 2i (even) or 2i + 1 (odd) of the 32 held by two vectors
-            let even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
-            let odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
             let xp = x.as_ptr();
             for oy in 0..oh {
                 let iy0 = (oy * S) as isize - win.pad.0 as isize;
@@ -207,9 +225,9 @@ mod x86 {
                                 let (c1, m1) = *ld.add(2 * q + 1);
                                 let a = _mm512_maskz_loadu_ps(m0, row.wrapping_offset(c0));
                                 let b = _mm512_maskz_loadu_ps(m1, row.wrapping_offset(c1));
-                                acc = _mm512_fmadd_ps(_mm512_permutex2var_ps(a, even, b), wv[ky][2 * q], acc);
+                                acc = _mm512_fmadd_ps(columns::<false>(a, b), wv[ky][2 * q], acc);
                                 if 2 * q + 1 < K {
-                                    acc = _mm512_fmadd_ps(_mm512_permutex2var_ps(a, odd, b), wv[ky][2 * q + 1], acc);
+                                    acc = _mm512_fmadd_ps(columns::<true>(a, b), wv[ky][2 * q + 1], acc);
                                 }
                             }
                         }

@@ -99,7 +99,7 @@ mod x86 {
         }
 
         /// The same from row `i` on.
-        fn from_row(self, i: usize) -> Epi {
+        fn at_row(self, i: usize) -> Epi {
             Epi { bias: if self.bias.is_null() { self.bias } else { self.bias.wrapping_add(i) }, ..self }
         }
 
@@ -636,7 +636,7 @@ mod x86 {
                     let last = pc + kc == k;
                     for ir in (0..rows).step_by(MR) {
                         let panel = (i0 + ir) / MR;
-                        let e = if last { epi.from_row(ir) } else { Epi::NONE };
+                        let e = if last { epi.at_row(ir) } else { Epi::NONE };
                         for jr in (0..nc).step_by(cols) {
                             // SAFETY: the A panel's block holds kc·MR elements inside data, the B panels kc·NR
                             // each; the tile's valid part lies inside C, its rows' bias values inside epi's
