@@ -80,9 +80,18 @@ fn constant_f32_conv(g: &crate::ir::Graph, n: usize) -> Option<(&ConvAttrs, Conv
     Some((attrs, p, w.as_f32()?, &w.shape))
 }
 
-/// A prepared f32 Conv's run-time operands: the plan for input `x`, the input and the bias.
+/// A prepared f32 Conv's run-time operands, checked: the plan for input `x`, the input, the bias and the output
+/// reset to the plan's shape; `Ok(None)` when the output is empty (nothing to compute). `fits` says whether the
+/// plan is one the kernel was prepared for.
 #[cfg(target_arch = "x86_64")]
-fn f32_operands<'a>(inputs: &[Option<&'a Tensor>], w_shape: &[usize], attrs: &ConvAttrs) -> Result<(ConvPlan, &'a [f32], Option<&'a [f32]>), String> {
+#[allow(clippy::type_complexity)]
+fn prepared_operands<'a, 'o>(
+    inputs: &[Option<&'a Tensor>],
+    outputs: &'o mut [Tensor],
+    w_shape: &[usize],
+    attrs: &ConvAttrs,
+    fits: impl FnOnce(&ConvPlan) -> bool,
+) -> Result<Option<(ConvPlan, &'a [f32], Option<&'a [f32]>, &'o mut [f32])>, String> {
     let x = input(inputs, 0)?;
     let b = inputs.get(2).copied().flatten();
     let p = conv_plan(&x.shape, w_shape, b.map(|b| &b.shape[..]), attrs)?;
@@ -91,7 +100,14 @@ fn f32_operands<'a>(inputs: &[Option<&'a Tensor>], w_shape: &[usize], attrs: &Co
         Some(b) => Some(b.as_f32().ok_or("Conv bias must be f32 like its input")?),
         None => None,
     };
-    Ok((p, xv, bv))
+    if !fits(&p) {
+        return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, w_shape));
+    }
+    if xv.len() != p.n * p.c * p.geom.in_size() || bv.is_some_and(|b| b.len() != p.m) {
+        return Err("Conv tensors hold fewer elements than their shapes say".into());
+    }
+    let y = outputs.first_mut().ok_or("missing output")?.reset::<f32>(&p.out_shape());
+    Ok((!y.is_empty()).then_some((p, xv, bv, y)))
 }
 
 /// A 1×1 convolution with unit strides and no padding: its column matrix is the input itself.

@@ -14,9 +14,10 @@
 use std::cell::RefCell;
 
 use super::super::matmul::bias_act;
-use super::super::{input, PreparedKernel, Scratch};
+use super::super::{PreparedKernel, Scratch};
 use super::pixel_taps::{PixelTaps, Window2};
-use super::{constant_f32_conv, f32_operands, is_depthwise};
+use super::{constant_f32_conv, is_depthwise, prepared_operands};
+use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{ConvAttrs, Graph, Tensor};
 
 /// Output planes up to this many pixels take this kernel.
@@ -79,21 +80,9 @@ pub(super) fn window(g: &crate::ir::ops::conv::Geom) -> Window2 {
 
 impl PreparedKernel for DepthwiseLanes {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-        let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
-        let x = input(inputs, 0)?;
-        let g = &p.geom;
-        if p.c != self.c || p.m != self.c || g.rank != 2 || !is_depthwise(&p) || window(g) != self.window {
-            return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
-        }
-        let (plane, pix) = (g.in_size(), g.out_size());
-        if xv.len() != p.n * p.c * plane || bv.is_some_and(|b| b.len() != p.m) {
-            return Err("Conv tensors hold fewer elements than their shapes say".into());
-        }
-        let out = outputs.first_mut().ok_or("missing output")?;
-        let y = out.reset::<f32>(&p.out_shape());
-        if y.is_empty() {
-            return Ok(());
-        }
+        let fits = |p: &ConvPlan| p.c == self.c && p.m == self.c && p.geom.rank == 2 && is_depthwise(p) && window(&p.geom) == self.window;
+        let Some((p, xv, bv, y)) = prepared_operands(inputs, outputs, &self.w_shape, &self.attrs, fits)? else { return Ok(()) };
+        let (plane, pix) = (p.geom.in_size(), p.geom.out_size());
         let cp = self.cp;
         let mut bias = vec![0f32; cp];
         if let Some(b) = bv {

@@ -19,10 +19,11 @@
 
 use super::super::matmul::bias_act;
 use super::super::numeric::vector::avx512;
-use super::super::{input, PreparedKernel, Scratch};
+use super::super::{PreparedKernel, Scratch};
 use super::depthwise_lanes::window;
 use super::pixel_taps::Window2;
-use super::{constant_f32_conv, f32_operands, is_depthwise};
+use super::{constant_f32_conv, is_depthwise, prepared_operands};
+use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{ConvAttrs, Graph, Tensor};
 use crate::runtime::spin_pool;
 
@@ -109,21 +110,9 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
 
 impl PreparedKernel for DepthwiseRows {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-        let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
-        let x = input(inputs, 0)?;
-        let g = &p.geom;
-        if g.rank != 2 || !is_depthwise(&p) || window(g) != self.window || p.m * self.k * self.k != self.w.len() {
-            return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
-        }
-        let (plane_in, pix) = (g.in_size(), g.out_size());
-        if xv.len() != p.n * p.c * plane_in || bv.is_some_and(|b| b.len() != p.m) {
-            return Err("Conv tensors hold fewer elements than their shapes say".into());
-        }
-        let out = outputs.first_mut().ok_or("missing output")?;
-        let y = out.reset::<f32>(&p.out_shape());
-        if y.is_empty() {
-            return Ok(());
-        }
+        let fits = |p: &ConvPlan| p.geom.rank == 2 && is_depthwise(p) && window(&p.geom) == self.window && p.m * self.k * self.k == self.w.len();
+        let Some((p, xv, bv, y)) = prepared_operands(inputs, outputs, &self.w_shape, &self.attrs, fits)? else { return Ok(()) };
+        let (plane_in, pix) = (p.geom.in_size(), p.geom.out_size());
         let act = self.attrs.activation;
         let clamp = act.and_then(|a| a.clamp_bounds());
         let (m, mg, kk) = (p.m, p.mg(), self.k * self.k);

@@ -38,8 +38,8 @@ mod x86 {
 
     use super::super::super::matmul::{bias_act, for_each_task, threads, BlockOut, MatRef};
     use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
-    use super::super::super::{input, PreparedKernel, Scratch};
-    use super::super::{constant_f32_conv, f32_operands, im2col, is_depthwise, is_pointwise};
+    use super::super::super::{PreparedKernel, Scratch};
+    use super::super::{constant_f32_conv, im2col, is_depthwise, is_pointwise, prepared_operands};
     use crate::ir::ops::conv::ConvPlan;
     use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
@@ -95,24 +95,19 @@ mod x86 {
 
     impl PreparedKernel for PackedConv {
         fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], scratch: &mut Scratch) -> Result<(), String> {
-            let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
-            let x = input(inputs, 0)?;
-            let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
-            let fits = match &self.weights {
-                Weights::Rows(w) => w.len() == p.group && w.iter().all(|a| a.m() == mg && a.k() == kk),
-                Weights::Cols(w) => w.len() == p.group && w.iter().all(|b| b.n() == mg && b.k() == kk),
+            let fits = |p: &ConvPlan| {
+                let (mg, kk) = (p.mg(), p.cg() * p.geom.k_size());
+                let fit = match &self.weights {
+                    Weights::Rows(w) => w.len() == p.group && w.iter().all(|a| a.m() == mg && a.k() == kk),
+                    Weights::Cols(w) => w.len() == p.group && w.iter().all(|b| b.n() == mg && b.k() == kk),
+                };
+                fit && !is_depthwise(p)
             };
-            if !fits || is_depthwise(&p) {
-                return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
+            let Some((p, xv, bv, y)) = prepared_operands(inputs, outputs, &self.w_shape, &self.attrs, fits)? else { return Ok(()) };
+            if xv.is_empty() {
+                return Err("Conv input is empty".into());
             }
-            if xv.len() != p.n * p.c * p.geom.in_size() || xv.is_empty() || bv.is_some_and(|b| b.len() != p.m) {
-                return Err("Conv tensors hold fewer elements than their shapes say".into());
-            }
-            let out = outputs.first_mut().ok_or("missing output")?;
-            let y = out.reset::<f32>(&p.out_shape());
-            if y.is_empty() {
-                return Ok(());
-            }
+            let mg = p.mg();
             let act = self.attrs.activation;
             let groups = match &self.weights {
                 Weights::Rows(w) => w,

@@ -17,11 +17,12 @@
 
 use super::super::matmul::{bias_act, BlockOut};
 use super::super::numeric::vector::avx512;
-use super::super::{input, PreparedKernel, Scratch};
+use super::super::{PreparedKernel, Scratch};
 use super::depthwise_lanes::window;
 use super::depthwise_rows::{row_loads, LANES, MIN_WIDTH};
 use super::pixel_taps::Window2;
-use super::{constant_f32_conv, f32_operands};
+use super::{constant_f32_conv, prepared_operands};
+use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{ConvAttrs, Graph, Tensor};
 use crate::runtime::spin_pool;
 
@@ -81,21 +82,9 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
 
 impl PreparedKernel for StemRows {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-        let (p, xv, bv) = f32_operands(inputs, &self.w_shape, &self.attrs)?;
-        let x = input(inputs, 0)?;
-        let g = &p.geom;
-        if g.rank != 2 || p.group != 1 || p.c != self.cin || p.m != self.m || window(g) != self.window {
-            return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
-        }
-        let (plane_in, pix) = (g.in_size(), g.out_size());
-        if xv.len() != p.n * p.c * plane_in || bv.is_some_and(|b| b.len() != p.m) {
-            return Err("Conv tensors hold fewer elements than their shapes say".into());
-        }
-        let out = outputs.first_mut().ok_or("missing output")?;
-        let y = out.reset::<f32>(&p.out_shape());
-        if y.is_empty() {
-            return Ok(());
-        }
+        let fits = |p: &ConvPlan| p.geom.rank == 2 && p.group == 1 && p.c == self.cin && p.m == self.m && window(&p.geom) == self.window;
+        let Some((p, xv, bv, y)) = prepared_operands(inputs, outputs, &self.w_shape, &self.attrs, fits)? else { return Ok(()) };
+        let (plane_in, pix) = (p.geom.in_size(), p.geom.out_size());
         let act = self.attrs.activation;
         let clamp = act.and_then(|a| a.clamp_bounds());
         let (k, cin, m, oh) = (self.k, self.cin, self.m, self.window.oh);

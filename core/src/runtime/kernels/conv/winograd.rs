@@ -37,7 +37,8 @@ use std::cell::RefCell;
 
 use super::super::matmul::{bias_act, for_each_task, threads, BlockOut};
 use super::super::numeric::{gemm_packed_a_panels, vector::avx2_copy, PackedA, NR_PACKED as NR};
-use super::super::{input, PreparedKernel, Scratch};
+use super::super::{PreparedKernel, Scratch};
+use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
 /// Fewest input and output channels for which the transforms pay off.
@@ -133,21 +134,10 @@ fn transformed_weights(w: &[f32], m: usize, c: usize) -> Option<Vec<PackedA>> {
 
 impl PreparedKernel for Winograd {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
-        let (p, xv, bv) = super::f32_operands(inputs, &self.w_shape, &self.attrs)?;
-        let x = input(inputs, 0)?;
+        let fits = |p: &ConvPlan| self.u[0].m() == p.m && self.u[0].k() == p.c && p.group == 1 && p.geom.rank == 2;
+        let Some((p, xv, bv, y)) = super::prepared_operands(inputs, outputs, &self.w_shape, &self.attrs, fits)? else { return Ok(()) };
         let geo = &p.geom;
         let (ih, iw, oh, ow) = (geo.inp[1], geo.inp[2], geo.out[1], geo.out[2]);
-        if self.u[0].m() != p.m || self.u[0].k() != p.c || p.group != 1 || geo.rank != 2 {
-            return Err(format!("Conv input {:?} does not fit the prepared weights {:?}", x.shape, self.w_shape));
-        }
-        if xv.len() != p.n * p.c * ih * iw || bv.is_some_and(|b| b.len() != p.m) {
-            return Err("Conv tensors hold fewer elements than their shapes say".into());
-        }
-        let out = outputs.first_mut().ok_or("missing output")?;
-        let y = out.reset::<f32>(&p.out_shape());
-        if y.is_empty() {
-            return Ok(());
-        }
         let s = Shape { c: p.c, m: p.m, ih, iw, oh, ow, pt: geo.pb[1], pl: geo.pb[2], th: oh.div_ceil(2), tw: ow.div_ceil(2) };
         // blocks of tile rows: the transformed block and the GEMM results about 384 KiB each (L2), then smaller
         // until there are two tasks per thread
