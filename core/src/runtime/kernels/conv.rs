@@ -293,6 +293,21 @@ mod tests {
         (got.swap_remove(0), want.swap_remove(0))
     }
 
+    /// Whether `prepare` takes a one-Conv graph (input `xs`, seeded constant weights `ws`, no bias).
+    #[cfg(target_arch = "x86_64")]
+    pub(crate) fn is_prepared(xs: &[usize], ws: &[usize], a: &ConvAttrs, prepare: fn(&crate::ir::Graph, usize) -> Option<Box<dyn crate::runtime::kernels::PreparedKernel>>) -> bool {
+        use crate::ir::infer::infer_graph;
+        use crate::runtime::CpuEval;
+        let mut g = crate::ir::Graph::new("conv");
+        let x = g.add_input("x", DType::F32, xs.to_vec());
+        let w = g.add_constant("w", Tensor::from_f32(ws.to_vec(), rnd(ws.iter().product(), 3)));
+        let y = g.add_value("y", DType::F32, vec![]);
+        g.add_node("conv", Op::Conv(a.clone()), vec![Some(x), Some(w), None], vec![y]);
+        g.outputs.push(y);
+        infer_graph(&mut g, &CpuEval).unwrap();
+        prepare(&g, 0).is_some()
+    }
+
     /// Deliberately simple direct convolution over explicit begin pads (N-D via index vectors).
     #[allow(clippy::too_many_arguments)]
     fn naive_conv(
