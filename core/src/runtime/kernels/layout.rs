@@ -7,8 +7,9 @@
 //! simplified (size-1 dims dropped, mergeable dims merged) and then run as contiguous row copies, fills,
 //! a cache-blocked 2-D transpose or a strided gather, in parallel over the outermost dim when large.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
+use super::numeric::deinterleave;
 use super::util::strides;
 use super::input;
 use crate::ir::ops::dims::{ints, numel};
@@ -203,8 +204,8 @@ pub(super) fn for_rows<T: Send>(out: &mut [T], row: usize, f: impl Fn(usize, &mu
         f(0, out);
         return;
     }
-    let per = rows.div_ceil(rayon::current_num_threads() * 4).max(1);
-    out.par_chunks_mut(per * row).enumerate().for_each(|(t, c)| f(t * per, c));
+    let per = rows.div_ceil(spin_pool::threads() * 4).max(1);
+    spin_pool::for_each_chunk_mut(out, per * row, &|t, c| f(t * per, c));
 }
 
 /// Fills the row-major `out` (of shape `dims[..].0`) with `inp[base + Σ i_d * dims[d].1]`.
@@ -275,6 +276,10 @@ pub(super) fn strided_copy<T: Element>(inp: &[T], base: usize, dims: &[Dim], out
                     // a few contiguous input values per step (NHWC with 3 channels to NCHW): one strided pass per
                     // output row reads the same cache lines; tiles of TILE² would loop over a few values each
                     walk(&outer, 0, base, &mut |o, i| {
+                        // all of each record's values (xlo..xhi is 0..s_last): sixteen records per step
+                        if xlo == 0 && xhi == s_last as usize && deinterleave(&inp[i as usize..], xhi, n_last, &mut out[o..], osk) {
+                            return;
+                        }
                         for x in xlo..xhi {
                             let orow = o + (x - xlo) * osk;
                             let src = inp[(i + x as isize) as usize..].iter().step_by(s_last as usize);
@@ -310,11 +315,11 @@ pub(super) fn strided_copy<T: Element>(inp: &[T], base: usize, dims: &[Dim], out
         run(0, n0, out);
         return;
     }
-    let mut per = n0.div_ceil(rayon::current_num_threads() * 4);
+    let mut per = n0.div_ceil(spin_pool::threads() * 4);
     if tiled == Some(0) {
         per = per.max(TILE / 2);
     }
-    out.par_chunks_mut(per * ostr[0]).enumerate().for_each(|(t, c)| {
+    spin_pool::for_each_chunk_mut(out, per * ostr[0], &|t, c| {
         let lo = t * per;
         run(lo, (lo + per).min(n0), c)
     });

@@ -9,6 +9,8 @@ use half::{bf16, f16};
 use crate::ir::Element;
 
 mod arith;
+mod interleave;
+pub(super) use interleave::deinterleave;
 mod sgemm;
 #[cfg(target_arch = "x86_64")]
 pub(super) use sgemm::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
@@ -114,7 +116,7 @@ pub(super) trait Real:
         csc: isize,
     );
     /// True when [`Real::gemm_raw`] may spawn threads of its own (matrixmultiply does, by `MATMUL_NUM_THREADS`; the
-    /// AVX2 f32 kernel never does), so callers inside rayon tasks keep its calls small.
+    /// AVX2 f32 kernel never does), so callers inside the team's tasks keep its calls small.
     fn gemm_may_thread() -> bool;
     /// `self · a + b`, rounded once (only fast where the target has FMA instructions).
     fn mul_add_(self, a: Self, b: Self) -> Self;
