@@ -43,6 +43,15 @@ impl Drop for FlushDenormals {
     }
 }
 
+/// Turns flush-to-zero on or off for the calling thread for good (a worker adopting its caller's setting).
+pub(crate) fn set_flush(on: bool) {
+    let w = imp::read();
+    let v = if on { w | imp::FLUSH } else { w & !imp::FLUSH };
+    if v != w {
+        imp::write(v);
+    }
+}
+
 /// Whether flush-to-zero is on for the calling thread (false where the architecture has no such control here).
 pub fn denormals_flushed() -> bool {
     imp::FLUSH != 0 && imp::read() & imp::FLUSH == imp::FLUSH

@@ -1,9 +1,9 @@
 //! The broadcast engine of the elementwise kernels: outputs walked as rows whose inputs are contiguous or
-//! one repeated value, split over rayon when large; and typed views of tensor data.
+//! one repeated value, split over the thread team when large; and typed views of tensor data.
 
 use std::ops::Range;
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::numeric::vector;
 use super::util::broadcast_strides;
@@ -96,15 +96,15 @@ impl<const K: usize> RowPlan<K> {
     }
 }
 
-/// Calls `f(i, chunk)` for the `chunk`-sized pieces of `o` in parallel.
+/// Calls `f(i, chunk)` for the `chunk`-sized pieces of `o` in parallel (on [`spin_pool`]).
 ///
-/// `f` is a trait object so that the rayon machinery is compiled once per element type rather than once
-/// per op; the dynamic call happens once per chunk.
+/// `f` is a trait object so that the splitting is compiled once per element type rather than once per op; the
+/// dynamic call happens once per chunk.
 pub(super) fn par_chunks<O: Send>(o: &mut [O], chunk: usize, f: &(dyn Fn(usize, &mut [O]) + Sync)) {
-    o.par_chunks_mut(chunk.max(1)).enumerate().for_each(|(i, oc)| f(i, oc));
+    spin_pool::for_each_chunk_mut(o, chunk, f);
 }
 
-/// Splits `o` (rows of `inner` elements) over rayon when large and calls `run(first_row, chunk)`.
+/// Splits `o` (rows of `inner` elements) over the thread team when large and calls `run(first_row, chunk)`.
 pub(super) fn par_rows<O: Send>(o: &mut [O], inner: usize, rows: usize, run: &(dyn Fn(usize, &mut [O]) + Sync)) {
     if o.len() >= PAR_MIN && rows > 1 {
         let per = (CHUNK / inner.max(1)).max(1);

@@ -9,7 +9,7 @@
 //!   ([`im2col`]).
 //!
 //! Bias and the fused activation are applied in the GEMM epilogue (or the depthwise row loop) while the
-//! output block is in cache. Threading follows [`super::matmul`]: one rayon region per op; matrixmultiply
+//! output block is in cache. Threading follows [`super::matmul`]: one parallel region per op on the thread team; matrixmultiply
 //! calls are sized to stay single-threaded.
 
 use super::matmul::{from_f32, to_f32, Batched, MatRef};

@@ -6,7 +6,7 @@
 //! arithmetic inlined as a closure. Half-precision types compute in f32 and round once per result.
 //! Loops run over contiguous slices: the same-shape and scalar cases are a single zipped loop, general
 //! broadcasting walks the output as rows whose inputs are either contiguous or one repeated value (dims are
-//! merged first so rows are as long as possible). Large outputs are split over rayon.
+//! merged first so rows are as long as possible). Large outputs are split over the thread team ([`crate::runtime::spin_pool`]).
 
 use super::broadcast::{acc, bin, data, map, map_inplace, tern};
 use super::dispatch::{with_any, with_float, with_int};

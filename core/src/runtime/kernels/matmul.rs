@@ -3,21 +3,22 @@
 //! # Threading scheme
 //!
 //! GEMMs go through [`matrixmultiply`], which can thread a call itself (env `MATMUL_NUM_THREADS`). Nesting
-//! its threads inside rayon tasks would oversubscribe the cores, and running one big threaded call per
+//! its threads inside the thread team's tasks would oversubscribe the cores, and running one big threaded call per
 //! layer leaves the bias/activation epilogue as a separate, cache-cold pass. So this driver does the
-//! parallelism itself: it cuts C into blocks, runs the blocks as rayon tasks, and in each task calls
+//! parallelism itself: it cuts C into blocks, runs the blocks as tasks of the spinning thread team
+//! ([`crate::runtime::spin_pool`], the one pool every kernel splits its work on), and in each task calls
 //! matrixmultiply on sub-blocks small enough that matrixmultiply keeps them on the calling thread (it
 //! threads a call only when `(m·k + k·n) / 16384 >= 2`, see [`CALL_BUDGET`]), then applies the epilogue
 //! (bias, fused activation, Gemm's `beta·C`) to the block while it is still in cache. The result is one
-//! rayon parallel region per GEMM and exactly one computing thread per rayon worker, whatever
+//! parallel region per GEMM and exactly one computing thread per team thread, whatever
 //! `MATMUL_NUM_THREADS` says. With `MATMUL_NUM_THREADS=1` matrixmultiply never threads, so the calls need
 //! not be cut small (fewer, larger calls pack less): that is the best setting for callers that size the
-//! rayon pool themselves, like the CLI.
+//! thread count themselves (the team has as many threads as the current rayon pool), like the CLI.
 
 use std::marker::PhantomData;
 
 use half::{bf16, f16};
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::util::strides;
 use super::input;
@@ -43,7 +44,7 @@ fn call_budget() -> usize {
     })
 }
 
-/// Below this many multiply-adds a GEMM runs on the calling thread (rayon's fork/join costs more).
+/// Below this many multiply-adds a GEMM runs on the calling thread (handing out tasks costs more).
 pub(super) const PAR_MIN_MACS: usize = 1 << 16;
 
 
@@ -242,9 +243,9 @@ fn round_down(x: usize, m: usize) -> usize {
     x / m * m
 }
 
-/// Number of rayon threads worth splitting over.
+/// Number of threads worth splitting over.
 pub(super) fn threads() -> usize {
-    rayon::current_num_threads().max(1)
+    spin_pool::threads()
 }
 
 /// The (rows, columns) of a GEMM's task blocks: rows up to 256, columns up to 1024 in multiples of `align`, then
@@ -264,10 +265,10 @@ pub(super) fn task_blocks(batches: usize, m: usize, n: usize, want: usize, align
     (m.div_ceil(mblocks), n.div_ceil(nblocks).next_multiple_of(align).min(n.next_multiple_of(align)))
 }
 
-/// Runs `f(0..n)` on rayon when `par`, else sequentially.
+/// Runs `f(0..n)` on the thread team when `par`, else sequentially.
 pub(super) fn for_each_task(n: usize, par: bool, f: impl Fn(usize) + Sync + Send) {
     if par && n > 1 {
-        (0..n).into_par_iter().for_each(f);
+        spin_pool::run(n, &f);
     } else {
         (0..n).for_each(f);
     }
@@ -569,7 +570,7 @@ fn matmul_int<T: IntMac>(d: &MatMulDims, a: &Tensor, b: &Tensor, out: &mut Tenso
         return Ok(());
     }
     let par = threads() > 1 && batches * m * n * k >= PAR_MIN_MACS;
-    let body = |(idx, yrow): (usize, &mut [T])| {
+    let body = |idx: usize, yrow: &mut [T]| {
         let (bi, i) = (idx / m, idx % m);
         let (ao, bo) = d.offsets(bi);
         let arow = &av[ao + i * k..][..k];
@@ -582,9 +583,9 @@ fn matmul_int<T: IntMac>(d: &MatMulDims, a: &Tensor, b: &Tensor, out: &mut Tenso
         }
     };
     if par {
-        y.par_chunks_mut(n).enumerate().for_each(body);
+        spin_pool::for_each_piece_mut(y, n, || (), |_, idx, yrow| body(idx, yrow));
     } else {
-        y.chunks_mut(n).enumerate().for_each(body);
+        y.chunks_mut(n).enumerate().for_each(|(idx, yrow)| body(idx, yrow));
     }
     Ok(())
 }

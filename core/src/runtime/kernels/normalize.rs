@@ -6,7 +6,7 @@
 
 use std::borrow::Cow;
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::util::{broadcast_shape, broadcast_strides, for_each_broadcast};
 use super::{input, Scratch};
@@ -188,7 +188,7 @@ pub(super) fn lrn(alpha: f32, beta: f32, bias: f32, size: usize, inputs: &[Optio
             return Ok(());
         }
         if xs.len() >= PAR_MIN {
-            ys.par_chunks_mut(sp).enumerate().for_each(|(i, yp)| work(i, yp));
+            spin_pool::for_each_piece_mut(ys, sp, || (), |_, i, yp| work(i, yp));
         } else {
             ys.chunks_mut(sp).enumerate().for_each(|(i, yp)| work(i, yp));
         }
@@ -300,8 +300,7 @@ fn planes(xs: &[f32], ys: &mut [f32], len: usize, f: impl Fn(usize, &[f32], &mut
         return;
     }
     if xs.len() >= PAR_MIN {
-        let min = (4096 / len).max(1);
-        ys.par_chunks_mut(len).zip(xs.par_chunks(len)).enumerate().with_min_len(min).for_each(|(i, (yp, xp))| f(i, xp, yp));
+        spin_pool::for_each_piece_mut(ys, len, || (), |_, i, yp| f(i, &xs[i * len..][..len], yp));
     } else {
         ys.chunks_mut(len).zip(xs.chunks(len)).enumerate().for_each(|(i, (yp, xp))| f(i, xp, yp));
     }
@@ -383,11 +382,18 @@ fn layer_norm(
         *s = b;
     };
     if xs.len() >= PAR_MIN && rows > 1 {
-        ys.par_chunks_mut(cols)
-            .zip(xs.par_chunks(cols))
-            .zip(m.par_iter_mut().zip(s.par_iter_mut()))
-            .with_min_len((4096 / cols).max(1))
-            .for_each(work);
+        // runs of rows per task, each row's (mean, scale) into a pair list, copied out after
+        let per = rows.div_ceil(4 * spin_pool::threads()).max(1);
+        let mut stats = vec![(0.0f32, 0.0f32); rows];
+        spin_pool::for_each_chunk_mut2(ys, per * cols, &mut stats, per, &|t, yc, sc| {
+            for (k, (yr, st)) in yc.chunks_mut(cols).zip(sc.iter_mut()).enumerate() {
+                let (a, b) = (&mut st.0, &mut st.1);
+                work(((yr, &xs[(t * per + k) * cols..][..cols]), (a, b)));
+            }
+        });
+        for ((mi, si), (a, b)) in m.iter_mut().zip(s.iter_mut()).zip(stats) {
+            (*mi, *si) = (a, b);
+        }
     } else {
         ys.chunks_mut(cols).zip(xs.chunks(cols)).zip(m.iter_mut().zip(s.iter_mut())).for_each(work);
     }
@@ -437,7 +443,7 @@ fn lp_norm(xs: &[f32], ys: &mut [f32], outer: usize, len: usize, inner: usize, p
         }
     };
     if xs.len() >= PAR_MIN && outer > 1 {
-        ys.par_chunks_mut(block).zip(xs.par_chunks(block)).for_each(|(yb, xb)| work(yb, xb));
+        spin_pool::for_each_piece_mut(ys, block, || (), |_, i, yb| work(yb, &xs[i * block..][..block]));
     } else {
         ys.chunks_mut(block).zip(xs.chunks(block)).for_each(|(yb, xb)| work(yb, xb));
     }

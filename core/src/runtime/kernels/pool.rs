@@ -9,7 +9,7 @@
 //! common case, a vectorised path runs instead: planes copied into bordered scratch planes, one pass per
 //! kernel tap (see [`pool_fast`]).
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::numeric::Real;
 use super::{input, Scratch};
@@ -164,9 +164,8 @@ fn for_planes<T: Send>(y: &mut [T], plane: usize, work: usize, f: impl Fn(usize,
     if plane == 0 {
         return;
     }
-    if rayon::current_num_threads() > 1 && work >= PAR_MIN {
-        let min_len = (PAR_MIN / (work / (y.len() / plane).max(1)).max(1)).max(1);
-        y.par_chunks_mut(plane).enumerate().with_min_len(min_len).for_each(|(i, p)| f(i, p));
+    if spin_pool::threads() > 1 && work >= PAR_MIN {
+        spin_pool::for_each_piece_mut(y, plane, || (), |_, i, p| f(i, p));
     } else {
         y.chunks_mut(plane).enumerate().for_each(|(i, p)| f(i, p));
     }
@@ -222,7 +221,7 @@ fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T
     let hp = (h + pt).max((oh - 1) * sh + (kh - 1) * dh + 1);
     let wp = (wd + pl).max((ow - 1) * sw + (kw - 1) * dw + 1) + 2;
     let work = planes * pout * g.k_size();
-    let lanes = if rayon::current_num_threads() > 1 && work >= PAR_MIN { rayon::current_num_threads().min(planes) } else { 1 };
+    let lanes = if spin_pool::threads() > 1 && work >= PAR_MIN { spin_pool::threads().min(planes) } else { 1 };
     let per_lane = planes.div_ceil(lanes);
     let buf_len = hp * wp;
     if scratch.len() < lanes * buf_len {
@@ -279,7 +278,7 @@ fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T
     if lanes == 1 {
         lane(0, y, bufs);
     } else {
-        y.par_chunks_mut(per_lane * pout).zip(bufs.par_chunks_mut(buf_len)).enumerate().for_each(|(l, (ys, buf))| lane(l, ys, buf));
+        spin_pool::for_each_chunk_mut2(y, per_lane * pout, bufs, buf_len, &lane);
     }
     Ok(())
 }
@@ -360,7 +359,7 @@ fn max_pool<T: Element>(x: &[T], g: &Geom, shape: &[usize], y: &mut Tensor, idx:
     let tabs = spans(g);
     let work = planes * pout * g.k_size();
     let yv = y.reset::<T>(shape);
-    let par = rayon::current_num_threads() > 1 && work >= PAR_MIN;
+    let par = spin_pool::threads() > 1 && work >= PAR_MIN;
     match idx {
         None => for_planes(yv, pout, work, |pi, yp| max_plane(&x[pi * pin..][..pin], g, &tabs, yp, None)),
         Some(it) => {
@@ -369,13 +368,13 @@ fn max_pool<T: Element>(x: &[T], g: &Geom, shape: &[usize], y: &mut Tensor, idx:
             if pout == 0 {
                 return Ok(());
             }
-            let run = |(pi, (yp, ip)): (usize, (&mut [T], &mut [i64]))| {
+            let run = |pi: usize, yp: &mut [T], ip: &mut [i64]| {
                 max_plane(&x[pi * pin..][..pin], g, &tabs, yp, Some((ip, (pi * pin) as i64)));
             };
             if par {
-                yv.par_chunks_mut(pout).zip(iv.par_chunks_mut(pout)).enumerate().for_each(run);
+                spin_pool::for_each_chunk_mut2(yv, pout, iv, pout, &run);
             } else {
-                yv.chunks_mut(pout).zip(iv.chunks_mut(pout)).enumerate().for_each(run);
+                yv.chunks_mut(pout).zip(iv.chunks_mut(pout)).enumerate().for_each(|(pi, (yp, ip))| run(pi, yp, ip));
             }
         }
     }
@@ -483,8 +482,8 @@ fn global<T: Element>(x: &[T], shape: &[usize], max: bool, y: &mut [T]) -> Resul
             T::from_f64(xp.iter().map(|v| v.to_f64()).sum::<f64>() / plane as f64)
         };
     };
-    if rayon::current_num_threads() > 1 && x.len() >= PAR_MIN && plane > 0 {
-        x.par_chunks(plane).zip(y.par_iter_mut()).for_each(f);
+    if spin_pool::threads() > 1 && x.len() >= PAR_MIN && plane > 0 {
+        spin_pool::for_each_piece_mut(y, 1, || (), |_, i, o| f((&x[i * plane..][..plane], &mut o[0])));
     } else if plane > 0 {
         x.chunks(plane).zip(y.iter_mut()).for_each(f);
     } else {

@@ -84,7 +84,7 @@ pub(super) fn eval(quant: Option<(DType, QuantRounding)>, axis: i64, inputs: &[O
     }
 }
 
-/// Calls `f(channel, x_row, out_row)` for each row of `lay.inner` elements, over rayon when large.
+/// Calls `f(channel, x_row, out_row)` for each row of `lay.inner` elements, over the thread team when large.
 fn for_rows<A: Sync, O: Send>(a: &[A], o: &mut [O], lay: &Layout, f: impl Fn(usize, &[A], &mut [O]) + Sync) {
     let inner = lay.inner;
     let run = |r0: usize, a: &[A], o: &mut [O]| {

@@ -5,7 +5,7 @@
 //! direction steps through time: one recurrent product H·Rᵀ per step (dot products against R's rows for small
 //! batches, a GEMM block otherwise; GRU without `linear_before_reset` needs a second, smaller one for its h
 //! gate), followed by the gate math over whole rows. The two directions of a bidirectional layer run on
-//! two rayon tasks.
+//! two threads of the team ([`crate::runtime::spin_pool::join`]).
 //!
 //! `sequence_lens`: batch entry b runs `len_b` steps (a reverse direction starts at `len_b - 1`); its Y rows
 //! at t >= `len_b` are zero and its Y_h / Y_c hold the state after its last step (zero when `len_b` is 0,
@@ -274,7 +274,7 @@ fn run<T: RnnReal>(a: &RnnAttrs, d: &RnnDims, args: &Args<T>, lens: &[usize]) ->
     let per_dir = d.seq * d.batch * d.gates * d.hidden;
     let one = |di: usize| direction(a, d, args, lens, di, &proj[di * per_dir..(di + 1) * per_dir]);
     if d.dirs == 2 && threads() > 1 {
-        let (f, b) = rayon::join(|| one(0), || one(1));
+        let (f, b) = crate::runtime::spin_pool::join(|| one(0), || one(1));
         vec![f, b]
     } else {
         (0..d.dirs).map(one).collect()

@@ -13,7 +13,7 @@
 
 use std::cmp::Ordering;
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::numeric::Arith;
 use super::{input, Scratch};
@@ -236,7 +236,7 @@ fn fold_all<T: Arith, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], out: &m
             acc *= dims[g];
         }
     }
-    let threads = rayon::current_num_threads();
+    let threads = spin_pool::threads();
     let par = x.len() >= PAR_MIN && threads > 1;
     if par && m >= 2 && !red[0] {
         // Split by the first (kept) group: each part owns a contiguous input and output range.
@@ -244,7 +244,7 @@ fn fold_all<T: Arith, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], out: &m
         let ib = x.len() / k0;
         let ob = out.len() / k0;
         let per = k0.div_ceil(threads * 4).max(1);
-        out.par_chunks_mut(per * ob).enumerate().for_each(|(ci, o)| {
+        spin_pool::for_each_chunk_mut(out, per * ob, &|ci, o| {
             let start = ci * per;
             let cnt = o.len() / ob;
             let xs = &x[start * ib..(start + cnt) * ib];
@@ -257,7 +257,7 @@ fn fold_all<T: Arith, F: Fold<T>>(x: &[T], dims: &[usize], red: &[bool], out: &m
         // [reduced, kept]: split the kept columns.
         let k = dims[1];
         let per = k.div_ceil(threads * 4).max(64);
-        out.par_chunks_mut(per).enumerate().for_each(|(ci, o)| {
+        spin_pool::for_each_chunk_mut(out, per, &|ci, o| {
             let c0 = ci * per;
             for row in x.chunks_exact(k) {
                 let xr = &row[c0..c0 + o.len()];
@@ -375,7 +375,7 @@ fn arg_reduce<T: Element>(x: &[T], outer: usize, len: usize, inner: usize, max: 
     };
     let xs = &x[..outer * len * inner];
     if x.len() >= PAR_MIN && outer > 1 {
-        out.par_chunks_mut(inner).zip(xs.par_chunks(len * inner)).for_each(|(ob, xb)| block(xb, ob));
+        spin_pool::for_each_piece_mut(out, inner, || (), |_, i, ob| block(&xs[i * len * inner..(i + 1) * len * inner], ob));
     } else {
         out.chunks_mut(inner).zip(xs.chunks(len * inner)).for_each(|(ob, xb)| block(xb, ob));
     }
@@ -425,7 +425,7 @@ fn cumsum<T: Arith>(x: &[T], outer: usize, len: usize, inner: usize, exclusive: 
     let xs = &x[..outer * len * inner];
     let bl = (len * inner).max(1);
     if x.len() >= PAR_MIN && outer > 1 {
-        out.par_chunks_mut(bl).zip(xs.par_chunks(bl)).for_each(|(ob, xb)| block(xb, ob));
+        spin_pool::for_each_piece_mut(out, bl, || (), |_, i, ob| block(&xs[i * bl..(i + 1) * bl], ob));
     } else {
         out.chunks_mut(bl).zip(xs.chunks(bl)).for_each(|(ob, xb)| block(xb, ob));
     }
@@ -512,10 +512,15 @@ fn top_k<T: Element>(
     let xs = &x[..outer * len * inner];
     let (bx, bo) = (len * inner, k * inner);
     if x.len() >= PAR_MIN && outer > 1 {
-        vals.par_chunks_mut(bo).zip(idx.par_chunks_mut(bo)).zip(xs.par_chunks(bx)).for_each_init(
-            || Vec::with_capacity(len),
-            |order, ((vb, ib), xb)| block(order, xb, vb, ib),
-        );
+        // runs of about two blocks' worth per thread, each with its own order buffer
+        let per = outer.div_ceil(2 * spin_pool::threads()).max(1);
+        spin_pool::for_each_chunk_mut2(vals, per * bo, idx, per * bo, &|t, vr, ir| {
+            let mut order = Vec::with_capacity(len);
+            for (k, (vb, ib)) in vr.chunks_mut(bo).zip(ir.chunks_mut(bo)).enumerate() {
+                let o = t * per + k;
+                block(&mut order, &xs[o * bx..(o + 1) * bx], vb, ib);
+            }
+        });
     } else {
         let mut order = Vec::with_capacity(len);
         for ((vb, ib), xb) in vals.chunks_mut(bo).zip(idx.chunks_mut(bo)).zip(xs.chunks(bx)) {

@@ -14,7 +14,7 @@
 //! The neighbours of a source coordinate `x` start at `ceil(x) - 1` (so an integer `x` samples exactly `x`)
 //! and are clamped to the edge; `exclude_outside` zeroes cubic taps outside the input and renormalises.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::util::strides;
 use super::{input, Scratch};
@@ -240,10 +240,10 @@ fn cubic_coeffs(r: f64, a: f64) -> [f64; 4] {
 /// Calls `task(first_row, rows)` over the output split into whole rows of `row_len`, in parallel when large.
 fn split_rows<T: Send>(out: &mut [T], row_len: usize, task: impl Fn(usize, &mut [T]) + Sync) {
     let rows = out.len() / row_len;
-    let threads = rayon::current_num_threads();
+    let threads = spin_pool::threads();
     if out.len() >= PAR_MIN && rows > 1 && threads > 1 {
         let per = rows.div_ceil(threads * 4).max(1);
-        out.par_chunks_mut(per * row_len).enumerate().for_each(|(ci, ch)| task(ci * per, ch));
+        spin_pool::for_each_chunk_mut(out, per * row_len, &|ci, ch| task(ci * per, ch));
     } else {
         task(0, out);
     }

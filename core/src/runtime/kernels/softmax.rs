@@ -7,7 +7,7 @@
 
 use std::mem::size_of;
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::broadcast::{data, CHUNK, PAR_MIN};
 use super::dispatch::with_float;
@@ -166,7 +166,7 @@ fn row<T: Float>(kind: Kind, x: &[T], o: &mut [T]) {
     }
 }
 
-/// Contiguous slices of length `n` (axis is the last dim), rows split over rayon when large.
+/// Contiguous slices of length `n` (axis is the last dim), rows split over the thread team when large.
 fn rows<T: Float>(kind: Kind, x: &[T], o: &mut [T], n: usize) {
     if n == 0 || o.is_empty() {
         return;
@@ -178,7 +178,7 @@ fn rows<T: Float>(kind: Kind, x: &[T], o: &mut [T], n: usize) {
     };
     if o.len() >= PAR_MIN && o.len() / n > 1 {
         let per = (CHUNK / n).max(1) * n;
-        o.par_chunks_mut(per).zip(x.par_chunks(per)).for_each(|(oc, xc)| run(xc, oc));
+        spin_pool::for_each_chunk_mut(o, per, &|i, oc| run(&x[i * per..][..oc.len()], oc));
     } else {
         run(x, o);
     }
@@ -204,15 +204,14 @@ fn blocks<T: Float>(kind: Kind, x: &[T], o: &mut [T], outer: usize, n: usize, in
     } else {
         // many small blocks: parallel over blocks, serial inside
         let per = (CHUNK / block).max(1) * block;
-        o.par_chunks_mut(per).zip(x.par_chunks(per)).for_each_init(
-            || (vec![zero; inner], vec![zero; inner], vec![0usize; if kind == Kind::Hard { inner } else { 0 }]),
-            |(st, st2, idx), (oc, xc)| {
-                for (xb, ob) in xc.chunks_exact(block).zip(oc.chunks_exact_mut(block)) {
-                    block_stats::<T>(kind, xb, n, inner, st, st2, idx, false);
-                    block_out::<T>(kind, xb, ob, inner, st, st2, idx, false);
-                }
-            },
-        );
+        spin_pool::for_each_chunk_mut(o, per, &|i, oc| {
+            let xc = &x[i * per..][..oc.len()];
+            let (mut st, mut st2, mut idx) = (vec![zero; inner], vec![zero; inner], vec![0usize; if kind == Kind::Hard { inner } else { 0 }]);
+            for (xb, ob) in xc.chunks_exact(block).zip(oc.chunks_exact_mut(block)) {
+                block_stats::<T>(kind, xb, n, inner, &mut st, &mut st2, &mut idx, false);
+                block_out::<T>(kind, xb, ob, inner, &st, &st2, &idx, false);
+            }
+        });
     }
 }
 
@@ -265,12 +264,12 @@ fn block_stats<T: Float>(kind: Kind, xb: &[T], n: usize, inner: usize, st: &mut 
     };
     const TILE: usize = 512;
     if par && inner > TILE {
-        let idx_chunks: Vec<&mut [usize]> = if idx.is_empty() { (0..inner.div_ceil(TILE)).map(|_| &mut [][..]).collect() } else { idx.chunks_mut(TILE).collect() };
-        st.par_chunks_mut(TILE)
-            .zip(st2.par_chunks_mut(TILE))
-            .zip(idx_chunks)
-            .enumerate()
-            .for_each(|(t, ((a, b), i))| cols(t * TILE, a, b, i));
+        // Hardmax keeps (max, argmax) per column, the others (max, sum)
+        if kind == Kind::Hard {
+            spin_pool::for_each_chunk_mut2(st, TILE, idx, TILE, &|t, a, i| cols(t * TILE, a, &mut [], i));
+        } else {
+            spin_pool::for_each_chunk_mut2(st, TILE, st2, TILE, &|t, a, b| cols(t * TILE, a, b, &mut []));
+        }
     } else {
         cols(0, st, st2, idx);
     }
@@ -299,7 +298,7 @@ fn block_out<T: Float>(kind: Kind, xb: &[T], ob: &mut [T], inner: usize, st: &[T
         }
     };
     if par {
-        ob.par_chunks_mut(inner).zip(xb.par_chunks(inner)).enumerate().for_each(|(k, (or, xr))| row(k, xr, or));
+        spin_pool::for_each_piece_mut(ob, inner, || (), |_, k, or| row(k, &xb[k * inner..][..inner], or));
     } else {
         for (k, (or, xr)) in ob.chunks_mut(inner).zip(xb.chunks(inner)).enumerate() {
             row(k, xr, or);

@@ -9,9 +9,9 @@
 //! * stride 2: the copy splits the padded plane into its four row/column parity sub-planes, after which
 //!   every tap reads a contiguous run of one sub-plane (polyphase form), again over the whole plane.
 //!
-//! Other kernels accumulate one tap at a time. Planes are split into one contiguous range per rayon thread.
+//! Other kernels accumulate one tap at a time. Planes are split into one contiguous range per thread.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::super::matmul::{bias_act, threads};
 use super::super::numeric::Real;
@@ -74,7 +74,7 @@ pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act:
     if lanes == 1 {
         lane(0, y, bufs);
     } else {
-        y.par_chunks_mut(per_lane * plane_out).zip(bufs.par_chunks_mut(buf_len)).enumerate().for_each(|(l, (ys, buf))| lane(l, ys, buf));
+        spin_pool::for_each_chunk_mut2(y, per_lane * plane_out, bufs, buf_len, &lane);
     }
 }
 

@@ -117,7 +117,7 @@ impl PreparedKernel for DepthwiseRows {
         let clamp = act.and_then(|a| a.clamp_bounds());
         let (m, mg, kk) = (p.m, p.mg(), self.k * self.k);
         let planes = p.n * m;
-        let threads = rayon::current_num_threads().max(1);
+        let threads = spin_pool::threads();
         let per_task = if threads > 1 && planes * pix * kk >= PAR_MIN_MACS { planes.div_ceil(2 * threads) } else { planes };
         let win = &self.window;
         spin_pool::for_each_chunk_mut(y, per_task * pix, &|t, ys| {

@@ -3,10 +3,10 @@
 //! The output pixels of each (image, group) are cut into tiles; a task builds the `K × tile` column
 //! matrix (K = input channels per group × kernel size) in its own slice of the scratch buffer, small
 //! enough to stay in L2 unless that would make it narrower than [`MIN_COLS`], and multiplies the group's weights `[Mg × K]` by it into the output columns of
-//! the tile. Tasks are spread over rayon "lanes", one scratch slice per lane, so the buffer is reused across
+//! the tile. Tasks are spread over the thread team's "lanes", one scratch slice per lane, so the buffer is reused across
 //! calls and nothing is allocated in steady state.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::super::matmul::{bias_act, threads, BlockOut, MatRef};
 use super::super::numeric::{vector::avx2_copy, Real};
@@ -62,7 +62,7 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
         scratch.resize(lanes * lane_len, T::ZERO);
     }
     let out = BlockOut::new(y);
-    let lane = |(l, col): (usize, &mut [T])| {
+    let lane = |l: usize, col: &mut [T]| {
         for t in (l..tasks).step_by(lanes) {
             let (img, tile) = (t / tiles, t % tiles);
             let (n, grp) = (img / group, img % group);
@@ -79,9 +79,9 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
         }
     };
     if lanes > 1 {
-        scratch[..lanes * lane_len].par_chunks_mut(lane_len).enumerate().for_each(lane);
+        spin_pool::for_each_chunk_mut(&mut scratch[..lanes * lane_len], lane_len, &lane);
     } else {
-        lane((0, &mut scratch[..lane_len]));
+        lane(0, &mut scratch[..lane_len]);
     }
 }
 

@@ -92,7 +92,7 @@ impl PreparedKernel for StemRows {
         let (k, cin, m, oh) = (self.k, self.cin, self.m, self.window.oh);
         let blocks = m.div_ceil(CB);
         // tasks: (image, channel block, band of output rows), bands as tall as TASK_MACS allows when splitting
-        let threads = rayon::current_num_threads().max(1);
+        let threads = spin_pool::threads();
         let row_macs = CB * self.window.ow * cin * k * k;
         let band = if threads > 1 { (TASK_MACS / row_macs.max(1)).clamp(1, oh) } else { oh };
         let bands = oh.div_ceil(band);

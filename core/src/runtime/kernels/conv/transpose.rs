@@ -1,5 +1,5 @@
 //! ConvTranspose: per image and group, a GEMM `col[Mg·K, P_in] = W_gᵀ · X_g` and a col2im scatter-add
-//! into the output planes (rayon over output channels), then bias and activation.
+//! into the output planes (split over output channels), then bias and activation.
 //!
 //! Output size and padding follow the ONNX reference: with explicit pads (or none) and no `output_shape`,
 //! `out = stride·(in − 1) + output_padding + (k − 1)·dilation + 1 − pad_begin − pad_end`; an `output_shape`
@@ -9,7 +9,7 @@
 //! (SAME_UPPER) or the start (SAME_LOWER). Pads can then be negative (the output extends past the last
 //! tap); such positions get the bias only.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::super::matmul::{bias_act, threads, Batched, MatRef};
 use super::super::numeric::Real;
@@ -51,15 +51,15 @@ pub(super) fn run<T: Real>(p: &TPlan, x: &[T], w: &[T], b: Option<&[T]>, act: Op
             job.run(col, |_, _, _, _| {})?;
             let col = &*col;
             let planes = &mut y[(n * m + grp * mg) * pout..][..mg * pout];
-            let body = |(mo, plane): (usize, &mut [T])| {
+            let body = |mo: usize, plane: &mut [T]| {
                 plane.fill(b.map_or(T::ZERO, |b| b[grp * mg + mo]));
                 col2im(p, &col[mo * ks * pin..][..ks * pin], plane);
                 bias_act(plane, None, act);
             };
             if par {
-                planes.par_chunks_mut(pout).enumerate().for_each(body);
+                spin_pool::for_each_piece_mut(planes, pout, || (), |_, mo, plane| body(mo, plane));
             } else {
-                planes.chunks_mut(pout).enumerate().for_each(body);
+                planes.chunks_mut(pout).enumerate().for_each(|(mo, plane)| body(mo, plane));
             }
         }
     }

@@ -15,7 +15,6 @@
 //! AVX-512 and AVX2 on x86-64 and picked at run time. CONV_2D and FULLY_CONNECTED run the packed VNNI
 //! kernels ([`super::packed_gemm`], [`super::packed_dot`]) where the CPU has them.
 
-use rayon::prelude::*;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
@@ -305,7 +304,7 @@ impl Conv {
                     let rq = &self.rq[gi * og..(gi + 1) * og];
                     if team_parallel(og * kk * p) && og > RB {
                         // whole blocks of rows, about two tasks per thread, on the spinning team
-                        let per = og.div_ceil(RB).div_ceil(2 * rayon::current_num_threads()).max(1) * RB;
+                        let per = og.div_ceil(RB).div_ceil(2 * spin_pool::threads()).max(1) * RB;
                         spin_pool::for_each_chunk_mut(ob, per * p, &|i, ch| gemm(pw, i * per, xp, p, Out::Quant(ch, rq)));
                     } else {
                         gemm(pw, 0, xp, p, Out::Quant(ob, rq));
@@ -336,9 +335,7 @@ impl Conv {
                 // output channels in groups of 4 that share each load of the patches
                 const ROWS: usize = 4;
                 let ob = &mut out[(b * o + gi * og) * p..(b * o + (gi + 1) * og) * p];
-                ob.par_chunks_mut(ROWS * p).enumerate().for_each_init(
-                    || vec![0i32; ROWS * p],
-                    |acc, (blk, oblock)| {
+                let body = |acc: &mut Vec<i32>, blk: usize, oblock: &mut [T]| {
                         let (oc0, rows) = (gi * og + blk * ROWS, oblock.len() / p);
                         let acc = &mut acc[..rows * p];
                         gemm_rows(&self.w[oc0 * kk..(oc0 + rows) * kk], rows, cols, acc);
@@ -350,8 +347,16 @@ impl Conv {
                             }
                             requantize_row(acc, self.bias[oc], self.m[oc], self.rounding == Rounding::Neon, zp_out, (lo, hi), orow);
                         }
-                    },
-                );
+                };
+                if p == 0 {
+                    continue;
+                }
+                if team_parallel(og * kk * p) {
+                    spin_pool::for_each_piece_mut(ob, ROWS * p, || vec![0i32; ROWS * p], body);
+                } else {
+                    let mut acc = vec![0i32; ROWS * p];
+                    ob.chunks_mut(ROWS * p).enumerate().for_each(|(blk, oblock)| body(&mut acc, blk, oblock));
+                }
             }
         }
     }
@@ -824,8 +829,8 @@ impl Fc {
                 *o = fin(dot(&self.w[j * k..][..k], xr) - self.wzp[j] * xsum, j);
             }
         };
-        if rows * nn * k >= 1 << 16 && rows > 1 {
-            out.par_chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o));
+        if rows * nn * k >= 1 << 16 && rows > 1 && spin_pool::threads() > 1 {
+            spin_pool::for_each_piece_mut(out, nn, || (), |_, r, o| run_row(r, o));
         } else {
             out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o));
         }

@@ -47,8 +47,8 @@
 //! Where the CPU has AVX-512 VNNI, CONV_2D's weights are packed there for the `vpdpbusd` GEMM
 //! ([`packed_gemm`]) and FULLY_CONNECTED's for `vpdpbusd` dot products ([`packed_dot`]); the output stages run
 //! 16 lanes at a time ([`requantize`]), bit-exact. Elsewhere the portable loops of [`gemm`] run: integer
-//! sums in any order are the same, so both give LiteRT's values. Kernels split work across rayon's threads
-//! only above [`parallel`]'s threshold.
+//! sums in any order are the same, so both give LiteRT's values. Kernels split work across the thread team
+//! only above [`team_parallel`]'s threshold.
 
 pub mod fixedpoint;
 
@@ -199,7 +199,7 @@ fn reduced_axes(cx: &Ctx, attr: Option<&[usize]>, noop: bool) -> Result<Vec<usiz
 /// workers spin between the operators of a run and take their tasks in well under a microsecond.
 pub(crate) fn team_parallel(work: usize) -> bool {
     const TEAM_MIN: usize = 1 << 17;
-    work >= TEAM_MIN && rayon::current_num_threads() > 1
+    work >= TEAM_MIN && crate::runtime::spin_pool::threads() > 1
 }
 
 /// [min, max] of an 8-bit dtype.
@@ -321,21 +321,19 @@ pub(crate) fn shift_of(dtype: DType) -> i32 {
 
 /// Writes `f(i)` (already clamped to the dtype's range) into the output, reset to `shape` and `dtype`.
 pub(crate) fn write_out(out: &mut Tensor, dtype: DType, shape: &[usize], f: impl Fn(usize) -> i32 + Sync) {
-    use rayon::prelude::*;
+    use crate::runtime::spin_pool::for_each_chunk_mut;
     let n: usize = shape.iter().product();
     const CH: usize = 1 << 14;
+    // one chunk (the whole output when small) per task
+    let ch = if team_parallel(n) { CH } else { n };
     match dtype {
         DType::U8 => {
             let o = out.reset::<u8>(shape);
-            o.par_chunks_mut(CH).enumerate().for_each(|(c, oc)| oc.iter_mut().enumerate().for_each(|(j, v)| *v = f(c * CH + j) as u8));
+            for_each_chunk_mut(o, ch, &|c, oc| oc.iter_mut().enumerate().for_each(|(j, v)| *v = f(c * ch + j) as u8));
         }
         _ => {
             let o = out.reset::<i8>(shape);
-            if n <= CH {
-                o.iter_mut().enumerate().for_each(|(j, v)| *v = f(j) as i8);
-            } else {
-                o.par_chunks_mut(CH).enumerate().for_each(|(c, oc)| oc.iter_mut().enumerate().for_each(|(j, v)| *v = f(c * CH + j) as i8));
-            }
+            for_each_chunk_mut(o, ch, &|c, oc| oc.iter_mut().enumerate().for_each(|(j, v)| *v = f(c * ch + j) as i8));
         }
     }
 }

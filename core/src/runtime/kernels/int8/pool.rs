@@ -8,7 +8,7 @@
 //! bias (`reference_ops::Mean`, used by `optimized_integer_ops::Mean`); other MEANs run TFLite's
 //! `QuantizedMeanOrSum` in f32.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
 use super::{arg, out0, write_out, Bytes, Ctx, PreparedKernel, Qp, Q8};
@@ -103,7 +103,8 @@ impl Pool {
         let g = &self.geom;
         let (ih, iw, oh, ow) = (g.inp[1], g.inp[2], g.out[1], g.out[2]);
         let (lo, hi) = self.act;
-        out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
+        let work = out.len() * g.k[1] * g.k[2];
+        for_each_plane(out, oh * ow, work, &|pl, o| {
             let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
             for oy in 0..oh {
                 let y0 = (oy * g.s[1]) as isize - g.pb[1] as isize;
@@ -335,7 +336,7 @@ impl PreparedKernel for Bilinear {
         }
         let (oh, ow) = (self.ys.len(), self.xs.len());
         let out = out0(outputs)?.reset::<i8>(&self.out_shape);
-        out.par_chunks_mut(oh * ow).enumerate().for_each(|(pl, o)| {
+        for_each_plane(out, oh * ow, out.len() * 4, &|pl, o| {
             let xp = &x[pl * ih * iw..(pl + 1) * ih * iw];
             for (oy, &(y0, y1, dy)) in self.ys.iter().enumerate() {
                 for (ox, &(x0, x1, dx)) in self.xs.iter().enumerate() {
@@ -374,3 +375,17 @@ impl PreparedKernel for Nearest {
         Ok(())
     }
 }
+
+/// Calls `f(plane_index, plane)` for each `plane`-long output plane, split over the thread team when `work`
+/// (values touched) pays for it.
+fn for_each_plane<T: Send>(out: &mut [T], plane: usize, work: usize, f: &(dyn Fn(usize, &mut [T]) + Sync)) {
+    if plane == 0 {
+        return;
+    }
+    if super::team_parallel(work) {
+        spin_pool::for_each_piece_mut(out, plane, || (), |_, i, p| f(i, p));
+    } else {
+        out.chunks_mut(plane).enumerate().for_each(|(i, p)| f(i, p));
+    }
+}
+

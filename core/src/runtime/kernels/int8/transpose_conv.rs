@@ -12,7 +12,7 @@
 //! Weights are the IR's `[C_in, C_out, kh, kw]`, symmetric, per output channel along axis 1 (TFLite's OHWI
 //! axis 0) or per tensor.
 
-use rayon::prelude::*;
+use crate::runtime::spin_pool;
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier, Multiplier};
 use super::{activation_range, arg, dtype_range, out0, Ctx, PreparedKernel, Qp};
@@ -103,9 +103,7 @@ impl PreparedKernel for TransposeConv {
         let (plane, kk) = (oh * ow, kh * kw);
         let (lo, hi) = self.act;
         let out = out0(outputs)?.reset::<i8>(&[nb, co, oh, ow]);
-        out.par_chunks_mut(plane).enumerate().for_each_init(
-            || vec![0i32; plane],
-            |acc, (bm, orow)| {
+        let body = |acc: &mut Vec<i32>, bm: usize, orow: &mut [i8]| {
                 let (b, m) = (bm / co, bm % co);
                 acc.fill(0);
                 for c in 0..ci {
@@ -119,8 +117,16 @@ impl PreparedKernel for TransposeConv {
                     let r = if neon { mul_neon_rshl(v, mult) } else { mul_double_round(v, mult) };
                     *o = (r + self.y.zp).clamp(lo, hi) as i8;
                 }
-            },
-        );
+        };
+        if plane == 0 {
+            return Ok(());
+        }
+        if super::team_parallel(nb * co * ci * ih * iw * kk) {
+            spin_pool::for_each_piece_mut(out, plane, || vec![0i32; plane], body);
+        } else {
+            let mut acc = vec![0i32; plane];
+            out.chunks_mut(plane).enumerate().for_each(|(bm, orow)| body(&mut acc, bm, orow));
+        }
         Ok(())
     }
 }
