@@ -7,8 +7,8 @@
 //! same), so that the next operator of the same run hands out its tasks in well under a microsecond; a worker
 //! that saw no job for that long parks on a condition variable, and the next job wakes it.
 //!
-//! One job at a time per team: a job is `tasks` calls `f(i)`, handed out by an atomic counter to the calling
-//! thread and the workers. The team has `rayon::current_num_threads() - 1` workers (so `--threads` sets it);
+//! One job at a time per team: a job is `tasks` calls `f(i)`, handed out through one atomic range to the
+//! calling thread (from the front) and the workers (from the back). The team has `rayon::current_num_threads() - 1` workers (so `--threads` sets it);
 //! teams are made on first use, one per size, and live for the process. A caller that finds its team busy
 //! (another thread's job) runs its tasks itself; so does a task that splits work of its own (nested splits run
 //! serially inside the outer task).
@@ -47,8 +47,9 @@ struct Shared {
     state: AtomicU64,
     /// The current job (valid while `state` is odd); a `Box<Job>` leaked for the job's duration.
     job: AtomicPtr<Job>,
-    /// Next task index of the current job.
-    next: AtomicUsize,
+    /// The current job's tasks not yet taken, `[lo, hi)` packed as `hi << 32 | lo`: the caller takes them from
+    /// the front, the workers from the back (see [`take_tasks`]).
+    left: AtomicU64,
     /// Workers inside the current job (counted before they read it).
     active: AtomicUsize,
     /// A worker's task panicked (its payload is kept in `panic`).
@@ -73,7 +74,7 @@ impl Team {
         let shared = Arc::new(Shared {
             state: AtomicU64::new(0),
             job: AtomicPtr::new(std::ptr::null_mut()),
-            next: AtomicUsize::new(0),
+            left: AtomicU64::new(0),
             active: AtomicUsize::new(0),
             panicked: AtomicBool::new(false),
             panic: Mutex::new(None),
@@ -91,13 +92,25 @@ impl Team {
     }
 }
 
-/// Takes and runs tasks of the current job until none is left.
-fn take_tasks(s: &Shared, job: &Job) {
+/// Takes and runs tasks of the current job until none is left: the caller (`front`) from the first index up,
+/// the workers from the last down. So with two threads each runs a contiguous run of tasks, as rayon's halving
+/// did: neighbouring tasks share operands (a GEMM's column blocks of one row block, a convolution's adjacent
+/// tiles), and handing out alternate indices made both cores' caches hold all of them.
+fn take_tasks(s: &Shared, job: &Job, front: bool) {
     loop {
-        let i = s.next.fetch_add(1, SeqCst);
-        if i >= job.tasks {
-            return;
-        }
+        let mut cur = s.left.load(SeqCst);
+        let i = loop {
+            let (lo, hi) = (cur & 0xFFFF_FFFF, cur >> 32);
+            if lo >= hi {
+                return;
+            }
+            let (i, next) = if front { (lo, hi << 32 | (lo + 1)) } else { (hi - 1, (hi - 1) << 32 | lo) };
+            match s.left.compare_exchange_weak(cur, next, SeqCst, SeqCst) {
+                Ok(_) => break i as usize,
+                Err(now) => cur = now,
+            }
+        };
+        debug_assert!(i < job.tasks);
         // SAFETY: the job (and so its closure) outlives every worker counted in `active` (module documentation).
         let f = unsafe { &*job.f };
         f(i);
@@ -147,7 +160,7 @@ fn worker(s: &Shared) {
         // until the caller sees active == 0.
         let job = unsafe { &*s.job.load(SeqCst) };
         super::fp_env::set_flush(job.flush);
-        if let Err(p) = catch_unwind(AssertUnwindSafe(|| take_tasks(s, job))) {
+        if let Err(p) = catch_unwind(AssertUnwindSafe(|| take_tasks(s, job, false))) {
             *s.panic.lock().unwrap_or_else(|e| e.into_inner()) = Some(p);
             s.panicked.store(true, SeqCst);
             // the remaining tasks are still taken by the others; this worker's unfinished one is lost, and the
@@ -178,7 +191,7 @@ fn team() -> Option<&'static Team> {
 /// size (each index once, in no particular order); serially with one thread, one task, or a team busy with
 /// another caller's job. A panic in a task is raised again here after every task has ended.
 pub(crate) fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
-    let team = if tasks > 1 && !IN_TASK.with(|t| t.get()) { team() } else { None };
+    let team = if tasks > 1 && tasks < 1 << 32 && !IN_TASK.with(|t| t.get()) { team() } else { None };
     let Some(team) = team else {
         (0..tasks).for_each(f);
         return;
@@ -192,7 +205,7 @@ pub(crate) fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     let f_static: *const (dyn Fn(usize) + Sync) = unsafe { std::mem::transmute::<&(dyn Fn(usize) + Sync), &'static (dyn Fn(usize) + Sync)>(f) };
     let job = Box::into_raw(Box::new(Job { f: f_static, tasks, flush: super::fp_env::denormals_flushed() }));
     s.job.store(job, SeqCst);
-    s.next.store(0, SeqCst);
+    s.left.store((tasks as u64) << 32, SeqCst);
     s.state.fetch_add(1, SeqCst); // odd: running
     if s.sleepers.load(SeqCst) > 0 {
         let _g = s.lock.lock().unwrap_or_else(|e| e.into_inner());
@@ -200,7 +213,7 @@ pub(crate) fn run(tasks: usize, f: &(dyn Fn(usize) + Sync)) {
     }
     // SAFETY: the job was just made and is freed only below.
     IN_TASK.with(|t| t.set(true));
-    let mine = catch_unwind(AssertUnwindSafe(|| take_tasks(s, unsafe { &*job })));
+    let mine = catch_unwind(AssertUnwindSafe(|| take_tasks(s, unsafe { &*job }, true)));
     IN_TASK.with(|t| t.set(false));
     s.state.fetch_add(1, SeqCst); // even: ended; no worker joins any more
     while s.active.load(SeqCst) != 0 {
@@ -282,6 +295,13 @@ pub(crate) fn join<RA: Send, RB: Send>(a: impl FnOnce() -> RA + Send, b: impl Fn
         m.into_inner().unwrap_or_else(|e| e.into_inner()).expect("both tasks ran")
     }
     (take(ra), take(rb))
+}
+
+/// `work` scaled by `TPU_SDK_SPLIT_SCALE` (default 1; read once): the kernels' least work worth splitting, for
+/// measuring the thresholds.
+pub(crate) fn min_work(work: usize) -> usize {
+    static SCALE: OnceLock<usize> = OnceLock::new();
+    work * *SCALE.get_or_init(|| std::env::var("TPU_SDK_SPLIT_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
 }
 
 /// The number of threads kernels split their work over: the current rayon pool's size (which `--threads` sets).

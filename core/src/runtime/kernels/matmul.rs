@@ -317,7 +317,7 @@ where
         }
         let macs = batches * m * n * k.max(1);
         let threads = threads();
-        let par = threads > 1 && macs >= PAR_MIN_MACS;
+        let par = threads > 1 && macs >= spin_pool::min_work(PAR_MIN_MACS);
         let out = BlockOut::new(c);
         if m == 1 || n == 1 {
             return self.run_gemv(&out, par, threads, &epi);
@@ -569,7 +569,7 @@ fn matmul_int<T: IntMac>(d: &MatMulDims, a: &Tensor, b: &Tensor, out: &mut Tenso
     if y.is_empty() {
         return Ok(());
     }
-    let par = threads() > 1 && batches * m * n * k >= PAR_MIN_MACS;
+    let par = threads() > 1 && batches * m * n * k >= spin_pool::min_work(PAR_MIN_MACS);
     let body = |idx: usize, yrow: &mut [T]| {
         let (bi, i) = (idx / m, idx % m);
         let (ao, bo) = d.offsets(bi);

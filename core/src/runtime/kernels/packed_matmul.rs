@@ -164,7 +164,7 @@ mod x86 {
             return Err(format!("A holds {} elements, too few for {m} × {k}", a.len()));
         }
         let threads = threads();
-        let par = threads > 1 && m * n * k >= PAR_MIN_MACS;
+        let par = threads > 1 && m * n * k >= crate::runtime::spin_pool::min_work(PAR_MIN_MACS);
         let (mut mb, nb) = task_blocks(1, m, n, if par { 4 * threads } else { 1 }, NR_PACKED);
         let shared_a = if par && m > 1 && nb < n && rsa == k as isize && csa == 1 { PackedA::new_in(&a[..m * k], m, k, std::mem::take(workspace)) } else { None };
         if shared_a.is_some() {

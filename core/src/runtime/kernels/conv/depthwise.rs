@@ -37,7 +37,7 @@ pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act:
     let (hq, wq) = (hp.div_ceil(2), wp.div_ceil(2));
     let (plane_in, plane_out, ks) = (g.in_size(), g.out_size(), g.k_size());
     let planes = p.n * p.m;
-    let lanes = if threads() > 1 && planes * plane_out * ks >= PAR_MIN_MACS { threads().min(planes) } else { 1 };
+    let lanes = if threads() > 1 && planes * plane_out * ks >= spin_pool::min_work(PAR_MIN_MACS) { threads().min(planes) } else { 1 };
     let per_lane = planes.div_ceil(lanes);
     // Per-lane scratch: the padded plane (unless the input is used in place), then the flat output rows.
     let pad_len = if poly { 4 * hq * wq } else if direct { 0 } else { hp * wp };

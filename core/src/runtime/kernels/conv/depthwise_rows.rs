@@ -118,7 +118,7 @@ impl PreparedKernel for DepthwiseRows {
         let (m, mg, kk) = (p.m, p.mg(), self.k * self.k);
         let planes = p.n * m;
         let threads = spin_pool::threads();
-        let per_task = if threads > 1 && planes * pix * kk >= PAR_MIN_MACS { planes.div_ceil(2 * threads) } else { planes };
+        let per_task = if threads > 1 && planes * pix * kk >= spin_pool::min_work(PAR_MIN_MACS) { planes.div_ceil(2 * threads) } else { planes };
         let win = &self.window;
         spin_pool::for_each_chunk_mut(y, per_task * pix, &|t, ys| {
             for (j, yp) in ys.chunks_exact_mut(pix).enumerate() {

@@ -45,7 +45,7 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
     let plane_in = g.in_size();
     let macs = p.n * p.m * pix * kk;
     let threads = threads();
-    let par = threads > 1 && macs >= 1 << 16;
+    let par = threads > 1 && macs >= spin_pool::min_work(1 << 16);
     // Tile width: the column budget, then narrower while there are too few tasks to balance.
     let mut nb = (COL_ELEMS / kk.max(1)).clamp(MIN_COLS, pix.max(MIN_COLS)).min(pix);
     let images = p.n * group;

@@ -234,7 +234,7 @@ mod x86 {
         let (cg, mg, hw, group) = (p.cg(), p.mg(), p.geom.in_size(), p.group);
         let images = p.n * group;
         let threads = threads();
-        let par = threads > 1 && p.n * p.m * hw * cg >= 1 << 16;
+        let par = threads > 1 && p.n * p.m * hw * cg >= crate::runtime::spin_pool::min_work(1 << 16);
         let mut tile = hw.clamp(1, 1024);
         while par && images * hw.div_ceil(tile) < 4 * threads && tile >= 128 {
             tile = tile.div_ceil(2);

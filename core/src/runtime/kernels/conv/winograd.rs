@@ -143,7 +143,7 @@ impl PreparedKernel for Winograd {
         // until there are two tasks per thread
         // below PAR_MIN_MACS direct multiply-adds the fork-join and the smaller blocks' GEMMs cost more than a
         // second thread saves (PP-OCRv4's 96 → 24 channel 8×8 convolutions: 0.10 ms at 1 thread, 0.21 at 2)
-        let threads = if p.n * p.m * p.c * 9 * geo.out_size() >= PAR_MIN_MACS { threads() } else { 1 };
+        let threads = if p.n * p.m * p.c * 9 * geo.out_size() >= crate::runtime::spin_pool::min_work(PAR_MIN_MACS) { threads() } else { 1 };
         let per_block = (6144 / p.c.max(p.m)).max(16);
         let mut rows = (per_block / s.tw).clamp(1, s.th);
         while threads > 1 && rows > 1 && p.n * s.th.div_ceil(rows) < 2 * threads {
