@@ -170,6 +170,38 @@ pub(super) mod x86 {
         }
     }
 
+    /// Loads the `K` taps of one input row for a 16-pixel block (`ld`: the block's prepared (offset, mask) per
+    /// tap) and runs `$body` with each as `$v` and its column as `$kx`: a masked load per tap for stride 1; for
+    /// stride 2 two loads per pair of taps, split into their even and odd columns. Both rows kernels use it
+    /// (a macro: its intrinsics inline into the caller's AVX-512 code).
+    macro_rules! row_taps {
+        ($k:expr, $s:expr, $row:expr, $ld:expr, |$v:ident, $kx:ident| $body:block) => {{
+            if $s == 1 {
+                for $kx in 0..$k {
+                    let (c, m) = *$ld.add($kx);
+                    let $v = _mm512_maskz_loadu_ps(m, $row.wrapping_offset(c));
+                    $body
+                }
+            } else {
+                for q in 0..$k.div_ceil(2) {
+                    let (c0, m0) = *$ld.add(2 * q);
+                    let (c1, m1) = *$ld.add(2 * q + 1);
+                    let a = _mm512_maskz_loadu_ps(m0, $row.wrapping_offset(c0));
+                    let b = _mm512_maskz_loadu_ps(m1, $row.wrapping_offset(c1));
+                    {
+                        let ($v, $kx) = (columns::<false>(a, b), 2 * q);
+                        $body
+                    }
+                    if 2 * q + 1 < $k {
+                        let ($v, $kx) = (columns::<true>(a, b), 2 * q + 1);
+                        $body
+                    }
+                }
+            }
+        }};
+    }
+    pub(in super::super) use row_taps;
+
     /// One output plane: `y[oy, ox] = bias + Σ w[ky, kx] · x[oy·S + ky − pt, ox·S + kx − pl]` over the taps
     /// inside the input, then clamped when `clamp` is given.
     ///
@@ -203,23 +235,9 @@ pub(super) mod x86 {
                     let mut acc = vb;
                     for ky in ky0..ky1 {
                         let row = xp.offset((iy0 + ky as isize) * iw as isize);
-                        if S == 1 {
-                            for kx in 0..K {
-                                let (c, m) = *ld.add(kx);
-                                acc = _mm512_fmadd_ps(_mm512_maskz_loadu_ps(m, row.wrapping_offset(c)), wv[ky][kx], acc);
-                            }
-                        } else {
-                            for q in 0..K.div_ceil(2) {
-                                let (c0, m0) = *ld.add(2 * q);
-                                let (c1, m1) = *ld.add(2 * q + 1);
-                                let a = _mm512_maskz_loadu_ps(m0, row.wrapping_offset(c0));
-                                let b = _mm512_maskz_loadu_ps(m1, row.wrapping_offset(c1));
-                                acc = _mm512_fmadd_ps(columns::<false>(a, b), wv[ky][2 * q], acc);
-                                if 2 * q + 1 < K {
-                                    acc = _mm512_fmadd_ps(columns::<true>(a, b), wv[ky][2 * q + 1], acc);
-                                }
-                            }
-                        }
+                        row_taps!(K, S, row, ld, |v, kx| {
+                            acc = _mm512_fmadd_ps(v, wv[ky][kx], acc);
+                        });
                     }
                     if clamp.is_some() {
                         acc = _mm512_min_ps(_mm512_max_ps(acc, vlo), vhi);

@@ -147,7 +147,7 @@ impl PreparedKernel for StemRows {
 mod x86 {
     use std::arch::x86_64::*;
 
-    use super::super::depthwise_rows::{loads_per_block, x86::columns};
+    use super::super::depthwise_rows::{loads_per_block, x86::columns, x86::row_taps};
     use super::{Window2, CB, LANES};
 
     /// Output rows `oy0..oy1` of `chans ≤ CB` channels (planes of `oh·ow` values from `y`): each output sums the
@@ -204,23 +204,9 @@ mod x86 {
                                     acc[c] = _mm512_fmadd_ps(v, _mm512_set1_ps(*wr.add(kx * CB + c)), acc[c]);
                                 }
                             };
-                            if S == 1 {
-                                for kx in 0..K {
-                                    let (c, m) = *ld.add(kx);
-                                    tap(&mut acc, _mm512_maskz_loadu_ps(m, row.wrapping_offset(c)), kx);
-                                }
-                            } else {
-                                for q in 0..K.div_ceil(2) {
-                                    let (c0, m0) = *ld.add(2 * q);
-                                    let (c1, m1) = *ld.add(2 * q + 1);
-                                    let a = _mm512_maskz_loadu_ps(m0, row.wrapping_offset(c0));
-                                    let b = _mm512_maskz_loadu_ps(m1, row.wrapping_offset(c1));
-                                    tap(&mut acc, columns::<false>(a, b), 2 * q);
-                                    if 2 * q + 1 < K {
-                                        tap(&mut acc, columns::<true>(a, b), 2 * q + 1);
-                                    }
-                                }
-                            }
+                            row_taps!(K, S, row, ld, |v, kx| {
+                                tap(&mut acc, v, kx);
+                            });
                         }
                     }
                     let n = LANES.min(ow - bi * LANES);
