@@ -95,7 +95,7 @@ mod tests {
     fn planes_hold_every_records_values() {
         for s in 2..=4 {
             for n in [0, 1, 15, 16, 17, 47, 96 * 96] {
-                let src: Vec<u32> = (0..n * s).map(|i| i as u32 * 2654435761).collect();
+                let src: Vec<u32> = (0..n * s).map(|i| (i as u32).wrapping_mul(2654435761)).collect();
                 let plane = n + 5;
                 let mut dst = vec![u32::MAX; (s - 1) * plane + n];
                 if !deinterleave(&src, s, n, &mut dst, plane) {
