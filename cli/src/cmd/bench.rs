@@ -72,7 +72,7 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
     }
 
     let mut profile_table: Vec<(String, Duration, usize)> = Vec::new();
-    let mut slowest: Vec<(String, Duration)> = Vec::new();
+    let mut slowest: Vec<(usize, String, Duration)> = Vec::new();
     let (times, cpu) = if a.profile && a.on.target.target == "cpu" {
         let mut s = tpu_sdk::core::runtime::Session::new(g.clone())?;
         let timed = time_runs(&a, &mut |x: &[Tensor], timed: bool| {
@@ -96,14 +96,15 @@ pub fn main(a: Args, threads: usize) -> Result<()> {
             .nodes
             .iter()
             .zip(s.profile().unwrap_or(&[]))
-            .map(|(n, d)| {
+            .enumerate()
+            .map(|(i, (n, d))| {
                 let out = n.outputs.first().map(|&o| sg.value(o)).map_or(String::new(), |v| format!(" -> {}{:?}", v.dtype, v.shape));
                 // TFLite names join every fused op's name with ';': the first says which layer it is
                 let name: String = n.name.split(';').next().unwrap_or("").chars().take(72).collect();
-                (format!("{} '{name}'{out}", n.op.name()), *d / a.iterations as u32)
+                (i, format!("{} '{name}'{out}", n.op.name()), *d / a.iterations as u32)
             })
             .collect();
-        slowest.sort_by(|x, y| y.1.cmp(&x.1));
+        slowest.sort_by(|x, y| y.2.cmp(&x.2));
         if !a.json {
             // the text report shows the ten slowest; `--json` lists every node (scripts compare them with a peer's)
             slowest.truncate(10);
@@ -325,7 +326,8 @@ fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
 
-/// Prints the report; `profile` is time per op kind, `slowest` the slowest nodes (`Op 'name' -> f32[..]`).
+/// Prints the report; `profile` is time per op kind, `slowest` the slowest nodes (their position in the session's
+/// graph, `Op 'name' -> f32[..]`, time per run).
 fn report(
     a: &Args,
     times: &[Duration],
@@ -333,12 +335,12 @@ fn report(
     batch: usize,
     threads: usize,
     profile: &[(String, Duration, usize)],
-    slowest: &[(String, Duration)],
+    slowest: &[(usize, String, Duration)],
 ) -> Result<()> {
     let st = Stats::of(times, batch);
     if a.json {
         let profile: Vec<_> = profile.iter().map(|(op, d, n)| json!({"op": op, "nodes": n, "ms_per_run": ms(*d)})).collect();
-        let slowest: Vec<_> = slowest.iter().map(|(node, d)| json!({"node": node, "ms_per_run": ms(*d)})).collect();
+        let slowest: Vec<_> = slowest.iter().map(|(i, node, d)| json!({"index": i, "node": node, "ms_per_run": ms(*d)})).collect();
         let doc = json_doc(
             a,
             batch,
@@ -369,7 +371,7 @@ fn report(
             println!("  {op:<24} {:>9.3} ms  ({n} nodes)", ms(*d));
         }
         println!("slowest nodes:");
-        for (node, d) in slowest {
+        for (_, node, d) in slowest {
             println!("  {:>9.3} ms  {node}", ms(*d));
         }
     }

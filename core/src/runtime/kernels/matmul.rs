@@ -265,6 +265,22 @@ pub(super) fn task_blocks(batches: usize, m: usize, n: usize, want: usize, align
     (m.div_ceil(mblocks), n.div_ceil(nblocks).next_multiple_of(align).min(n.next_multiple_of(align)))
 }
 
+/// How many blocks of rows (each a whole number of the GEMM's `mr`-row panels) the `tasks` tasks of a split
+/// GEMM with `m` rows are cut into, and the rows per block: enough for `target` tasks in all where the rows
+/// allow, one block when the work is not split or the tasks already suffice. A CNN's late layers (7×7 or 8×8
+/// pixels: one column tile) otherwise ran on one thread.
+pub(super) fn row_blocks(par: bool, tasks: usize, target: usize, m: usize, mr: usize) -> (usize, usize) {
+    if !par || tasks >= target || m == 0 {
+        return (1, m.max(1));
+    }
+    let want = target.div_ceil(tasks.max(1));
+    let panels = m.div_ceil(mr);
+    // at least two panels per block: a one-panel block would spend more on packing its columns than on its rows
+    let blocks = want.min(panels / 2).max(1);
+    let rows_per = panels.div_ceil(blocks) * mr;
+    (m.div_ceil(rows_per), rows_per)
+}
+
 /// Runs `f(0..n)` on the thread team when `par`, else sequentially.
 pub(super) fn for_each_task(n: usize, par: bool, f: impl Fn(usize) + Sync + Send) {
     if par && n > 1 {

@@ -14,6 +14,7 @@
 use std::cell::RefCell;
 
 use super::super::matmul::bias_act;
+use crate::runtime::spin_pool;
 use super::super::{PreparedKernel, Scratch};
 use super::pixel_taps::{PixelTaps, Window2};
 use super::{constant_f32_conv, is_depthwise, prepared_operands};
@@ -22,6 +23,10 @@ use crate::ir::{ConvAttrs, Graph, Tensor};
 
 /// Output planes up to this many pixels take this kernel.
 const MAX_PIXELS: usize = 144;
+
+/// Fewest multiply-adds for which a run splits its channels between threads (a MobileNetV2's 960-channel 7×7
+/// layers, 420K, took as long at 2 threads as at 1 when it did not).
+const PAR_MIN_MACS: usize = 1 << 16;
 
 /// [`MAX_PIXELS`], or `TPU_SDK_DW_LANES_MAX_PIXELS` (0: never) to compare the kernels on one machine (the same
 /// variable as the int8 kernel's).
@@ -88,26 +93,41 @@ impl PreparedKernel for DepthwiseLanes {
         if let Some(b) = bv {
             bias[..self.c].copy_from_slice(b);
         }
-        BUFS.with(|bufs| {
-            let (xt, yt) = &mut *bufs.borrow_mut();
-            xt.resize(plane * cp, 0.0);
-            yt.resize(pix * cp, 0.0);
-            for b in 0..p.n {
-                let ys = &mut y[b * self.c * pix..(b + 1) * self.c * pix];
-                // SAFETY: the CPU has AVX2 and FMA (prepare checked); xs holds c·plane and ys c·pix elements
-                // (checked above), xt plane·cp and yt pix·cp (resized above), every tap offset + cp ≤ their lengths
-                unsafe {
-                    x86::to_lanes(&xv[b * self.c * plane..(b + 1) * self.c * plane], self.c, plane, xt, cp);
-                    x86::pixels(&self.w, &bias, &self.taps, xt, yt, cp);
-                    x86::from_lanes(yt, cp, ys, self.c, pix);
-                }
+        let blocks = cp / 8;
+        let threads = spin_pool::threads();
+        // tasks of whole four-block groups (32 channels: `pixels` keeps four accumulators), two per thread
+        let per = if threads > 1 && self.c * self.taps.taps.len() >= spin_pool::min_work(PAR_MIN_MACS) {
+            blocks.div_ceil(2 * threads).div_ceil(4).max(1) * 4
+        } else {
+            blocks
+        };
+        for b in 0..p.n {
+            let xs = &xv[b * self.c * plane..(b + 1) * self.c * plane];
+            let ys = &mut y[b * self.c * pix..(b + 1) * self.c * pix];
+            spin_pool::for_each_chunk_mut(ys, per * 8 * pix, &|t, yc| {
+                let (b0, c_lo) = (t * per, t * per * 8);
+                let c_hi = c_lo + yc.len() / pix;
+                let b1 = c_hi.div_ceil(8);
+                BUFS.with(|bufs| {
+                    let (xt, yt) = &mut *bufs.borrow_mut();
+                    xt.resize(plane * cp, 0.0);
+                    yt.resize(pix * cp, 0.0);
+                    // SAFETY: the CPU has AVX2 and FMA (prepare checked); xs holds c·plane elements and yc the
+                    // channels c_lo..c_hi (≤ c) of pix each (checked above), xt plane·cp and yt pix·cp (resized
+                    // above), every tap offset + cp ≤ their lengths; the channel range lies in 0..cp
+                    unsafe {
+                        x86::to_lanes(xs, self.c, plane, xt, cp, (c_lo, b1 * 8));
+                        x86::pixels(&self.w, &bias, &self.taps, xt, yt, cp, (b0, b1));
+                        x86::from_lanes(yt, cp, yc, (c_lo, c_hi), pix);
+                    }
+                });
                 if self.attrs.activation.is_some() {
-                    for row in ys.chunks_exact_mut(pix) {
+                    for row in yc.chunks_exact_mut(pix) {
                         bias_act(row, None, self.attrs.activation);
                     }
                 }
-            }
-        });
+            });
+        }
         Ok(())
     }
 
@@ -163,14 +183,15 @@ mod x86 {
         _mm256_cmpgt_epi32(_mm256_set1_epi32(n.min(8) as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
     }
 
-    /// `xt[pix·cp + ch] = x[ch·p + pix]` (`x` is `[c][p]`); channels from `c` to `cp` get 0.
+    /// `xt[pix·cp + ch] = x[ch·p + pix]` (`x` is `[c][p]`) for the channels `ch` in `chans`; those from `c` on get 0.
     ///
     /// # Safety
-    /// AVX2 + FMA; `x` holds `c·p`, `xt` `p·cp` elements; `cp` is a multiple of 8, at least `c`.
+    /// AVX2 + FMA; `x` holds `c·p`, `xt` `p·cp` elements; `cp` is a multiple of 8, at least `c`; `chans` lies in
+    /// `0..cp` and starts at a multiple of 8.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn to_lanes(x: &[f32], c: usize, p: usize, xt: &mut [f32], cp: usize) {
-        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(8) && cp >= c);
-        for c0 in (0..cp).step_by(8) {
+    pub(super) unsafe fn to_lanes(x: &[f32], c: usize, p: usize, xt: &mut [f32], cp: usize, chans: (usize, usize)) {
+        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(8) && cp >= c && chans.1 <= cp);
+        for c0 in (chans.0..chans.1).step_by(8) {
             for p0 in (0..p).step_by(8) {
                 let m = first(p - p0);
                 let mut rows = [_mm256_setzero_ps(); 8];
@@ -185,14 +206,16 @@ mod x86 {
         }
     }
 
-    /// `y[ch·p + pix] = yt[pix·cp + ch]` for the first `c` channels.
+    /// `y[(ch − chans.0)·p + pix] = yt[pix·cp + ch]` for the channels `ch` in `chans` (`y` holds those rows).
     ///
     /// # Safety
-    /// AVX2 + FMA; `yt` holds `p·cp`, `y` `c·p` elements; `cp` is a multiple of 8, at least `c`.
+    /// AVX2 + FMA; `yt` holds `p·cp` elements, `y` `p` per channel of `chans`; `cp` is a multiple of 8, `chans`
+    /// lies in `0..cp` and starts at a multiple of 8.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn from_lanes(yt: &[f32], cp: usize, y: &mut [f32], c: usize, p: usize) {
-        debug_assert!(yt.len() >= p * cp && y.len() >= c * p && cp.is_multiple_of(8) && cp >= c);
-        for c0 in (0..c).step_by(8) {
+    pub(super) unsafe fn from_lanes(yt: &[f32], cp: usize, y: &mut [f32], chans: (usize, usize), p: usize) {
+        let (lo, c) = chans;
+        debug_assert!(yt.len() >= p * cp && y.len() >= (c - lo) * p && cp.is_multiple_of(8) && cp >= c);
+        for c0 in (lo..c).step_by(8) {
             for p0 in (0..p).step_by(8) {
                 let mut rows = [_mm256_setzero_ps(); 8];
                 for (i, row) in rows.iter_mut().enumerate().take((p - p0).min(8)) {
@@ -201,23 +224,23 @@ mod x86 {
                 let m = first(p - p0);
                 let chans = transpose8(&rows);
                 for (j, ch) in chans.iter().enumerate().take((c - c0).min(8)) {
-                    _mm256_maskstore_ps(y.as_mut_ptr().add((c0 + j) * p + p0), m, *ch);
+                    _mm256_maskstore_ps(y.as_mut_ptr().add((c0 - lo + j) * p + p0), m, *ch);
                 }
             }
         }
     }
 
-    /// `yt[pix][ch] = bias[ch] + Σ_taps w[tap][ch] · xt[in][ch]`, 8 channels per vector, four channel blocks
-    /// at a time (independent FMA chains), over each pixel's taps inside the input.
+    /// `yt[pix][ch] = bias[ch] + Σ_taps w[tap][ch] · xt[in][ch]` for the 8-channel blocks in `blocks`, 8 channels
+    /// per vector, four blocks at a time (independent FMA chains), over each pixel's taps inside the input.
     ///
     /// # Safety
     /// AVX2 + FMA; every tap's offsets plus `cp` lie inside `xt` and `w`, `yt` holds (pixels)·`cp`, `bias` `cp`
-    /// elements; `cp` is a multiple of 8.
+    /// elements; `cp` is a multiple of 8 and `blocks` lies in `0..cp / 8`.
     #[target_feature(enable = "avx2,fma")]
-    pub(super) unsafe fn pixels(w: &[f32], bias: &[f32], pt: &super::PixelTaps, xt: &[f32], yt: &mut [f32], cp: usize) {
+    pub(super) unsafe fn pixels(w: &[f32], bias: &[f32], pt: &super::PixelTaps, xt: &[f32], yt: &mut [f32], cp: usize, blocks: (usize, usize)) {
         let (taps, ends) = (&pt.taps, &pt.ends);
-        let blocks = cp / 8;
-        let mut cb = 0;
+        debug_assert!(blocks.1 <= cp / 8);
+        let (mut cb, blocks) = blocks;
         while cb < blocks {
             let nb = (blocks - cb).min(4);
             let c0 = cb * 8;
@@ -250,8 +273,8 @@ mod tests {
     use crate::ir::{Activation, AutoPad, ConvAttrs, DType, Graph, Op, Tensor};
     use crate::runtime::CpuEval;
 
-    /// The channel-lane kernel against the direct kernel on the same node: channel counts around the 8 lanes
-    /// and the 4-block groups, strides, dilations, asymmetric pads, 5×5 and 1×3 kernels, a batch of 2, with and
+    /// The channel-lane kernel against the direct kernel on the same node, on 1 and 2 threads: channel counts
+    /// around the 8 lanes and the 4-block groups, channels split between threads, strides, dilations, asymmetric pads, 5×5 and 1×3 kernels, a batch of 2, with and
     /// without bias and activations; a depth multiplier and large planes are declined.
     #[test]
     fn channel_lanes_equal_the_direct_kernel() {
@@ -274,12 +297,17 @@ mod tests {
             (vec![1, 40, 8, 8], attrs([3, 3], 1, 2, [2, 1, 0, 2], 40, Some(Activation::Silu)), true),
             (vec![1, 3, 5, 11], attrs([1, 3], 1, 1, [0, 1, 0, 1], 3, Some(Activation::Relu)), true),
             (vec![1, 72, 1, 1], attrs([3, 3], 1, 1, [1, 1, 1, 1], 72, None), true),
+            // enough work to split the channels between two threads: 32-channel groups, a partial last group
+            (vec![1, 970, 7, 7], attrs([3, 3], 1, 1, [1, 1, 1, 1], 970, Some(Activation::Relu6)), true),
+            (vec![2, 100, 9, 9], attrs([3, 3], 1, 1, [1, 1, 1, 1], 100, Some(Activation::Silu)), false),
         ];
         for (seed, (xs, a, with_bias)) in cases.into_iter().enumerate() {
             let ws = [xs[1], 1, a.kernel_shape[0], a.kernel_shape[1]];
-            let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, seed as u64, super::prepare, 1);
-            for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
-                assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()), "case {seed}: element {i}: {p} vs {q}");
+            for threads in [1, 2] {
+                let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, seed as u64, super::prepare, threads);
+                for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
+                    assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()), "case {seed}, {threads} threads: element {i}: {p} vs {q}");
+                }
             }
         }
         // a depth multiplier of 2, and a plane over the limit: declined

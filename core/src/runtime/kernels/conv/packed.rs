@@ -36,7 +36,7 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
 mod x86 {
     use std::cell::RefCell;
 
-    use super::super::super::matmul::{bias_act, for_each_task, threads, BlockOut, MatRef};
+    use super::super::super::matmul::{bias_act, for_each_task, row_blocks, threads, BlockOut, MatRef};
     use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::super::{PreparedKernel, Scratch};
     use super::super::{constant_f32_conv, im2col, is_depthwise, is_pointwise, prepared_operands};
@@ -228,8 +228,10 @@ mod x86 {
         }
     }
 
-    /// `Y[n, grp] (mg × P) = W[grp] · X[n, grp] (cg × P)` straight on the NCHW input, tasks over images, groups
-    /// and column tiles.
+    /// `Y[n, grp] (mg × P) = W[grp] · X[n, grp] (cg × P)` straight on the NCHW input, tasks over images, groups,
+    /// column tiles and, when those are too few to keep every thread busy (a CNN's 7×7 and 8×8 stages: one tile),
+    /// blocks of output channels: each such task packs its tile's columns itself (`cg × P`, small beside the
+    /// `mg/blocks × cg × P` multiply-adds it saves the other thread).
     fn pointwise_run(p: &ConvPlan, x: &[f32], groups: &[PackedA], b: Option<&[f32]>, act: Option<Activation>, y: &mut [f32]) {
         let (cg, mg, hw, group) = (p.cg(), p.mg(), p.geom.in_size(), p.group);
         let images = p.n * group;
@@ -240,22 +242,24 @@ mod x86 {
             tile = tile.div_ceil(2);
         }
         let tiles = hw.div_ceil(tile);
+        let (row_blocks, rows_per) = row_blocks(par, images * tiles, 4 * threads, mg, MR_PACKED);
         let out = BlockOut::new(y);
-        for_each_task(images * tiles, par, |t| {
+        for_each_task(images * tiles * row_blocks, par, |t| {
+            let (rb, t) = (t % row_blocks, t / row_blocks);
             let (img, ti) = (t / tiles, t % tiles);
             let (n, grp) = (img / group, img % group);
-            let j0 = ti * tile;
-            let cols = tile.min(hw - j0);
-            let off = (n * p.m + grp * mg) * hw + j0;
+            let (i0, j0) = (rb * rows_per, ti * tile);
+            let (rows, cols) = (rows_per.min(mg - i0), tile.min(hw - j0));
+            let off = (n * p.m + grp * mg + i0) * hw + j0;
             let xo = (n * p.c + grp * cg) * hw + j0;
-            let c = out.block_ptr(off, (mg - 1) * hw + cols);
-            let (epi, rest) = epilogue(b.map(|b| &b[grp * mg..][..mg]), act);
+            let c = out.block_ptr(off, (rows - 1) * hw + cols);
+            let (epi, rest) = epilogue(b.map(|b| &b[grp * mg + i0..][..rows]), act);
             // SAFETY: X's rows xo + r·hw, r < cg, hold cols elements each (x has n·c·hw elements, checked by the
-            // caller); C's block lies in y (block_ptr) and tasks are distinct (image, group, tile) triples; the
-            // bias holds the group's mg values.
-            unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, x.as_ptr().add(xo), hw as isize, 1, c, hw as isize, epi) };
+            // caller); C's block lies in y (block_ptr) and tasks are distinct (image, group, tile, channel block)
+            // quadruples; the bias holds the block's rows values; i0 is a multiple of the panel height.
+            unsafe { gemm_packed_a(&groups[grp], i0, rows, cols, x.as_ptr().add(xo), hw as isize, 1, c, hw as isize, epi) };
             if rest.is_some() {
-                for i in 0..mg {
+                for i in 0..rows {
                     // SAFETY: a row of this task's block, written above.
                     bias_act(unsafe { out.row(off + i * hw, cols) }, None, rest);
                 }
@@ -324,6 +328,22 @@ mod tests {
                 let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 50 + seed as u64, super::prepare, threads);
                 for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                     assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()) * 30.0, "swapped case {seed}, {threads} threads: element {i}: {p} vs {q}");
+                }
+            }
+        }
+        // pointwise over few pixels (one column tile), in the usual layout: on two threads the output channels are
+        // cut into blocks of whole panels (a partial last block, a SiLU pass after the GEMM, groups and a batch)
+        let channel_blocks = vec![
+            (vec![1, 160, 7, 7], vec![970, 160, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Silu)), true),
+            (vec![2, 64, 6, 6], vec![120, 32, 1, 1], attrs(2, 1, 1, 0, 2, Some(Activation::Relu)), true),
+            (vec![1, 96, 8, 8], vec![100, 96, 1, 1], attrs(2, 1, 1, 0, 1, None), false),
+        ];
+        for (seed, (xs, ws, a, with_bias)) in channel_blocks.into_iter().enumerate() {
+            assert!(!super::x86::swap_pays(ws[0] / a.group, ws[1], xs[2] * xs[3]), "case {seed} takes the swapped layout");
+            for threads in [1, 2] {
+                let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 80 + seed as u64, super::prepare, threads);
+                for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
+                    assert!((p - q).abs() <= 1e-5 * (1.0 + q.abs()) * 30.0, "channel-block case {seed}, {threads} threads: element {i}: {p} vs {q}");
                 }
             }
         }
