@@ -102,7 +102,7 @@ impl PackedWeights {
         Self::with_kernel(w, rows, k, Kernel::best())
     }
 
-    /// Packs for `kernel` (which the CPU must run: [`Kernel::best`] or [`Kernel::Portable`]).
+    /// Packs for `kernel`, which the CPU must run (AVX2 for [`Kernel::Avx2`], [`has_vnni`] for [`Kernel::Vnni`]).
     pub fn with_kernel(w: &[i8], rows: usize, k: usize, kernel: Kernel) -> PackedWeights {
         assert_eq!(w.len(), rows * k, "weights are [rows][k]");
         let k4 = k.div_ceil(4);
@@ -611,7 +611,7 @@ mod tests {
         }
     }
 
-    /// The portable kernel and this CPU's best (VNNI or AVX2) against a scalar loop, over row counts and pixel
+    /// Every kernel this CPU runs (portable, AVX2, VNNI) against a scalar loop, over row counts and pixel
     /// counts around the block and register widths, K not a multiple of 4, and extreme values.
     #[test]
     fn packed_gemm_matches_a_scalar_loop() {
@@ -623,7 +623,8 @@ mod tests {
             let rq: Vec<RowQuant> = (0..rows)
                 .map(|r| RowQuant { bias: rnd() as i32 >> 12, m: quantize_multiplier([0.0007, 0.02, 0.3, 1.7][r % 4]), zp: (rnd() % 21) as i32 - 10, lo: -128, hi: 127 - r as i32 })
                 .collect();
-            for kernel in [Kernel::Portable, Kernel::best()] {
+            let kernels = [(Kernel::Portable, true), (Kernel::Avx2, has_avx2()), (Kernel::Vnni, has_vnni())];
+            for kernel in kernels.into_iter().filter_map(|(k, runs)| runs.then_some(k)) {
                 let vnni = kernel;
                 let pw = PackedWeights::with_kernel(&w, rows, k, kernel);
                 let mut xp = Vec::new();
