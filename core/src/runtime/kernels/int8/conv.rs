@@ -275,6 +275,16 @@ impl Conv {
                 self.depthwise_into(x, n, c, out, plane);
                 return;
             }
+            #[cfg(target_arch = "x86_64")]
+            if super::packed_gemm::has_avx2() {
+                let plane = |pad: &[i16], offs: &[usize], oc: usize, _: &mut [i32], dst: &mut [T]| {
+                    let q = RowQuant { bias: self.bias[oc], m: self.m[oc], zp: zp_out, lo, hi };
+                    // SAFETY: the CPU has AVX2 (checked above)
+                    unsafe { dw_plane_quant_avx2(bytes_mut(dst), pad, offs, &self.w16[oc * kk..(oc + 1) * kk], q, oc < neon_end) }
+                };
+                self.depthwise_into(x, n, c, out, plane);
+                return;
+            }
             let plane = |pad: &[i16], offs: &[usize], oc: usize, acc: &mut [i32], dst: &mut [T]| {
                 dw_plane(acc, pad, offs, &self.w16[oc * kk..(oc + 1) * kk], self.bias[oc]);
                 requantize_row(acc, 0, self.m[oc], oc < neon_end, zp_out, (lo, hi), dst);
@@ -376,20 +386,9 @@ fn bytes_mut<T: Q8>(s: &mut [T]) -> &mut [u8] {
 /// `i32::MIN`, cannot occur).
 #[inline]
 fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
-    if super::requantize::available() {
+    if super::requantize::row_available() {
         return super::requantize::row(acc, bias, m, neon, zp, range, bytes_mut(out));
     }
-    #[cfg(target_arch = "x86_64")]
-    if std::is_x86_feature_detected!("avx2") {
-        // SAFETY: the CPU supports AVX2 (checked above)
-        return unsafe { requantize_row_avx2(acc, bias, m, neon, zp, range, out) };
-    }
-    requantize_row_generic(acc, bias, m, neon, zp, range, out)
-}
-
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn requantize_row_avx2<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
     requantize_row_generic(acc, bias, m, neon, zp, range, out)
 }
 
@@ -608,6 +607,53 @@ unsafe fn dw_plane_avx512(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16
 #[target_feature(enable = "avx2")]
 unsafe fn dw_plane_avx2(acc: &mut [i32], pad: &[i16], offs: &[usize], w: &[i16], bias: i32) {
     dw_plane_generic(acc, pad, offs, w, bias)
+}
+
+/// [`dw_plane_quant_avx512`] on AVX2: 32 outputs in four 8-lane registers through all taps (a sign-extending
+/// load and a `vpmaddwd` against the weight in the low half of each lane per tap: exact), then the output
+/// stage in registers ([`super::requantize::avx2::requant`]).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dw_plane_quant_avx2(out: &mut [u8], pad: &[i16], offs: &[usize], w: &[i16], q: RowQuant, neon: bool) {
+    use super::requantize::avx2::{requant, store_bytes};
+    use std::arch::x86_64::*;
+    let n = out.len();
+    assert!(offs.iter().all(|&o| o + n <= pad.len()) && w.len() >= offs.len(), "the plane reads outside the padded input");
+    let b = _mm256_set1_epi32(q.bias);
+    let left = _mm_cvtsi32_si128(q.m.shift.max(0));
+    let right = (-q.m.shift).max(0);
+    let mult = _mm256_set1_epi64x(q.m.multiplier as i64);
+    let (zp, lo, hi) = (_mm256_set1_epi32(q.zp), _mm256_set1_epi32(q.lo), _mm256_set1_epi32(q.hi));
+    let mut j = 0;
+    // whole registers while 8 values can be read from every tap's offset
+    let full = offs.iter().map(|&o| pad.len() - o).min().unwrap_or(0).min(n) / 8 * 8;
+    while j < full {
+        let nv = ((full - j) / 8).min(4);
+        let mut a = [b; 4];
+        for (&off, &wt) in offs.iter().zip(w) {
+            let wv = _mm256_set1_epi32(wt as u16 as i32);
+            let src = pad.as_ptr().add(off + j);
+            for (v, av) in a.iter_mut().enumerate().take(nv) {
+                let x = _mm256_cvtepi16_epi32(_mm_loadu_si128(src.add(8 * v) as *const __m128i));
+                *av = _mm256_add_epi32(*av, _mm256_madd_epi16(x, wv));
+            }
+        }
+        for (v, &av) in a.iter().enumerate().take(nv) {
+            store_bytes(requant(av, left, right, !neon, mult, zp, lo, hi), out.as_mut_ptr().add(j + 8 * v), 8);
+        }
+        j += 8 * nv;
+    }
+    // the last values one at a time into a register
+    if j < n {
+        let mut a = [q.bias; 8];
+        for (&off, &wt) in offs.iter().zip(w) {
+            for (t, av) in a.iter_mut().enumerate().take(n - j) {
+                *av += wt as i32 * pad[off + j + t] as i32;
+            }
+        }
+        let y = requant(_mm256_loadu_si256(a.as_ptr() as *const __m256i), left, right, !neon, mult, zp, lo, hi);
+        store_bytes(y, out.as_mut_ptr().add(j), n - j);
+    }
 }
 
 /// [`dw_plane_avx512`] with the output stage in registers ([`super::requantize::x86::requant`]): `out`

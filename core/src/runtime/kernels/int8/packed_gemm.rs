@@ -423,6 +423,7 @@ mod vnni {
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
+    use super::super::requantize::avx2::{first, requant, store_bytes};
     use super::{Out, PackedWeights, RowQuant, RB};
     use std::arch::x86_64::*;
 
@@ -508,7 +509,7 @@ mod avx2 {
         out: &mut Out,
         grow: usize,
     ) {
-        let lastmask = _mm256_cmpgt_epi32(_mm256_set1_epi32(last as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+        let lastmask = first(last);
         let partial = last < L;
         let mut c: [[__m256i; V]; RB] = [[_mm256_setzero_si256(); V]; RB];
         for (cr, &i) in c.iter_mut().zip(&init) {
@@ -546,7 +547,6 @@ mod avx2 {
                 }
             }
             Out::Quant(q, rq) => {
-                let low_bytes = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
                 for (r, cr) in c.iter().enumerate().take(rows) {
                     let dst = q.as_mut_ptr().add((orow + r) * p + j);
                     let RowQuant { m, zp, lo, hi, .. } = rq[grow + r];
@@ -555,44 +555,13 @@ mod avx2 {
                     let mult = _mm256_set1_epi64x(m.multiplier as i64);
                     let (zp, lo, hi) = (_mm256_set1_epi32(zp), _mm256_set1_epi32(lo), _mm256_set1_epi32(hi));
                     for (v, &cv) in cr.iter().enumerate() {
-                        let y = requant(cv, left, right, mult, zp, lo, hi);
+                        let y = requant(cv, left, right, false, mult, zp, lo, hi);
                         // each lane's low byte (the value is inside the output type's range)
-                        let b = _mm256_shuffle_epi8(y, low_bytes);
-                        let bytes = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
-                        let d = dst.add(v * L);
-                        if count(v) == L {
-                            _mm_storel_epi64(d as *mut __m128i, bytes);
-                        } else {
-                            let mut tmp = [0u8; 16];
-                            _mm_storeu_si128(tmp.as_mut_ptr() as *mut __m128i, bytes);
-                            std::ptr::copy_nonoverlapping(tmp.as_ptr(), d, count(v));
-                        }
+                        store_bytes(y, dst.add(v * L), count(v));
                     }
                 }
             }
         }
-    }
-
-    /// `clamp(zp + mul_neon_rshl(a, m), lo, hi)` on 8 lanes, bit-exact: the AVX2 form of
-    /// [`super::super::requantize::x86::requant`] with the half-up rounding (`left`/`right` the multiplier's
-    /// shifts, `mult` the multiplier in each 64-bit lane). The doubling high multiply is `(x·m + 2^30) >> 31`.
-    #[inline]
-    #[target_feature(enable = "avx2")]
-    unsafe fn requant(a: __m256i, left: __m128i, right: i32, mult: __m256i, zp: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
-        let x = _mm256_sll_epi32(a, left);
-        let round = _mm256_set1_epi64x(1 << 30);
-        let even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), round);
-        let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult), round);
-        // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
-        let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
-        let r = if right > 0 {
-            let s = _mm256_sra_epi32(h, _mm_cvtsi32_si128(right));
-            let bit = _mm256_and_si256(_mm256_sra_epi32(h, _mm_cvtsi32_si128(right - 1)), _mm256_set1_epi32(1));
-            _mm256_add_epi32(s, bit)
-        } else {
-            h
-        };
-        _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi)
     }
 }
 

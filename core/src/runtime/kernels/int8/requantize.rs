@@ -1,7 +1,7 @@
-//! The output stage of the convolutions on 16 lanes at a time (AVX-512): `clamp(zp + scale(acc + bias),
-//! lo, hi)` with either of LiteRT's two roundings ([`super::fixedpoint::mul_neon_rshl`],
-//! [`super::fixedpoint::mul_double_round`]), bit-exact, for the packed GEMM's registers ([`x86::requant`])
-//! and for rows of i32 sums ([`row`]).
+//! The output stage of the convolutions on 16 lanes at a time (AVX-512), or 8 (AVX2): `clamp(zp + scale(acc +
+//! bias), lo, hi)` with either of LiteRT's two roundings ([`super::fixedpoint::mul_neon_rshl`],
+//! [`super::fixedpoint::mul_double_round`]), bit-exact, for the packed GEMM's registers ([`x86::requant`],
+//! [`avx2::requant`]) and for rows of i32 sums ([`row`]).
 
 use super::fixedpoint::Multiplier;
 
@@ -17,17 +17,26 @@ pub fn available() -> bool {
     }
 }
 
+/// Whether [`row`] runs here (AVX-512 F/BW/VL, or AVX2).
+pub fn row_available() -> bool {
+    available() || super::packed_gemm::has_avx2()
+}
+
 /// `out[j] = clamp(zp + scale(acc[j] + bias, m), lo, hi)` as bytes (i8 or u8 data: the range says which),
 /// `neon` choosing [`super::fixedpoint::mul_neon_rshl`] over [`super::fixedpoint::mul_double_round`].
-/// Only where [`available`] says so (it panics elsewhere).
+/// Only where [`row_available`] says so (it panics elsewhere).
 #[allow(clippy::too_many_arguments)]
 pub fn row(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, (lo, hi): (i32, i32), out: &mut [u8]) {
-    assert!(available(), "the vector requantization needs AVX-512");
+    assert!(row_available(), "the vector requantization needs AVX-512 or AVX2");
     assert!(out.len() >= acc.len());
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: the CPU has AVX-512 F/BW/VL (checked above); lengths checked above
+    // SAFETY: the CPU has AVX-512 F/BW/VL or AVX2 (checked); lengths checked above
     unsafe {
-        x86::row(acc, bias, m, neon, zp, lo, hi, out)
+        if available() {
+            x86::row(acc, bias, m, neon, zp, lo, hi, out)
+        } else {
+            avx2::row(acc, bias, m, neon, zp, lo, hi, out)
+        }
     }
     #[cfg(not(target_arch = "x86_64"))]
     unreachable!("AVX-512 on {:?}", (acc.len(), bias, m, neon, zp, lo, hi, out.len()))
@@ -109,16 +118,96 @@ pub(crate) mod x86 {
     }
 }
 
+/// The output stage on 8 lanes (AVX2, for CPUs without AVX-512: AMD Zen 2/3, Intel before Ice Lake).
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod avx2 {
+    use super::Multiplier;
+    use std::arch::x86_64::*;
+
+    /// [`super::x86::requant`] on 8 lanes, bit-exact (the same derivation): `clamp(zp + scale(a, m), lo, hi)`,
+    /// `left`/`right` the multiplier's shifts, `mult` the multiplier (≥ 0) in each 64-bit lane, `double` the
+    /// half-away-from-zero rounding of `RoundingDivideByPOT` instead of `vrshl`'s half up.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) unsafe fn requant(a: __m256i, left: __m128i, right: i32, double: bool, mult: __m256i, zp: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
+        let x = _mm256_sll_epi32(a, left);
+        let round = _mm256_set1_epi64x(1 << 30);
+        let even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), round);
+        let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult), round);
+        // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
+        let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
+        let one = _mm256_set1_epi32(1);
+        let r = if double {
+            let mask = _mm256_set1_epi32(((1i64 << right) - 1) as i32);
+            let s = _mm256_sra_epi32(h, _mm_cvtsi32_si128(right));
+            let threshold = _mm256_add_epi32(_mm256_srli_epi32::<1>(mask), _mm256_srli_epi32::<31>(h));
+            // -1 where the remainder exceeds the threshold
+            let up = _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold);
+            _mm256_sub_epi32(s, up)
+        } else if right > 0 {
+            let s = _mm256_sra_epi32(h, _mm_cvtsi32_si128(right));
+            let bit = _mm256_and_si256(_mm256_sra_epi32(h, _mm_cvtsi32_si128(right - 1)), one);
+            _mm256_add_epi32(s, bit)
+        } else {
+            h
+        };
+        _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi)
+    }
+
+    /// Stores the low byte of each of `y`'s first `count` (≤ 8) lanes at `dst`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn store_bytes(y: __m256i, dst: *mut u8, count: usize) {
+        let low = _mm256_setr_epi8(0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, 0, 4, 8, 12, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1);
+        let b = _mm256_shuffle_epi8(y, low);
+        let bytes = _mm_unpacklo_epi32(_mm256_castsi256_si128(b), _mm256_extracti128_si256::<1>(b));
+        if count >= 8 {
+            _mm_storel_epi64(dst as *mut __m128i, bytes);
+        } else {
+            let mut tmp = [0u8; 16];
+            _mm_storeu_si128(tmp.as_mut_ptr() as *mut __m128i, bytes);
+            std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, count);
+        }
+    }
+
+    /// The lane mask of the first `n` (≤ 8) lanes.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn first(n: usize) -> __m256i {
+        _mm256_cmpgt_epi32(_mm256_set1_epi32(n.min(8) as i32), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7))
+    }
+
+    /// [`super::row`] on 8 lanes.
+    #[target_feature(enable = "avx2")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn row(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, lo: i32, hi: i32, out: &mut [u8]) {
+        let left = _mm_cvtsi32_si128(m.shift.max(0));
+        let right = (-m.shift).max(0);
+        let mult = _mm256_set1_epi64x(m.multiplier as i64);
+        let (zp, lo, hi, b) = (_mm256_set1_epi32(zp), _mm256_set1_epi32(lo), _mm256_set1_epi32(hi), _mm256_set1_epi32(bias));
+        let n = acc.len();
+        let mut j = 0;
+        while j < n {
+            let count = (n - j).min(8);
+            let a = if count == 8 { _mm256_loadu_si256(acc.as_ptr().add(j) as *const __m256i) } else { _mm256_maskload_epi32(acc.as_ptr().add(j), first(count)) };
+            let y = requant(_mm256_add_epi32(a, b), left, right, !neon, mult, zp, lo, hi);
+            store_bytes(y, out.as_mut_ptr().add(j), count);
+            j += 8;
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::runtime::kernels::int8::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier};
 
-    /// [`row`] against the scalar functions over shifts both ways, both roundings, row lengths around the
-    /// vector width and extreme sums.
+    /// [`row`] (and the AVX2 kernel where AVX-512 is present too) against the scalar functions over shifts both
+    /// ways, both roundings, row lengths around the vector widths and extreme sums.
     #[test]
     fn vector_requantization_is_bit_exact() {
-        if !available() {
+        if !row_available() {
             return;
         }
         let mut s = 9u64;
@@ -138,6 +227,14 @@ mod tests {
                         let a = &acc[acc.len() - len..];
                         let mut got = vec![0u8; len];
                         row(a, 9, m, neon, zp, (lo, hi), &mut got);
+                        // the AVX2 kernel as well where AVX-512 hides it from `row`
+                        #[cfg(target_arch = "x86_64")]
+                        if available() && crate::runtime::kernels::int8::packed_gemm::has_avx2() {
+                            let mut got2 = vec![0u8; len];
+                            // SAFETY: the CPU has AVX2 (checked); got2 holds the row
+                            unsafe { avx2::row(a, 9, m, neon, zp, lo, hi, &mut got2) };
+                            assert_eq!(got, got2, "AVX2 vs AVX-512, real {real} zp {zp} neon {neon} len {len}");
+                        }
                         for (&a, &g) in a.iter().zip(&got) {
                             let x = a.wrapping_add(9);
                             let want = if neon { mul_neon_rshl(x, m) } else { mul_double_round(x, m) };
