@@ -127,6 +127,32 @@ impl Binary {
     }
 }
 
+#[cfg(target_arch = "x86_64")]
+impl Binary {
+    /// [`Binary::add_neon_elementwise_avx512`] on 8 lanes (AVX2, whole blocks of 8), bit-exact the same way.
+    #[target_feature(enable = "avx2")]
+    unsafe fn add_neon_elementwise_avx2(&self, a: &[i8], b: &[i8], o: &mut [i8], m1: Multiplier, m2: Multiplier, mo: Multiplier) {
+        use super::requantize::avx2::{high_mul, requant, store_bytes};
+        use std::arch::x86_64::*;
+        let pre = |x: __m256i, m: Multiplier| {
+            let ls = LEFT_SHIFT + m.shift;
+            let x = if ls >= 0 { _mm256_sll_epi32(x, _mm_cvtsi32_si128(ls)) } else { _mm256_sra_epi32(x, _mm_cvtsi32_si128(-ls)) };
+            high_mul(x, _mm256_set1_epi64x(m.multiplier as i64))
+        };
+        let (za, zb) = (_mm256_set1_epi32(self.a.zp), _mm256_set1_epi32(self.b.zp));
+        let mult = _mm256_set1_epi64x(mo.multiplier as i64);
+        let (zy, lo, hi) = (_mm256_set1_epi32(self.y.zp), _mm256_set1_epi32(self.act.0), _mm256_set1_epi32(self.act.1));
+        let n = a.len().min(b.len()).min(o.len()) / 8 * 8;
+        for j in (0..n).step_by(8) {
+            let x1 = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(a.as_ptr().add(j) as *const __m128i)), za);
+            let x2 = _mm256_sub_epi32(_mm256_cvtepi8_epi32(_mm_loadl_epi64(b.as_ptr().add(j) as *const __m128i)), zb);
+            let s = _mm256_add_epi32(pre(x1, m1), pre(x2, m2));
+            let y = requant(s, _mm_cvtsi32_si128(0), -mo.shift, true, mult, zy, lo, hi);
+            store_bytes(y, o.as_mut_ptr().add(j) as *mut u8, 8);
+        }
+    }
+}
+
 impl PreparedKernel for Binary {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let (at, bt) = (arg(inputs, 0)?, arg(inputs, 1)?);
@@ -146,6 +172,9 @@ impl PreparedKernel for Binary {
                         // SAFETY: the CPU has AVX-512 F/BW/VL (checked above); the three slices have `vec_end`
                         // elements or more
                         unsafe { self.add_neon_elementwise_avx512(&a[..vec_end], &b[..vec_end], &mut o[..vec_end], *m1, *m2, *mo) };
+                    } else if super::packed_gemm::has_avx2() && mo.shift <= 0 && m1.multiplier >= 0 && m2.multiplier >= 0 && mo.multiplier >= 0 {
+                        // SAFETY: the CPU has AVX2 (checked above); the three slices have `vec_end` elements or more
+                        unsafe { self.add_neon_elementwise_avx2(&a[..vec_end], &b[..vec_end], &mut o[..vec_end], *m1, *m2, *mo) };
                     } else {
                         for ((o, a), b) in o[..vec_end].iter_mut().zip(&a[..vec_end]).zip(&b[..vec_end]) {
                             *o = self.add_neon_elementwise(*a as i32, *b as i32, *m1, *m2, *mo) as i8;
@@ -199,12 +228,15 @@ impl PreparedKernel for Binary {
 mod tests {
     use super::*;
 
-    /// The AVX-512 ADD against the scalar `add_neon_elementwise` over scale ratios both ways, zero points and
-    /// activation ranges, on every pair of int8 values.
+    /// The AVX-512 and AVX2 ADDs (those the CPU runs) against the scalar `add_neon_elementwise` over scale
+    /// ratios both ways, zero points and activation ranges, on every pair of int8 values.
     #[test]
     fn vector_add_matches_the_scalar_arithmetic() {
         #[cfg(target_arch = "x86_64")]
-        if super::super::requantize::available() {
+        for avx512 in [true, false] {
+            if (avx512 && !super::super::requantize::available()) || (!avx512 && !super::super::packed_gemm::has_avx2()) {
+                continue;
+            }
             let a: Vec<i8> = (0..256 * 256).map(|i| (i / 256) as u8 as i8).collect();
             let b: Vec<i8> = (0..256 * 256).map(|i| (i % 256) as u8 as i8).collect();
             for &(sa, sb, sy, za, zb, zy, act) in &[
@@ -225,10 +257,16 @@ mod tests {
                     dtype: DType::I8,
                 };
                 let mut got = vec![0i8; a.len()];
-                // SAFETY: the CPU has AVX-512 F/BW/VL (checked above); equal lengths
-                unsafe { k.add_neon_elementwise_avx512(&a, &b, &mut got, m1, m2, mo) };
+                // SAFETY: the CPU has the kernel's features (checked above); equal lengths
+                unsafe {
+                    if avx512 {
+                        k.add_neon_elementwise_avx512(&a, &b, &mut got, m1, m2, mo)
+                    } else {
+                        k.add_neon_elementwise_avx2(&a, &b, &mut got, m1, m2, mo)
+                    }
+                };
                 for i in 0..a.len() {
-                    assert_eq!(got[i] as i32, k.add_neon_elementwise(a[i] as i32, b[i] as i32, m1, m2, mo), "{} + {} scales {sa} {sb} {sy}", a[i], b[i]);
+                    assert_eq!(got[i] as i32, k.add_neon_elementwise(a[i] as i32, b[i] as i32, m1, m2, mo), "{} + {} scales {sa} {sb} {sy} avx512 {avx512}", a[i], b[i]);
                 }
             }
         }

@@ -131,12 +131,7 @@ pub(crate) mod avx2 {
     #[target_feature(enable = "avx2")]
     #[allow(clippy::too_many_arguments)]
     pub(crate) unsafe fn requant(a: __m256i, left: __m128i, right: i32, double: bool, mult: __m256i, zp: __m256i, lo: __m256i, hi: __m256i) -> __m256i {
-        let x = _mm256_sll_epi32(a, left);
-        let round = _mm256_set1_epi64x(1 << 30);
-        let even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), round);
-        let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult), round);
-        // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
-        let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
+        let h = high_mul(_mm256_sll_epi32(a, left), mult);
         let one = _mm256_set1_epi32(1);
         let r = if double {
             let mask = _mm256_set1_epi32(((1i64 << right) - 1) as i32);
@@ -153,6 +148,18 @@ pub(crate) mod avx2 {
             h
         };
         _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi)
+    }
+
+    /// [`super::x86::high_mul`] on 8 lanes: `(x·m + 2^30) >> 31` for a multiplier `m` ≥ 0 in each 64-bit lane
+    /// of `mult`.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn high_mul(x: __m256i, mult: __m256i) -> __m256i {
+        let round = _mm256_set1_epi64x(1 << 30);
+        let even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), round);
+        let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult), round);
+        // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
+        _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd))
     }
 
     /// Stores the low byte of each of `y`'s first `count` (≤ 8) lanes at `dst`.
