@@ -648,7 +648,8 @@ unsafe fn dw_plane_quant_avx2(out: &mut [u8], pad: &[i16], offs: &[usize], w: &[
         let mut a = [q.bias; 8];
         for (&off, &wt) in offs.iter().zip(w) {
             for (t, av) in a.iter_mut().enumerate().take(n - j) {
-                *av += wt as i32 * pad[off + j + t] as i32;
+                // wrapping, as the vector lanes add
+                *av = av.wrapping_add(wt as i32 * pad[off + j + t] as i32);
             }
         }
         let y = requant(_mm256_loadu_si256(a.as_ptr() as *const __m256i), left, right, !neon, mult, zp, lo, hi);
