@@ -269,6 +269,7 @@ pub(super) fn task_blocks(batches: usize, m: usize, n: usize, want: usize, align
 /// GEMM with `m` rows are cut into, and the rows per block: enough for `target` tasks in all where the rows
 /// allow, one block when the work is not split or the tasks already suffice. A CNN's late layers (7×7 or 8×8
 /// pixels: one column tile) otherwise ran on one thread.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
 pub(super) fn row_blocks(par: bool, tasks: usize, target: usize, m: usize, mr: usize) -> (usize, usize) {
     if !par || tasks >= target || m == 0 {
         return (1, m.max(1));
