@@ -14,12 +14,12 @@
 use std::cell::RefCell;
 
 use super::super::matmul::bias_act;
-use crate::runtime::spin_pool;
 use super::super::{PreparedKernel, Scratch};
 use super::pixel_taps::{PixelTaps, Window2};
 use super::{constant_f32_conv, is_depthwise, prepared_operands};
 use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{ConvAttrs, Graph, Tensor};
+use crate::runtime::spin_pool;
 
 /// Output planes up to this many pixels take this kernel.
 const MAX_PIXELS: usize = 144;
@@ -274,8 +274,9 @@ mod tests {
     use crate::runtime::CpuEval;
 
     /// The channel-lane kernel against the direct kernel on the same node, on 1 and 2 threads: channel counts
-    /// around the 8 lanes and the 4-block groups, channels split between threads, strides, dilations, asymmetric pads, 5×5 and 1×3 kernels, a batch of 2, with and
-    /// without bias and activations; a depth multiplier and large planes are declined.
+    /// around the 8 lanes and the 4-block groups, channels split between threads, strides, dilations,
+    /// asymmetric pads, 5×5 and 1×3 kernels, a batch of 2, with and without bias and activations; a depth
+    /// multiplier and large planes are declined.
     #[test]
     fn channel_lanes_equal_the_direct_kernel() {
         if !crate::runtime::kernels::numeric::vector::avx2_fma() {
