@@ -265,22 +265,20 @@ impl Conv {
         if self.depthwise {
             let kk = g.kh * g.kw;
             #[cfg(target_arch = "x86_64")]
-            if super::requantize::available() {
-                // the output stage in the plane kernel's registers
+            if super::requantize::row_available() {
+                // the output stage in the plane kernel's registers (AVX-512, else AVX2)
+                let avx512 = super::requantize::available();
                 let plane = |pad: &[i16], offs: &[usize], oc: usize, _: &mut [i32], dst: &mut [T]| {
                     let q = RowQuant { bias: self.bias[oc], m: self.m[oc], zp: zp_out, lo, hi };
-                    // SAFETY: the CPU has AVX-512 F/BW/VL (checked above)
-                    unsafe { dw_plane_quant_avx512(bytes_mut(dst), pad, offs, &self.w16[oc * kk..(oc + 1) * kk], q, oc < neon_end) }
-                };
-                self.depthwise_into(x, n, c, out, plane);
-                return;
-            }
-            #[cfg(target_arch = "x86_64")]
-            if super::packed_gemm::has_avx2() {
-                let plane = |pad: &[i16], offs: &[usize], oc: usize, _: &mut [i32], dst: &mut [T]| {
-                    let q = RowQuant { bias: self.bias[oc], m: self.m[oc], zp: zp_out, lo, hi };
-                    // SAFETY: the CPU has AVX2 (checked above)
-                    unsafe { dw_plane_quant_avx2(bytes_mut(dst), pad, offs, &self.w16[oc * kk..(oc + 1) * kk], q, oc < neon_end) }
+                    let (w, dst) = (&self.w16[oc * kk..(oc + 1) * kk], bytes_mut(dst));
+                    // SAFETY: the CPU has AVX-512 F/BW/VL where `avx512`, else AVX2 (`row_available`)
+                    unsafe {
+                        if avx512 {
+                            dw_plane_quant_avx512(dst, pad, offs, w, q, oc < neon_end)
+                        } else {
+                            dw_plane_quant_avx2(dst, pad, offs, w, q, oc < neon_end)
+                        }
+                    }
                 };
                 self.depthwise_into(x, n, c, out, plane);
                 return;
@@ -993,6 +991,33 @@ mod tests {
                             assert_eq!(got[((b * o + oc) * oh + oy) * ow + ox], acc, "case {:?} at b{b} c{oc} y{oy} x{ox}", [ih, iw, kh, kw, sh, sw, dh, dw]);
                         }
                     }
+                }
+            }
+            // the plane kernels with the output stage in registers (those the CPU runs) against the sums above
+            // through the scalar output stage, both roundings
+            #[cfg(target_arch = "x86_64")]
+            for avx512 in [true, false] {
+                if (avx512 && !super::super::requantize::available()) || (!avx512 && !super::super::packed_gemm::has_avx2()) {
+                    continue;
+                }
+                let m = crate::runtime::kernels::int8::fixedpoint::quantize_multiplier(0.0123);
+                for neon in [false, true] {
+                    let mut q = vec![0i8; got.len()];
+                    conv.depthwise_into(&x, n, c, &mut q, |pad, offs, oc, _, dst| {
+                        let rq = RowQuant { bias: bias[oc], m, zp: -3, lo: -128, hi: 100 };
+                        let (w, dst) = (&w16[oc * kh * kw..(oc + 1) * kh * kw], bytes_mut(dst));
+                        // SAFETY: the CPU has the kernel's features (checked above)
+                        unsafe {
+                            if avx512 {
+                                dw_plane_quant_avx512(dst, pad, offs, w, rq, neon)
+                            } else {
+                                dw_plane_quant_avx2(dst, pad, offs, w, rq, neon)
+                            }
+                        }
+                    });
+                    let mut want = vec![0i8; got.len()];
+                    requantize_row_generic(&got, 0, m, neon, -3, (-128, 100), &mut want);
+                    assert_eq!(q, want, "quantized planes, case {:?}, avx512 {avx512} neon {neon}", [ih, iw, kh, kw, sh, sw, dh, dw]);
                 }
             }
         }

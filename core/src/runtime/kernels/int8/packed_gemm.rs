@@ -594,13 +594,12 @@ mod tests {
                 .collect();
             let kernels = [(Kernel::Portable, true), (Kernel::Avx2, has_avx2()), (Kernel::Vnni, has_vnni())];
             for kernel in kernels.into_iter().filter_map(|(k, runs)| runs.then_some(k)) {
-                let vnni = kernel;
                 let pw = PackedWeights::with_kernel(&w, rows, k, kernel);
                 let mut xp = Vec::new();
                 pack_cols(&pw, &col, p, &mut xp);
                 let mut acc = vec![0i32; rows * p];
                 gemm(&pw, 0, &xp, p, Out::Acc(&mut acc));
-                assert_eq!(acc, want, "rows {rows} k {k} p {p} kernel {vnni:?}");
+                assert_eq!(acc, want, "rows {rows} k {k} p {p} kernel {kernel:?}");
                 // from the second block on
                 if rows > RB {
                     let mut acc = vec![0i32; (rows - RB) * p];
