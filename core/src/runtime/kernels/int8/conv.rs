@@ -767,7 +767,7 @@ struct Fc {
     act: (i32, i32),
     k: usize,
     rounding: Rounding,
-    /// The weights packed for the VNNI dot products, where the CPU has them.
+    /// The weights packed for the SIMD dot products (VNNI or AVX2), where the CPU has them.
     dot: Option<PackedDot>,
 }
 
@@ -836,26 +836,44 @@ impl PreparedKernel for Fc {
 }
 
 impl Fc {
-    /// The rows through the VNNI dot products.
+    /// The rows through the packed dot products: whole rows per task when there are at least as many rows as
+    /// threads, otherwise each row's outputs split between the threads (a batch-1 classifier's one row).
     fn run_packed<T: Q8>(&self, d: &PackedDot, x: &[i8], out: &mut [T], buf: &mut Vec<u8>) {
         let (k, nn) = (self.k, self.bias.len());
         let (lo, hi) = self.act;
-        let run_row = |r: usize, orow: &mut [T], buf: &mut Vec<u8>, acc: &mut Vec<i32>| {
-            let xr = &x[r * k..(r + 1) * k];
-            acc.resize(nn, 0);
-            d.dots(xr, buf, acc);
+        let finish = |xr: &[i8], acc: &[i32], orow: &mut [T]| {
             let xsum: i32 = if self.asym { xr.iter().map(|&v| v as i32).sum() } else { 0 };
-            for (j, (o, &a)) in orow.iter_mut().zip(acc.iter()).enumerate() {
+            for (j, (o, &a)) in orow.iter_mut().zip(acc).enumerate() {
                 *o = T::from_i32((scale(a - self.wzp[j] * xsum + self.bias[j], self.m[j], self.rounding) + self.y.zp).clamp(lo, hi));
             }
         };
         let rows = x.len() / k.max(1);
-        if rows > 1 && team_parallel(rows * nn * k) {
+        let threads = spin_pool::threads();
+        if rows >= threads && team_parallel(rows * nn * k) {
             // runs of whole rows on the spinning team, each run with its own buffers
-            spin_pool::for_each_piece_mut(out, nn, || (Vec::new(), Vec::new()), |(b, a), r, o| run_row(r, o, b, a));
-        } else {
-            let mut acc = Vec::new();
-            out.chunks_mut(nn).enumerate().for_each(|(r, o)| run_row(r, o, buf, &mut acc));
+            spin_pool::for_each_piece_mut(out, nn, || (Vec::new(), Vec::new()), |(b, acc): &mut (Vec<u8>, Vec<i32>), r, o| {
+                let xr = &x[r * k..(r + 1) * k];
+                acc.resize(nn, 0);
+                d.prepare(xr, b);
+                d.dots_at(b, 0, acc);
+                finish(xr, acc, o);
+            });
+            return;
+        }
+        let split = team_parallel(nn * k);
+        // whole 4-row groups of the dot kernel per thread
+        let chunk = nn.div_ceil(threads).next_multiple_of(4);
+        let mut acc = vec![0i32; nn];
+        for (r, o) in out.chunks_mut(nn).enumerate() {
+            let xr = &x[r * k..(r + 1) * k];
+            d.prepare(xr, buf);
+            if split {
+                let xb: &[u8] = buf;
+                spin_pool::for_each_chunk_mut(&mut acc, chunk, &|i, part| d.dots_at(xb, i * chunk, part));
+            } else {
+                d.dots_at(buf, 0, &mut acc);
+            }
+            finish(xr, &acc, o);
         }
     }
 
