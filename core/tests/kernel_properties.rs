@@ -521,6 +521,52 @@ proptest! {
     }
 }
 
+/// The fully-connected runs one case's rows through.
+fn run_fc(c: &FcCase) -> Vec<i32> {
+    let op = Op::Gemm { alpha: 1.0, beta: 1.0, trans_a: false, trans_b: true, activation: c.act };
+    let args = vec![
+        Some(Arg::Input(q8(c.uint8, vec![c.rows, c.k], &c.x), quant(c.x_q.0, c.x_q.1))),
+        Some(Arg::Const(q8(c.uint8, vec![c.n, c.k], &c.w), quant(c.w_q.0, c.w_q.1))),
+        Some(Arg::Const(Tensor::from_vec(vec![c.n], c.bias.clone()).unwrap(), quant(c.x_q.0 * c.w_q.0, 0))),
+    ];
+    run_node(op, args, quant(c.y_q.0, c.y_q.1)).to_i64_vec().into_iter().map(|v| v as i32).collect()
+}
+
+/// Layers large enough to split between threads (a classifier's batch-1 row split by outputs, a batch split by
+/// rows; 301 outputs: the last part is not a whole group of four), at 1 and 2 threads, against the naive loop.
+#[test]
+fn int8_fully_connected_split_between_threads() {
+    let mut s = 9u64;
+    let mut rnd = move |lo: i32, hi: i32| {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        lo + (s % (hi - lo + 1) as u64) as i32
+    };
+    for &(uint8, rows) in &[(false, 1), (true, 1), (false, 3)] {
+        let (k, n) = (600, 301);
+        let (lo, hi) = if uint8 { (0, 255) } else { (-128, 127) };
+        let c = FcCase {
+            uint8,
+            rows,
+            k,
+            n,
+            x: (0..rows * k).map(|_| rnd(lo, hi)).collect(),
+            w: (0..n * k).map(|_| rnd(lo, hi)).collect(),
+            bias: (0..n).map(|_| rnd(-20000, 20000)).collect(),
+            x_q: (0.02, if uint8 { 131 } else { -3 }),
+            w_q: (0.004, if uint8 { 120 } else { 0 }),
+            y_q: (0.5, if uint8 { 128 } else { 5 }),
+            act: None,
+        };
+        let want = naive_fc(&c);
+        for threads in [1, 2] {
+            let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+            assert_eq!(pool.install(|| run_fc(&c)), want, "uint8 {uint8} rows {rows} threads {threads}");
+        }
+    }
+}
+
 // int8 CONV_2D and DEPTHWISE_CONV_2D (Conv on quantized values, per-channel symmetric weights), TFLite's
 // integer arithmetic: the packed VNNI GEMM and the vectorised depthwise kernel against a naive loop over odd
 // shapes (channels not a multiple of the vector widths, strides, dilations, asymmetric pads, groups).

@@ -12,8 +12,8 @@
 //!
 //! The depthwise loop is vectorised over whole output planes ([`Conv::depthwise_into`]): i16 inputs minus the
 //! zero point, a flat i32 accumulator per output plane, plain Rust that LLVM vectorises, compiled again for
-//! AVX-512 and AVX2 on x86-64 and picked at run time. CONV_2D and FULLY_CONNECTED run the packed VNNI
-//! kernels ([`super::packed_gemm`], [`super::packed_dot`]) where the CPU has them.
+//! AVX-512 and AVX2 on x86-64 and picked at run time. CONV_2D and FULLY_CONNECTED run the packed VNNI or
+//! AVX2 kernels ([`super::packed_gemm`], [`super::packed_dot`]) where the CPU has them.
 
 
 use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quantize_multiplier, Multiplier};

@@ -44,9 +44,9 @@
 //! GELU, SOFTMAX's exp table). Shape inference (`ir::ops::quantize::infer_quantized`) uses the float rules with the
 //! quantized dtypes.
 //!
-//! Where the CPU has AVX-512 VNNI, CONV_2D's weights are packed there for the `vpdpbusd` GEMM
-//! ([`packed_gemm`]) and FULLY_CONNECTED's for `vpdpbusd` dot products ([`packed_dot`]); the output stages run
-//! 16 lanes at a time ([`requantize`]), bit-exact. Elsewhere the portable loops of [`gemm`] run: integer
+//! On x86-64, CONV_2D's weights are packed for the GEMM ([`packed_gemm`]) and FULLY_CONNECTED's for dot
+//! products ([`packed_dot`]), both for AVX-512 VNNI (`vpdpbusd`) where the CPU has it and for AVX2
+//! (`vpmaddwd`) otherwise; the output stages run 16 or 8 lanes at a time ([`requantize`]), bit-exact. Elsewhere the portable loops of [`gemm`] run: integer
 //! sums in any order are the same, so both give LiteRT's values. Kernels split work across the thread team
 //! only above [`team_parallel`]'s threshold.
 
