@@ -8,8 +8,9 @@
 //! Taps over the padding are skipped (their `x - zp` is 0). Integer sums in any order are equal, and the output
 //! stage is the plane kernel's per channel, so the results are the plane kernel's bit for bit (tested).
 //!
-//! x86-64 only (the module is compiled there alone) with AVX-512 F/BW/VL, depth multiplier 1; other cases keep
-//! the plane kernel.
+//! x86-64 only (the module is compiled there alone), depth multiplier 1, with AVX-512 F/BW/VL (16 channels per
+//! vector) or AVX2 (8 per vector, the same layout and arithmetic; the per-lane roundings chosen with a blend
+//! mask); other cases keep the plane kernel.
 
 use std::cell::RefCell;
 
@@ -25,6 +26,11 @@ const MAX_PIXELS: usize = 576;
 pub(super) fn max_pixels() -> usize {
     static MAX: std::sync::OnceLock<usize> = std::sync::OnceLock::new();
     *MAX.get_or_init(|| std::env::var("TPU_SDK_DW_LANES_MAX_PIXELS").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_PIXELS))
+}
+
+/// Whether the channel-lane kernels run on this CPU (AVX-512 F/BW/VL or AVX2).
+pub(super) fn available() -> bool {
+    super::requantize::row_available()
 }
 
 /// The per-channel constants of a depthwise convolution laid out by 16-channel block.
@@ -43,6 +49,10 @@ pub(super) struct NhwcDepthwise {
     /// Per 16-channel block: the lanes that round half away from zero (`MultiplyByQuantizedMultiplier`);
     /// the others round the NEON way (`vrshl`).
     double: Vec<u16>,
+    /// The same per channel as a vector mask (-1: half away from zero), for AVX2's blends.
+    away: Vec<i32>,
+    /// Whether the AVX-512 kernels run (else AVX2).
+    avx512: bool,
     zp_out: i32,
     range: (i32, i32),
     /// The planned geometry, and each output pixel's taps inside the input.
@@ -61,6 +71,13 @@ impl NhwcDepthwise {
     /// kernel's output stage does).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn new(g: &Geom2, c: usize, w16: &[i16], bias: &[i32], m: &[Multiplier], neon_end: usize, zp_out: i32, range: (i32, i32)) -> NhwcDepthwise {
+        Self::for_kernel(g, c, w16, bias, m, neon_end, zp_out, range, super::requantize::available())
+    }
+
+    /// [`NhwcDepthwise::new`] for the AVX-512 kernels, or (`avx512` false) the AVX2 ones; the CPU must run the
+    /// ones asked for ([`available`]).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn for_kernel(g: &Geom2, c: usize, w16: &[i16], bias: &[i32], m: &[Multiplier], neon_end: usize, zp_out: i32, range: (i32, i32), avx512: bool) -> NhwcDepthwise {
         let kk = g.kh * g.kw;
         let cp = c.div_ceil(16) * 16;
         let mut w = vec![0i32; kk * cp];
@@ -82,6 +99,8 @@ impl NhwcDepthwise {
             left: per(&|ch| m[ch].shift.max(0)),
             right: per(&|ch| (-m[ch].shift).max(0)),
             double,
+            away: per(&|ch| if ch >= neon_end { -1 } else { 0 }),
+            avx512,
             zp_out,
             range,
             geom: *g,
@@ -105,12 +124,18 @@ impl NhwcDepthwise {
             for b in 0..n {
                 let xs = &x[b * self.c * plane..(b + 1) * self.c * plane];
                 let ys = &mut out[b * self.c * p..(b + 1) * self.c * p];
-                // SAFETY: the CPU has AVX-512 F/BW/VL (the caller built this only where requantize::available());
-                // xs holds c·plane and ys c·p elements, xt plane·cp and yt p·cp (resized above)
+                // SAFETY: the CPU has AVX-512 F/BW/VL where `avx512`, else AVX2 (the caller built this only where
+                // `available()`); xs holds c·plane and ys c·p elements, xt plane·cp and yt p·cp (resized above)
                 unsafe {
-                    x86::to_lanes(xs, self.c, plane, zp, xt, self.cp);
-                    x86::pixels(self, xt, yt);
-                    x86::from_lanes(yt, self.cp, ys, self.c, p);
+                    if self.avx512 {
+                        x86::to_lanes(xs, self.c, plane, zp, xt, self.cp);
+                        x86::pixels(self, xt, yt);
+                        x86::from_lanes(yt, self.cp, ys, self.c, p);
+                    } else {
+                        avx2::to_lanes(xs, self.c, plane, zp, xt, self.cp);
+                        avx2::pixels(self, xt, yt);
+                        avx2::from_lanes(yt, self.cp, ys, self.c, p);
+                    }
                 }
             }
         });
@@ -125,8 +150,8 @@ mod x86 {
     /// Transposes 16 rows of 16 i16 (row `i` lane `j`) into 16 rows (row `j` lane `i`): unpacks of 16-, 32- and
     /// 64-bit elements transpose the 8×8 blocks within each 128-bit half, then the halves are exchanged.
     #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    unsafe fn transpose16(r: &[__m256i; 16]) -> [__m256i; 16] {
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn transpose16(r: &[__m256i; 16]) -> [__m256i; 16] {
         // rows 8·h .. 8·h + 7 → v[k] = [column k | column k + 8] of those rows
         let half = |h: usize| {
             let a = |i: usize| r[8 * h + i];
@@ -282,6 +307,135 @@ mod x86 {
     }
 }
 
+/// The kernels on 8 lanes (AVX2): the same layout (channels padded to 16, transposed 16 × 16), loads and stores
+/// of partial blocks through a small buffer instead of masks, the output stage per lane with variable shifts.
+mod avx2 {
+    use super::x86::transpose16;
+    use super::NhwcDepthwise;
+    use crate::runtime::kernels::int8::requantize::avx2::store_bytes;
+    use std::arch::x86_64::*;
+
+    /// [`super::x86::to_lanes`] with AVX2.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `x` holds `c·p` and `xt` `p·cp` elements, `cp` a multiple of 16 ≥ `c`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn to_lanes(x: &[i8], c: usize, p: usize, zp: i32, xt: &mut [i16], cp: usize) {
+        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(16) && cp >= c);
+        let zpv = _mm256_set1_epi16(zp as i16);
+        for c0 in (0..cp).step_by(16) {
+            for p0 in (0..p).step_by(16) {
+                let count = (p - p0).min(16);
+                let mut rows = [_mm256_setzero_si256(); 16];
+                for (i, row) in rows.iter_mut().enumerate().take(c.saturating_sub(c0).min(16)) {
+                    let src = x.as_ptr().add((c0 + i) * p + p0);
+                    let v = if count == 16 {
+                        _mm_loadu_si128(src as *const __m128i)
+                    } else {
+                        let mut tmp = [0i8; 16];
+                        std::ptr::copy_nonoverlapping(src, tmp.as_mut_ptr(), count);
+                        _mm_loadu_si128(tmp.as_ptr() as *const __m128i)
+                    };
+                    *row = _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), zpv);
+                }
+                let cols = transpose16(&rows);
+                for (j, col) in cols.iter().enumerate().take(count) {
+                    _mm256_storeu_si256(xt.as_mut_ptr().add((p0 + j) * cp + c0) as *mut __m256i, *col);
+                }
+            }
+        }
+    }
+
+    /// [`super::x86::from_lanes`] with AVX2.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `yt` holds `p·cp` and `y` `c·p` elements, `cp` a multiple of 16 ≥ `c`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn from_lanes(yt: &[u8], cp: usize, y: &mut [u8], c: usize, p: usize) {
+        debug_assert!(yt.len() >= p * cp && y.len() >= c * p && cp.is_multiple_of(16) && cp >= c);
+        for c0 in (0..c).step_by(16) {
+            for p0 in (0..p).step_by(16) {
+                let count = (p - p0).min(16);
+                let mut rows = [_mm256_setzero_si256(); 16];
+                for (i, row) in rows.iter_mut().enumerate().take(count) {
+                    *row = _mm256_cvtepu8_epi16(_mm_loadu_si128(yt.as_ptr().add((p0 + i) * cp + c0) as *const __m128i));
+                }
+                let chans = transpose16(&rows);
+                for (j, ch) in chans.iter().enumerate().take((c - c0).min(16)) {
+                    // the lanes hold 0..=255: the unsigned saturating pack keeps them
+                    let bytes = _mm_packus_epi16(_mm256_castsi256_si128(*ch), _mm256_extracti128_si256::<1>(*ch));
+                    let dst = y.as_mut_ptr().add((c0 + j) * p + p0);
+                    if count == 16 {
+                        _mm_storeu_si128(dst as *mut __m128i, bytes);
+                    } else {
+                        let mut tmp = [0u8; 16];
+                        _mm_storeu_si128(tmp.as_mut_ptr() as *mut __m128i, bytes);
+                        std::ptr::copy_nonoverlapping(tmp.as_ptr(), dst, count);
+                    }
+                }
+            }
+        }
+    }
+
+    /// [`super::x86::pixels`] on 8 channels per vector: the multiplier per lane (the odd lanes' products after
+    /// moving them down), shifts per lane (`vpsllvd`/`vpsravd`), both roundings computed and blended by the
+    /// channels' mask where a block mixes them.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `xt` holds `ih·iw·cp` and `yt` `oh·ow·cp` elements of `d`'s geometry.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8]) {
+        let cp = d.cp;
+        let (taps, ends) = (&d.taps.taps, &d.taps.ends);
+        let (zp, lo, hi) = (_mm256_set1_epi32(d.zp_out), _mm256_set1_epi32(d.range.0), _mm256_set1_epi32(d.range.1));
+        let one = _mm256_set1_epi32(1);
+        let round = _mm256_set1_epi64x(1 << 30);
+        let load = |v: &[i32], c0: usize| _mm256_loadu_si256(v.as_ptr().add(c0) as *const __m256i);
+        for c0 in (0..cp).step_by(8) {
+            let (bias, left, right, mult, away) = (load(&d.bias, c0), load(&d.left, c0), load(&d.right, c0), load(&d.mult, c0), load(&d.away, c0));
+            let mult_odd = _mm256_srli_epi64::<32>(mult);
+            let all_away = d.away[c0..c0 + 8].iter().all(|&a| a != 0);
+            let none_away = d.away[c0..c0 + 8].iter().all(|&a| a == 0);
+            // half away from zero: the remainder mask; half up: which lanes shift right at all
+            let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+            let shifted = _mm256_cmpgt_epi32(right, _mm256_setzero_si256());
+            let right1 = _mm256_sub_epi32(right, one);
+            let (xb, wb) = (xt.as_ptr().add(c0), d.w.as_ptr().add(c0));
+            let mut start = 0;
+            for (pix, &end) in ends.iter().enumerate() {
+                let mut acc = bias;
+                for &(xo, wo) in &taps[start..end] {
+                    let xv = _mm256_cvtepi16_epi32(_mm_loadu_si128(xb.add(xo) as *const __m128i));
+                    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, _mm256_loadu_si256(wb.add(wo) as *const __m256i)));
+                }
+                start = end;
+                let a = _mm256_sllv_epi32(acc, left);
+                let even = _mm256_add_epi64(_mm256_mul_epi32(a, mult), round);
+                let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(a), mult_odd), round);
+                let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
+                let s = _mm256_srav_epi32(h, right);
+                let away_r = || {
+                    let threshold = _mm256_add_epi32(_mm256_srli_epi32::<1>(mask), _mm256_srli_epi32::<31>(h));
+                    _mm256_sub_epi32(s, _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold))
+                };
+                let half_up = || {
+                    let bit = _mm256_and_si256(_mm256_srav_epi32(h, right1), one);
+                    _mm256_add_epi32(s, _mm256_and_si256(bit, shifted))
+                };
+                let r = if all_away {
+                    away_r()
+                } else if none_away {
+                    half_up()
+                } else {
+                    _mm256_blendv_epi8(half_up(), away_r(), away)
+                };
+                let y = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi);
+                store_bytes(y, yt.as_mut_ptr().add(pix * cp + c0), 8);
+            }
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier};
@@ -292,9 +446,11 @@ mod tests {
     /// left and right, both output ranges, batches of 2.
     #[test]
     fn channel_lanes_equal_a_scalar_loop() {
-        if !super::super::requantize::available() {
-            return;
-        }
+        // each kernel this CPU runs
+        let kernels: Vec<bool> = [true, false]
+            .into_iter()
+            .filter(|&avx512| if avx512 { super::super::requantize::available() } else { super::super::packed_gemm::has_avx2() })
+            .collect();
         let mut s = 11u64;
         let mut rnd = move || {
             s ^= s << 13;
@@ -320,33 +476,37 @@ mod tests {
             let x: Vec<i8> = (0..n * c * ih * iw).map(|_| rnd() as i8).collect();
             let w16: Vec<i16> = (0..c * kk).map(|_| (rnd() % 255) as i16 - 127).collect();
             let bias: Vec<i32> = (0..c).map(|_| (rnd() % 200_001) as i32 - 100_000).collect();
-            let scales = [1e-5, 3.1e-4, 0.0021, 0.047, 0.5, 0.77, 1.0, 1.9, 6.3];
+            // powers of two shift right by one or two bits: ties, where the two roundings differ, are common
+            let scales = [1e-5, 3.1e-4, 0.0021, 0.047, 0.125, 0.25, 0.5, 0.77, 1.0, 1.9, 6.3];
             let m: Vec<Multiplier> = (0..c).map(|_| quantize_multiplier(scales[(rnd() % scales.len() as u64) as usize])).collect();
             let zp = rnd() as i8 as i32;
             let (zp_out, range) = if ci % 2 == 0 { (rnd() as i8 as i32, (-128, 127)) } else { (-128 + (rnd() % 20) as i32, (-128 + 3, 120)) };
-            let neon_end = if ci % 3 == 0 { 0 } else { c / 8 * 8 };
-            let d = NhwcDepthwise::new(&g, c, &w16, &bias, &m, neon_end, zp_out, range);
-            let mut got = vec![0u8; n * c * oh * ow];
-            d.run(&x, n, zp, &mut got);
-            for b in 0..n {
-                for ch in 0..c {
-                    for oy in 0..oh {
-                        for ox in 0..ow {
-                            let mut acc = bias[ch];
-                            for ky in 0..kh {
-                                for kx in 0..kw {
-                                    let iy = (oy * sh + ky * dh) as isize - pt as isize;
-                                    let ix = (ox * sw + kx * dw) as isize - pl as isize;
-                                    if iy >= 0 && (iy as usize) < ih && ix >= 0 && (ix as usize) < iw {
-                                        let xv = x[((b * c + ch) * ih + iy as usize) * iw + ix as usize] as i32;
-                                        acc += (xv - zp) * w16[ch * kk + ky * kw + kx] as i32;
+            // the plane kernel's split (whole blocks of 8), none, or one inside a block of 8 lanes
+            let neon_end = [0, c / 8 * 8, c / 3][ci % 3];
+            for &avx512 in &kernels {
+                let d = NhwcDepthwise::for_kernel(&g, c, &w16, &bias, &m, neon_end, zp_out, range, avx512);
+                let mut got = vec![0u8; n * c * oh * ow];
+                d.run(&x, n, zp, &mut got);
+                for b in 0..n {
+                    for ch in 0..c {
+                        for oy in 0..oh {
+                            for ox in 0..ow {
+                                let mut acc = bias[ch];
+                                for ky in 0..kh {
+                                    for kx in 0..kw {
+                                        let iy = (oy * sh + ky * dh) as isize - pt as isize;
+                                        let ix = (ox * sw + kx * dw) as isize - pl as isize;
+                                        if iy >= 0 && (iy as usize) < ih && ix >= 0 && (ix as usize) < iw {
+                                            let xv = x[((b * c + ch) * ih + iy as usize) * iw + ix as usize] as i32;
+                                            acc += (xv - zp) * w16[ch * kk + ky * kw + kx] as i32;
+                                        }
                                     }
                                 }
+                                let scaled = if ch < neon_end { mul_neon_rshl(acc, m[ch]) } else { mul_double_round(acc, m[ch]) };
+                                let want = (scaled + zp_out).clamp(range.0, range.1);
+                                let at = ((b * c + ch) * oh + oy) * ow + ox;
+                                assert_eq!(got[at] as i8 as i32, want as i8 as i32, "avx512 {avx512} case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
                             }
-                            let scaled = if ch < neon_end { mul_neon_rshl(acc, m[ch]) } else { mul_double_round(acc, m[ch]) };
-                            let want = (scaled + zp_out).clamp(range.0, range.1);
-                            let at = ((b * c + ch) * oh + oy) * ow + ox;
-                            assert_eq!(got[at] as i8 as i32, want as i8 as i32, "case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
                         }
                     }
                 }
