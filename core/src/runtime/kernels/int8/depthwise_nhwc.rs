@@ -13,6 +13,9 @@
 //! mask); other cases keep the plane kernel.
 
 use std::cell::RefCell;
+use std::ops::Range;
+
+use crate::runtime::spin_pool;
 
 use super::super::conv::pixel_taps::{PixelTaps, Window2};
 use super::fixedpoint::Multiplier;
@@ -21,6 +24,11 @@ use super::gemm::Geom2;
 /// Output planes up to this many pixels take the channel-lane kernel (measured on the 96×96 int8 MobileNetV2s,
 /// 1 thread: up to 24×24 it wins, 0.67 → 0.55 ms for the whole model; with 48×48 planes too, 0.61).
 const MAX_PIXELS: usize = 576;
+
+/// Multiply-adds from which an image is split between threads (measured on the int8 MobileNetV2 fixture at 2
+/// threads, Zen 3: its 96-channel 12×12 layers, 124K, 0.039 → 0.019 ms split; at 32K the 144- and 192-channel
+/// 6×6 layers gained nothing).
+const SPLIT_WORK: usize = 1 << 16;
 
 /// [`MAX_PIXELS`], or `TPU_SDK_DW_LANES_MAX_PIXELS` (0: never) to compare the two kernels on one machine.
 pub(super) fn max_pixels() -> usize {
@@ -112,40 +120,65 @@ impl NhwcDepthwise {
     }
 
     /// Image after image: `x` is `[n][c][ih][iw]` (shifted to i8 as the plane kernel's input) in the planned
-    /// geometry, `zp` the input zero point, `out` the `[n][c][oh][ow]` output bytes.
+    /// geometry, `zp` the input zero point, `out` the `[n][c][oh][ow]` output bytes. From [`SPLIT_WORK`]
+    /// multiply-adds each of the three steps is split between the threads: the transposition in by runs of 16
+    /// input pixels, the sums by output pixels, the transposition out by 16-channel blocks.
     pub(super) fn run(&self, x: &[i8], n: usize, zp: i32, out: &mut [u8]) {
         let g = &self.geom;
-        let (plane, p) = (g.ih * g.iw, g.oh * g.ow);
-        assert!(x.len() >= n * self.c * plane && out.len() >= n * self.c * p, "depthwise buffers shorter than their shapes");
+        let (plane, p, c, cp) = (g.ih * g.iw, g.oh * g.ow, self.c, self.cp);
+        assert!(x.len() >= n * c * plane && out.len() >= n * c * p, "depthwise buffers shorter than their shapes");
+        let steps = if self.avx512 { Steps::AVX512 } else { Steps::AVX2 };
+        let threads = spin_pool::threads();
+        let split = threads > 1 && c * p * g.kh * g.kw >= spin_pool::min_work(SPLIT_WORK);
         BUFS.with(|bufs| {
             let (xt, yt) = &mut *bufs.borrow_mut();
-            xt.resize(plane * self.cp, 0);
-            yt.resize(p * self.cp, 0);
+            xt.resize(plane * cp, 0);
+            yt.resize(p * cp, 0);
             for b in 0..n {
-                let xs = &x[b * self.c * plane..(b + 1) * self.c * plane];
-                let ys = &mut out[b * self.c * p..(b + 1) * self.c * p];
-                // SAFETY: the CPU has AVX-512 F/BW/VL where `avx512`, else AVX2 (the caller built this only where
-                // `available()`); xs holds c·plane and ys c·p elements, xt plane·cp and yt p·cp (resized above)
-                unsafe {
-                    if self.avx512 {
-                        x86::to_lanes(xs, self.c, plane, zp, xt, self.cp);
-                        x86::pixels(self, xt, yt);
-                        x86::from_lanes(yt, self.cp, ys, self.c, p);
-                    } else {
-                        avx2::to_lanes(xs, self.c, plane, zp, xt, self.cp);
-                        avx2::pixels(self, xt, yt);
-                        avx2::from_lanes(yt, self.cp, ys, self.c, p);
+                let xs = &x[b * c * plane..(b + 1) * c * plane];
+                let ys = &mut out[b * c * p..(b + 1) * c * p];
+                // SAFETY (each call below): the CPU has AVX-512 F/BW/VL where `avx512`, else AVX2 (the caller built
+                // this only where `available()`); xs holds c·plane and ys c·p elements, xt plane·cp and yt p·cp
+                // (resized above), and each part of xt, yt and ys is as long as its range of pixels or channels
+                if !split {
+                    unsafe {
+                        (steps.to_lanes)(xs, c, plane, zp, xt, cp, 0..plane);
+                        (steps.pixels)(self, xt, yt, 0..p);
+                        (steps.from_lanes)(yt, cp, ys, p, 0..c);
                     }
+                    continue;
                 }
+                let per = plane.div_ceil(16).div_ceil(threads) * 16;
+                spin_pool::for_each_chunk_mut(xt, per * cp, &|i, part| unsafe { (steps.to_lanes)(xs, c, plane, zp, part, cp, i * per..((i + 1) * per).min(plane)) });
+                let xt: &[i16] = xt;
+                let per = p.div_ceil(threads);
+                spin_pool::for_each_chunk_mut(yt, per * cp, &|i, part| unsafe { (steps.pixels)(self, xt, part, i * per..((i + 1) * per).min(p)) });
+                let yt: &[u8] = yt;
+                let per = c.div_ceil(16).div_ceil(threads) * 16;
+                spin_pool::for_each_chunk_mut(ys, per * p, &|i, part| unsafe { (steps.from_lanes)(yt, cp, part, p, i * per..((i + 1) * per).min(c)) });
             }
         });
     }
+}
+
+/// One kernel family's three steps, each over a range of pixels or channels (see the kernels' safety notes).
+#[derive(Clone, Copy)]
+struct Steps {
+    to_lanes: unsafe fn(&[i8], usize, usize, i32, &mut [i16], usize, Range<usize>),
+    pixels: unsafe fn(&NhwcDepthwise, &[i16], &mut [u8], Range<usize>),
+    from_lanes: unsafe fn(&[u8], usize, &mut [u8], usize, Range<usize>),
+}
+
+impl Steps {
+    const AVX512: Steps = Steps { to_lanes: x86::to_lanes, pixels: x86::pixels, from_lanes: x86::from_lanes };
+    const AVX2: Steps = Steps { to_lanes: avx2::to_lanes, pixels: avx2::pixels, from_lanes: avx2::from_lanes };
 }
 
 mod x86 {
     use super::super::requantize::x86::high_mul_lanes;
     use super::NhwcDepthwise;
     use std::arch::x86_64::*;
+    use std::ops::Range;
 
     /// Transposes 16 rows of 16 i16 (row `i` lane `j`) into 16 rows (row `j` lane `i`): unpacks of 16-, 32- and
     /// 64-bit elements transpose the 8×8 blocks within each 128-bit half, then the halves are exchanged.
@@ -205,60 +238,63 @@ mod x86 {
         }
     }
 
-    /// `xt[pix·cp + ch] = x[ch·p + pix] - zp` (`x` is `[c][p]`), 16 channels × 16 pixels at a time; channels
-    /// from `c` to `cp` get 0.
+    /// `xt[(pix - px.start)·cp + ch] = x[ch·p + pix] - zp` for the pixels `pix` in `px` (`x` is `[c][p]`), 16
+    /// channels × 16 pixels at a time; channels from `c` to `cp` get 0.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F/BW/VL; `x` holds `c·p` and `xt` `p·cp` elements, `cp` a multiple of 16 ≥ `c`.
+    /// The CPU has AVX-512 F/BW/VL; `x` holds `c·p` and `xt` `px.len()·cp` elements (pixels `px` of the `p`), `cp` a
+    /// multiple of 16 ≥ `c`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub(super) unsafe fn to_lanes(x: &[i8], c: usize, p: usize, zp: i32, xt: &mut [i16], cp: usize) {
-        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(16) && cp >= c);
+    pub(super) unsafe fn to_lanes(x: &[i8], c: usize, p: usize, zp: i32, xt: &mut [i16], cp: usize, px: Range<usize>) {
+        debug_assert!(x.len() >= c * p && xt.len() >= px.len() * cp && cp.is_multiple_of(16) && cp >= c && px.end <= p);
         let zpv = _mm256_set1_epi16(zp as i16);
         for c0 in (0..cp).step_by(16) {
-            for p0 in (0..p).step_by(16) {
-                let m = lanes(p - p0);
+            for p0 in px.clone().step_by(16) {
+                let m = lanes(px.end - p0);
                 let mut rows = [_mm256_setzero_si256(); 16];
                 for (i, row) in rows.iter_mut().enumerate().take(c.saturating_sub(c0).min(16)) {
                     let v = _mm_maskz_loadu_epi8(m, x.as_ptr().add((c0 + i) * p + p0));
                     *row = _mm256_sub_epi16(_mm256_cvtepi8_epi16(v), zpv);
                 }
                 let cols = transpose16(&rows);
-                for (j, col) in cols.iter().enumerate().take((p - p0).min(16)) {
-                    _mm256_storeu_si256(xt.as_mut_ptr().add((p0 + j) * cp + c0) as *mut __m256i, *col);
+                for (j, col) in cols.iter().enumerate().take((px.end - p0).min(16)) {
+                    _mm256_storeu_si256(xt.as_mut_ptr().add((p0 - px.start + j) * cp + c0) as *mut __m256i, *col);
                 }
             }
         }
     }
 
-    /// `y[ch·p + pix] = yt[pix·cp + ch]` for the first `c` channels, 16 × 16 at a time.
+    /// `y[(ch - chans.start)·p + pix] = yt[pix·cp + ch]` for the channels `ch` in `chans`, 16 × 16 at a time.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F/BW/VL; `yt` holds `p·cp` and `y` `c·p` elements, `cp` a multiple of 16 ≥ `c`.
+    /// The CPU has AVX-512 F/BW/VL; `yt` holds `p·cp` and `y` `chans.len()·p` elements (channels `chans`, starting at a
+    /// multiple of 16), `cp` a multiple of 16 ≥ `chans.end`.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub(super) unsafe fn from_lanes(yt: &[u8], cp: usize, y: &mut [u8], c: usize, p: usize) {
-        debug_assert!(yt.len() >= p * cp && y.len() >= c * p && cp.is_multiple_of(16) && cp >= c);
-        for c0 in (0..c).step_by(16) {
+    pub(super) unsafe fn from_lanes(yt: &[u8], cp: usize, y: &mut [u8], p: usize, chans: Range<usize>) {
+        debug_assert!(yt.len() >= p * cp && y.len() >= chans.len() * p && cp.is_multiple_of(16) && cp >= chans.end && chans.start.is_multiple_of(16));
+        for c0 in chans.clone().step_by(16) {
             for p0 in (0..p).step_by(16) {
                 let mut rows = [_mm256_setzero_si256(); 16];
                 for (i, row) in rows.iter_mut().enumerate().take((p - p0).min(16)) {
                     *row = _mm256_cvtepu8_epi16(_mm_loadu_si128(yt.as_ptr().add((p0 + i) * cp + c0) as *const __m128i));
                 }
                 let m = lanes(p - p0);
-                let chans = transpose16(&rows);
-                for (j, ch) in chans.iter().enumerate().take((c - c0).min(16)) {
-                    _mm_mask_storeu_epi8(y.as_mut_ptr().add((c0 + j) * p + p0) as *mut i8, m, _mm256_cvtepi16_epi8(*ch));
+                let per_channel = transpose16(&rows);
+                for (j, v) in per_channel.iter().enumerate().take((chans.end - c0).min(16)) {
+                    _mm_mask_storeu_epi8(y.as_mut_ptr().add((c0 - chans.start + j) * p + p0) as *mut i8, m, _mm256_cvtepi16_epi8(*v));
                 }
             }
         }
     }
 
-    /// Every output pixel of one image: `yt[pix][ch] = clamp(zp + scale(bias + Σ_taps w·(x - zp)))`, channel
-    /// block by channel block (its constants stay in registers), pixel by pixel within.
+    /// The output pixels `px` of one image: `yt[pix - px.start][ch] = clamp(zp + scale(bias + Σ_taps w·(x -
+    /// zp)))`, channel block by channel block (its constants stay in registers), pixel by pixel within.
     ///
     /// # Safety
-    /// The CPU has AVX-512 F/BW/VL; `xt` holds `ih·iw·cp` and `yt` `oh·ow·cp` elements of `d`'s geometry.
+    /// The CPU has AVX-512 F/BW/VL; `xt` holds `ih·iw·cp` and `yt` `px.len()·cp` elements of `d`'s geometry (output
+    /// pixels `px`).
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8]) {
+    pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8], px: Range<usize>) {
         let cp = d.cp;
         let (taps, ends) = (&d.taps.taps, &d.taps.ends);
         let (zp, lo, hi) = (_mm512_set1_epi32(d.zp_out), _mm512_set1_epi32(d.range.0), _mm512_set1_epi32(d.range.1));
@@ -276,8 +312,8 @@ mod x86 {
             let shifted = _mm512_cmpgt_epi32_mask(right, _mm512_setzero_si512());
             let right1 = _mm512_sub_epi32(right, one);
             let (xb, wb) = (xt.as_ptr().add(c0), d.w.as_ptr().add(c0));
-            let mut start = 0;
-            for (pix, &end) in ends.iter().enumerate() {
+            let mut start = if px.start == 0 { 0 } else { ends[px.start - 1] };
+            for (pix, &end) in ends.iter().enumerate().take(px.end).skip(px.start) {
                 let mut acc = bias;
                 for &(xo, wo) in &taps[start..end] {
                     let xv = _mm512_cvtepi16_epi32(_mm256_loadu_si256(xb.add(xo) as *const _));
@@ -301,7 +337,7 @@ mod x86 {
                     lanes => _mm512_mask_blend_epi32(lanes, half_up(), away()),
                 };
                 let y = _mm512_min_epi32(_mm512_max_epi32(_mm512_add_epi32(r, zp), lo), hi);
-                _mm_storeu_si128(yt.as_mut_ptr().add(pix * cp + c0) as *mut _, _mm512_cvtepi32_epi8(y));
+                _mm_storeu_si128(yt.as_mut_ptr().add((pix - px.start) * cp + c0) as *mut _, _mm512_cvtepi32_epi8(y));
             }
         }
     }
@@ -314,18 +350,19 @@ mod avx2 {
     use super::NhwcDepthwise;
     use crate::runtime::kernels::int8::requantize::avx2::store_bytes;
     use std::arch::x86_64::*;
+    use std::ops::Range;
 
     /// [`super::x86::to_lanes`] with AVX2.
     ///
     /// # Safety
-    /// The CPU has AVX2; `x` holds `c·p` and `xt` `p·cp` elements, `cp` a multiple of 16 ≥ `c`.
+    /// As [`super::x86::to_lanes`]'s, with AVX2 for AVX-512.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn to_lanes(x: &[i8], c: usize, p: usize, zp: i32, xt: &mut [i16], cp: usize) {
-        debug_assert!(x.len() >= c * p && xt.len() >= p * cp && cp.is_multiple_of(16) && cp >= c);
+    pub(super) unsafe fn to_lanes(x: &[i8], c: usize, p: usize, zp: i32, xt: &mut [i16], cp: usize, px: Range<usize>) {
+        debug_assert!(x.len() >= c * p && xt.len() >= px.len() * cp && cp.is_multiple_of(16) && cp >= c && px.end <= p);
         let zpv = _mm256_set1_epi16(zp as i16);
         for c0 in (0..cp).step_by(16) {
-            for p0 in (0..p).step_by(16) {
-                let count = (p - p0).min(16);
+            for p0 in px.clone().step_by(16) {
+                let count = (px.end - p0).min(16);
                 let mut rows = [_mm256_setzero_si256(); 16];
                 for (i, row) in rows.iter_mut().enumerate().take(c.saturating_sub(c0).min(16)) {
                     let src = x.as_ptr().add((c0 + i) * p + p0);
@@ -340,7 +377,7 @@ mod avx2 {
                 }
                 let cols = transpose16(&rows);
                 for (j, col) in cols.iter().enumerate().take(count) {
-                    _mm256_storeu_si256(xt.as_mut_ptr().add((p0 + j) * cp + c0) as *mut __m256i, *col);
+                    _mm256_storeu_si256(xt.as_mut_ptr().add((p0 - px.start + j) * cp + c0) as *mut __m256i, *col);
                 }
             }
         }
@@ -349,22 +386,22 @@ mod avx2 {
     /// [`super::x86::from_lanes`] with AVX2.
     ///
     /// # Safety
-    /// The CPU has AVX2; `yt` holds `p·cp` and `y` `c·p` elements, `cp` a multiple of 16 ≥ `c`.
+    /// As [`super::x86::from_lanes`]'s, with AVX2 for AVX-512.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn from_lanes(yt: &[u8], cp: usize, y: &mut [u8], c: usize, p: usize) {
-        debug_assert!(yt.len() >= p * cp && y.len() >= c * p && cp.is_multiple_of(16) && cp >= c);
-        for c0 in (0..c).step_by(16) {
+    pub(super) unsafe fn from_lanes(yt: &[u8], cp: usize, y: &mut [u8], p: usize, chans: Range<usize>) {
+        debug_assert!(yt.len() >= p * cp && y.len() >= chans.len() * p && cp.is_multiple_of(16) && cp >= chans.end && chans.start.is_multiple_of(16));
+        for c0 in chans.clone().step_by(16) {
             for p0 in (0..p).step_by(16) {
                 let count = (p - p0).min(16);
                 let mut rows = [_mm256_setzero_si256(); 16];
                 for (i, row) in rows.iter_mut().enumerate().take(count) {
                     *row = _mm256_cvtepu8_epi16(_mm_loadu_si128(yt.as_ptr().add((p0 + i) * cp + c0) as *const __m128i));
                 }
-                let chans = transpose16(&rows);
-                for (j, ch) in chans.iter().enumerate().take((c - c0).min(16)) {
+                let per_channel = transpose16(&rows);
+                for (j, v) in per_channel.iter().enumerate().take((chans.end - c0).min(16)) {
                     // the lanes hold 0..=255: the unsigned saturating pack keeps them
-                    let bytes = _mm_packus_epi16(_mm256_castsi256_si128(*ch), _mm256_extracti128_si256::<1>(*ch));
-                    let dst = y.as_mut_ptr().add((c0 + j) * p + p0);
+                    let bytes = _mm_packus_epi16(_mm256_castsi256_si128(*v), _mm256_extracti128_si256::<1>(*v));
+                    let dst = y.as_mut_ptr().add((c0 - chans.start + j) * p + p0);
                     if count == 16 {
                         _mm_storeu_si128(dst as *mut __m128i, bytes);
                     } else {
@@ -382,9 +419,9 @@ mod avx2 {
     /// channels' mask where a block mixes them.
     ///
     /// # Safety
-    /// The CPU has AVX2; `xt` holds `ih·iw·cp` and `yt` `oh·ow·cp` elements of `d`'s geometry.
+    /// As [`super::x86::pixels`]'s, with AVX2 for AVX-512.
     #[target_feature(enable = "avx2")]
-    pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8]) {
+    pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8], px: Range<usize>) {
         let cp = d.cp;
         let (taps, ends) = (&d.taps.taps, &d.taps.ends);
         let (zp, lo, hi) = (_mm256_set1_epi32(d.zp_out), _mm256_set1_epi32(d.range.0), _mm256_set1_epi32(d.range.1));
@@ -401,8 +438,8 @@ mod avx2 {
             let shifted = _mm256_cmpgt_epi32(right, _mm256_setzero_si256());
             let right1 = _mm256_sub_epi32(right, one);
             let (xb, wb) = (xt.as_ptr().add(c0), d.w.as_ptr().add(c0));
-            let mut start = 0;
-            for (pix, &end) in ends.iter().enumerate() {
+            let mut start = if px.start == 0 { 0 } else { ends[px.start - 1] };
+            for (pix, &end) in ends.iter().enumerate().take(px.end).skip(px.start) {
                 let mut acc = bias;
                 for &(xo, wo) in &taps[start..end] {
                     let xv = _mm256_cvtepi16_epi32(_mm_loadu_si128(xb.add(xo) as *const __m128i));
@@ -430,7 +467,7 @@ mod avx2 {
                     _mm256_blendv_epi8(half_up(), away_r(), away)
                 };
                 let y = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi);
-                store_bytes(y, yt.as_mut_ptr().add(pix * cp + c0), 8);
+                store_bytes(y, yt.as_mut_ptr().add((pix - px.start) * cp + c0), 8);
             }
         }
     }
@@ -443,7 +480,7 @@ mod tests {
 
     /// The channel-lane kernel against a scalar loop with the scalar output stages: strides, dilations,
     /// asymmetric paddings, channel counts around the 16 lanes and the NEON blocks of 8, multipliers that shift
-    /// left and right, both output ranges, batches of 2.
+    /// left and right, both output ranges, batches of 2; each kernel the CPU has, on 1 and 2 threads.
     #[test]
     fn channel_lanes_equal_a_scalar_loop() {
         // each kernel this CPU runs
@@ -467,6 +504,10 @@ mod tests {
             [5, 5, 5, 5, 1, 1, 1, 1, 2, 2, 2, 2, 8],
             [4, 6, 1, 1, 1, 2, 1, 1, 0, 0, 0, 0, 1],
             [2, 2, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 33],
+            // enough work to split between two threads: partial 16-channel blocks, an input plane not a
+            // multiple of 16 pixels
+            [24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40],
+            [47, 47, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 36],
         ];
         for (ci, [ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, c]) in cases.into_iter().enumerate() {
             let oh = (ih + pt + pb - (kh - 1) * dh - 1) / sh + 1;
@@ -483,10 +524,10 @@ mod tests {
             let (zp_out, range) = if ci % 2 == 0 { (rnd() as i8 as i32, (-128, 127)) } else { (-128 + (rnd() % 20) as i32, (-128 + 3, 120)) };
             // the plane kernel's split (whole blocks of 8), none, or one inside a block of 8 lanes
             let neon_end = [0, c / 8 * 8, c / 3][ci % 3];
-            for &avx512 in &kernels {
+            for (avx512, threads) in kernels.iter().flat_map(|&k| [(k, 1), (k, 2)]) {
                 let d = NhwcDepthwise::for_kernel(&g, c, &w16, &bias, &m, neon_end, zp_out, range, avx512);
                 let mut got = vec![0u8; n * c * oh * ow];
-                d.run(&x, n, zp, &mut got);
+                rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(|| d.run(&x, n, zp, &mut got));
                 for b in 0..n {
                     for ch in 0..c {
                         for oy in 0..oh {
@@ -505,7 +546,7 @@ mod tests {
                                 let scaled = if ch < neon_end { mul_neon_rshl(acc, m[ch]) } else { mul_double_round(acc, m[ch]) };
                                 let want = (scaled + zp_out).clamp(range.0, range.1);
                                 let at = ((b * c + ch) * oh + oy) * ow + ox;
-                                assert_eq!(got[at] as i8 as i32, want as i8 as i32, "avx512 {avx512} case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
+                                assert_eq!(got[at] as i8 as i32, want as i8 as i32, "avx512 {avx512} threads {threads} case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
                             }
                         }
                     }
