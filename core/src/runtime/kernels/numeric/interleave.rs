@@ -4,7 +4,9 @@
 //!
 //! Sixteen records at a time: their `s·16` values are loaded as `s` vectors, and output plane `c` takes lanes
 //! `c, c + s, c + 2s, ...` of that concatenation with two `vpermt2ps` (any 4-byte element: values are moved,
-//! never computed, so every bit pattern passes unchanged).
+//! never computed, so every bit pattern passes unchanged). With AVX2 only (Zen 2/3), three-value records
+//! (RGB), eight at a time: the lanes `c + 3j` of the three vectors fall on eight different lane positions (3 and
+//! 8 are coprime), so two blends put them in one vector and `vpermps` orders them.
 
 /// `dst[c·plane + p] = src[p·s + c]` for `c < s`, `p < n`, with `s` in 2..=4 and 4-byte elements; false (and
 /// nothing written) where this CPU or `s` has no such kernel. The caller passes `src` of at least `n·s` values
@@ -16,6 +18,11 @@ pub(crate) fn deinterleave<T: Copy>(src: &[T], s: usize, n: usize, dst: &mut [T]
             // SAFETY: AVX-512F is present (checked); the sizes are checked above and T is a 4-byte Copy value,
             // moved as 32 bits.
             unsafe { x86::deinterleave(src.as_ptr() as *const f32, s, n, dst.as_mut_ptr() as *mut f32, plane) };
+            return true;
+        }
+        if std::mem::size_of::<T>() == 4 && s == 3 && plane >= n && src.len() >= n * s && dst.len() >= (s - 1) * plane + n && std::is_x86_feature_detected!("avx2") {
+            // SAFETY: AVX2 is present (checked); sizes checked as above, 4-byte Copy values moved as 32 bits.
+            unsafe { x86::deinterleave3_avx2(src.as_ptr() as *const f32, n, dst.as_mut_ptr() as *mut f32, plane) };
             return true;
         }
     }
@@ -85,6 +92,45 @@ mod x86 {
             }
         }
     }
+
+    /// [`deinterleave`] for `s` = 3 with AVX2, eight records at a time.
+    ///
+    /// # Safety
+    /// AVX2; `src` holds `n·3` values and `dst` `2·plane + n`.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn deinterleave3_avx2(src: *const f32, n: usize, dst: *mut f32, plane: usize) {
+        // per plane c: which of the three vectors holds lane i's element (-1 masks), and the permutation
+        let mut sel = [[[0i32; 8]; 2]; 3];
+        let mut perm = [[0i32; 8]; 3];
+        for c in 0..3 {
+            for j in 0..8 {
+                let e = c + 3 * j;
+                let (v, lane) = (e / 8, e % 8);
+                perm[c][j] = lane as i32;
+                sel[c][0][lane] = if v >= 1 { -1 } else { 0 };
+                sel[c][1][lane] = if v == 2 { -1 } else { 0 };
+            }
+        }
+        let ld = |a: &[i32; 8]| _mm256_loadu_si256(a.as_ptr() as *const __m256i);
+        let masks: [[__m256; 2]; 3] = std::array::from_fn(|c| [_mm256_castsi256_ps(ld(&sel[c][0])), _mm256_castsi256_ps(ld(&sel[c][1]))]);
+        let perms: [__m256i; 3] = std::array::from_fn(|c| ld(&perm[c]));
+        let full = n / 8 * 8;
+        let mut p = 0;
+        while p < full {
+            let at = src.add(p * 3);
+            let (v0, v1, v2) = (_mm256_loadu_ps(at), _mm256_loadu_ps(at.add(8)), _mm256_loadu_ps(at.add(16)));
+            for c in 0..3 {
+                let t = _mm256_blendv_ps(_mm256_blendv_ps(v0, v1, masks[c][0]), v2, masks[c][1]);
+                _mm256_storeu_ps(dst.add(c * plane + p), _mm256_permutevar8x32_ps(t, perms[c]));
+            }
+            p += 8;
+        }
+        for p in full..n {
+            for c in 0..3 {
+                *dst.add(c * plane + p) = *src.add(p * 3 + c);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
@@ -108,6 +154,30 @@ mod tests {
                     if c + 1 < s {
                         assert!(dst[c * plane + n..(c + 1) * plane].iter().all(|&v| v == u32::MAX), "gap untouched");
                     }
+                }
+            }
+        }
+    }
+
+    /// The AVX2 kernel for RGB records, wherever the CPU has AVX2 (the AVX-512 one takes them where it runs).
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn rgb_records_with_avx2() {
+        if !std::is_x86_feature_detected!("avx2") {
+            return;
+        }
+        for n in [0, 1, 7, 8, 9, 23, 96 * 96] {
+            let src: Vec<u32> = (0..n * 3).map(|i| (i as u32).wrapping_mul(2654435761)).collect();
+            let plane = n + 3;
+            let mut dst = vec![u32::MAX; 2 * plane + n];
+            // SAFETY: AVX2 checked; src holds 3n values, dst 2·plane + n
+            unsafe { x86::deinterleave3_avx2(src.as_ptr() as *const f32, n, dst.as_mut_ptr() as *mut f32, plane) };
+            for c in 0..3 {
+                for p in 0..n {
+                    assert_eq!(dst[c * plane + p], src[p * 3 + c], "n {n} c {c} p {p}");
+                }
+                if c < 2 {
+                    assert!(dst[c * plane + n..(c + 1) * plane].iter().all(|&v| v == u32::MAX), "gap untouched");
                 }
             }
         }
