@@ -161,10 +161,13 @@ impl NhwcDepthwise {
     }
 }
 
+/// `to_lanes(x, c, p, zp, xt, cp, pixels)`.
+type ToLanes = unsafe fn(&[i8], usize, usize, i32, &mut [i16], usize, Range<usize>);
+
 /// One kernel family's three steps, each over a range of pixels or channels (see the kernels' safety notes).
 #[derive(Clone, Copy)]
 struct Steps {
-    to_lanes: unsafe fn(&[i8], usize, usize, i32, &mut [i16], usize, Range<usize>),
+    to_lanes: ToLanes,
     pixels: unsafe fn(&NhwcDepthwise, &[i16], &mut [u8], Range<usize>),
     from_lanes: unsafe fn(&[u8], usize, &mut [u8], usize, Range<usize>),
 }

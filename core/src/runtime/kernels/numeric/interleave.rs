@@ -102,13 +102,13 @@ mod x86 {
         // per plane c: which of the three vectors holds lane i's element (-1 masks), and the permutation
         let mut sel = [[[0i32; 8]; 2]; 3];
         let mut perm = [[0i32; 8]; 3];
-        for c in 0..3 {
-            for j in 0..8 {
+        for (c, (sel, perm)) in sel.iter_mut().zip(perm.iter_mut()).enumerate() {
+            for (j, p) in perm.iter_mut().enumerate() {
                 let e = c + 3 * j;
                 let (v, lane) = (e / 8, e % 8);
-                perm[c][j] = lane as i32;
-                sel[c][0][lane] = if v >= 1 { -1 } else { 0 };
-                sel[c][1][lane] = if v == 2 { -1 } else { 0 };
+                *p = lane as i32;
+                sel[0][lane] = if v >= 1 { -1 } else { 0 };
+                sel[1][lane] = if v == 2 { -1 } else { 0 };
             }
         }
         let ld = |a: &[i32; 8]| _mm256_loadu_si256(a.as_ptr() as *const __m256i);
