@@ -25,6 +25,8 @@ mod depthwise_lanes;
 mod depthwise_rows;
 #[cfg(target_arch = "x86_64")]
 mod stem_rows;
+#[cfg(target_arch = "x86_64")]
+mod row_vec;
 mod im2col;
 mod packed;
 #[cfg(target_arch = "x86_64")]
@@ -34,7 +36,7 @@ mod transpose;
 mod winograd;
 
 /// The prepared kernel of an f32 Conv with constant weights: depthwise 3×3 and 5×5 convolutions along the
-/// output rows with AVX-512 ([`depthwise_rows`]), other depthwise convolutions with small output planes with the
+/// output rows with AVX-512 or AVX2 ([`depthwise_rows`]), other depthwise convolutions with small output planes with the
 /// channels in the vector lanes ([`depthwise_lanes`]), convolutions of up to 4 input channels (an RGB stem) along
 /// the output rows ([`stem_rows`]), Winograd F(2×2, 3×3) for the 3×3 stride-1
 /// convolutions where it gains ([`winograd`]), else the weights packed for the im2col GEMM ([`packed`]).

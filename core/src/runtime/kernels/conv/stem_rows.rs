@@ -1,10 +1,11 @@
 //! f32 convolutions of few input channels (a CNN's first layer over an RGB image: 3 → 16..64 channels, 3×3 to
-//! 7×7, mostly stride 2), straight on the NCHW rows with 16-lane AVX-512 vectors. Through im2col such a layer
+//! 7×7, mostly stride 2), straight on the NCHW rows with vectors of output pixels (16 lanes with AVX-512, 8 with
+//! AVX2 + FMA: [`super::row_vec`]). Through im2col such a layer
 //! built a `27 × pixels` column matrix (three passes over a megabyte: the gather, the GEMM's packing, the
 //! product) for a product of depth 27, and ran at about half onnxruntime's speed (3 → 32 channels at 224×224:
 //! 0.47 vs 0.29 ms in MobileNetV2).
 //!
-//! Here each 16-pixel block of an output row loads every tap of every input channel once, as in
+//! Here each block of output pixels (one vector) of an output row loads every tap of every input channel once, as in
 //! [`super::depthwise_rows`] (masked loads of the input rows, padding lanes and rows contributing nothing,
 //! stride 2 split into even and odd columns by permutes), and multiplies it into the accumulators of
 //! [`CB`] output channels at a time (weights laid out `[channel block][input channel][ky][kx][CB]` when the
@@ -14,14 +15,13 @@
 //! exposed an int8 Mul rounding difference from LiteRT); SiLU runs as a pass over the output afterwards. Tasks split
 //! the channel blocks and bands of output rows.
 //!
-//! x86-64 with AVX-512F; 2-D, one group, at most [`MAX_CIN`] input channels, square kernels of 3, 5 or 7,
+//! x86-64 with AVX-512F or AVX2 + FMA; 2-D, one group, at most [`MAX_CIN`] input channels, square kernels of 3, 5 or 7,
 //! stride 1 or 2 on both axes, no dilation, output rows of at least [`super::depthwise_rows::MIN_WIDTH`] pixels.
 
 use super::super::matmul::{bias_act, BlockOut};
-use super::super::numeric::vector::avx512;
 use super::super::{PreparedKernel, Scratch};
 use super::depthwise_lanes::window;
-use super::depthwise_rows::{row_loads, LANES, MIN_WIDTH};
+use super::depthwise_rows::{row_loads, row_vector, MIN_WIDTH};
 use super::pixel_taps::Window2;
 use super::{constant_f32_conv, prepared_operands};
 use crate::ir::ops::conv::ConvPlan;
@@ -37,35 +37,60 @@ const MAX_CIN: usize = 4;
 /// Work (multiply-adds) per task when the layer is split between threads.
 const TASK_MACS: usize = 1 << 17;
 
+/// Output rows `oy0..oy1` of one channel block for a K×K, stride-S kernel and one instruction set
+/// ([`kernel::band`]).
+type BandFn = unsafe fn(&[f32], usize, &Window2, &[f32], &[f32; CB], &[(isize, u16)], *mut f32, usize, usize, usize, Option<(f32, f32)>);
+
 /// A prepared few-input-channel convolution.
 #[derive(Debug)]
 struct StemRows {
     attrs: ConvAttrs,
     w_shape: Vec<usize>,
-    /// Kernel size (square), stride (both axes), input and output channels.
+    /// Kernel size (square), input and output channels.
     k: usize,
-    s: usize,
     cin: usize,
     m: usize,
     /// `[m.div_ceil(CB)][cin][k][k][CB]` weights, 0 past channel m.
     w: Vec<f32>,
     window: Window2,
-    /// Per 16-pixel block of an output row, its loads (as [`super::depthwise_rows`] prepares them).
+    /// Per block of an output row (one vector of pixels), its loads (as [`super::depthwise_rows`] prepares them).
     loads: Vec<(isize, u16)>,
+    /// The band kernel for this kernel size, stride and the CPU's vector.
+    band: BandFn,
 }
 
 /// The prepared kernel of Conv node `n` when it fits this kernel (module documentation); `TPU_SDK_NO_STEM_ROWS=1`
 /// declines, to compare.
 pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
+    prepare_for(g, n, row_vector())
+}
+
+/// [`prepare`] with the vector `(lanes, AVX-512)` (the tests also run the AVX2 kernel on an AVX-512 CPU).
+fn prepare_for(g: &Graph, n: usize, vector: Option<(usize, bool)>) -> Option<Box<dyn PreparedKernel>> {
     let (attrs, p, w, w_shape) = constant_f32_conv(g, n)?;
     let geo = &p.geom;
-    if p.group != 1 || p.c > MAX_CIN || geo.rank != 2 || w_shape.len() != 4 || !avx512() || std::env::var_os("TPU_SDK_NO_STEM_ROWS").is_some() {
+    if p.group != 1 || p.c > MAX_CIN || geo.rank != 2 || w_shape.len() != 4 || std::env::var_os("TPU_SDK_NO_STEM_ROWS").is_some() {
         return None;
     }
+    let (lanes, wide) = vector?;
     let (k, s) = (geo.k[1], geo.s[1]);
     if geo.k[2] != k || !matches!(k, 3 | 5 | 7) || geo.s[2] != s || !(s == 1 || s == 2) || geo.d[1..3] != [1, 1] || geo.out[2] < MIN_WIDTH || geo.out_size() == 0 {
         return None;
     }
+    let band: BandFn = match (wide, k, s) {
+        (true, 3, 1) => kernel::band_avx512::<3, 1>,
+        (true, 3, 2) => kernel::band_avx512::<3, 2>,
+        (true, 5, 1) => kernel::band_avx512::<5, 1>,
+        (true, 5, 2) => kernel::band_avx512::<5, 2>,
+        (true, 7, 1) => kernel::band_avx512::<7, 1>,
+        (true, _, _) => kernel::band_avx512::<7, 2>,
+        (false, 3, 1) => kernel::band_avx2::<3, 1>,
+        (false, 3, 2) => kernel::band_avx2::<3, 2>,
+        (false, 5, 1) => kernel::band_avx2::<5, 1>,
+        (false, 5, 2) => kernel::band_avx2::<5, 2>,
+        (false, 7, 1) => kernel::band_avx2::<7, 1>,
+        (false, _, _) => kernel::band_avx2::<7, 2>,
+    };
     let (cin, m, kk) = (p.c, p.m, k * k);
     let w = w.get(..m * cin * kk)?;
     let blocks = m.div_ceil(CB);
@@ -78,8 +103,8 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
         }
     }
     let window = window(geo);
-    let loads = row_loads(&window, k, s);
-    Some(Box::new(StemRows { attrs: attrs.clone(), w_shape: w_shape.to_vec(), k, s, cin, m, w: wl, window, loads }))
+    let loads = row_loads(&window, k, s, lanes);
+    Some(Box::new(StemRows { attrs: attrs.clone(), w_shape: w_shape.to_vec(), k, cin, m, w: wl, window, loads, band }))
 }
 
 impl PreparedKernel for StemRows {
@@ -114,19 +139,11 @@ impl PreparedKernel for StemRows {
             // the rows oy0..oy1 of the block's channels: disjoint between tasks (distinct image, block, band)
             let base = (img * m + ch0) * pix;
             let yb = out.block_ptr(base, (chans - 1) * pix + pix);
-            // SAFETY: AVX-512F (prepare checked); xs holds the image's cin planes of this window, w the block's
-            // weights, yb the block's chans output planes (block_ptr checked the span), of which this task
-            // writes only rows oy0..oy1; the loads were prepared for this window.
-            unsafe {
-                match (self.k, self.s) {
-                    (3, 1) => x86::band::<3, 1>(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp),
-                    (3, 2) => x86::band::<3, 2>(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp),
-                    (5, 1) => x86::band::<5, 1>(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp),
-                    (5, 2) => x86::band::<5, 2>(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp),
-                    (7, 1) => x86::band::<7, 1>(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp),
-                    _ => x86::band::<7, 2>(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp),
-                }
-            }
+            // SAFETY: `band` was picked for this CPU's vector (prepare checked its instruction set); xs holds the
+            // image's cin planes of this window, w the block's weights, yb the block's chans output planes
+            // (block_ptr checked the span), of which this task writes only rows oy0..oy1; the loads were prepared
+            // for this window and vector.
+            unsafe { (self.band)(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp) };
         };
         if tasks > 1 && threads > 1 {
             spin_pool::run(tasks, &task);
@@ -144,23 +161,22 @@ impl PreparedKernel for StemRows {
     }
 }
 
-mod x86 {
-    use std::arch::x86_64::*;
-
-    use super::super::depthwise_rows::{loads_per_block, x86::columns, x86::row_taps};
-    use super::{Window2, CB, LANES};
+mod kernel {
+    use super::super::depthwise_rows::{kernel::row_taps, kernel::store_mask, loads_per_block};
+    use super::super::row_vec::{Avx2, Avx512, RowVec};
+    use super::{Window2, CB};
 
     /// Output rows `oy0..oy1` of `chans ≤ CB` channels (planes of `oh·ow` values from `y`): each output sums the
     /// taps inside the input, input channel by input channel, then adds its bias and is clamped when `clamp` is
     /// given.
     ///
     /// # Safety
-    /// The CPU has AVX-512F; `x` holds `cin` planes of `ih·iw` values of `win`; `w` holds `cin·K·K·CB` weights;
-    /// `y` addresses `chans` writable planes of `oh·ow` values whose rows oy0..oy1 nothing else accesses during
-    /// the call; `loads` are the prepared loads of `win` for K and S.
-    #[target_feature(enable = "avx512f")]
+    /// The CPU has `V`'s instruction set; `x` holds `cin` planes of `ih·iw` values of `win`; `w` holds
+    /// `cin·K·K·CB` weights; `y` addresses `chans` writable planes of `oh·ow` values whose rows oy0..oy1 nothing
+    /// else accesses during the call; `loads` are the prepared loads of `win` for K, S and `V::LANES`.
+    #[inline(always)]
     #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-    pub(super) unsafe fn band<const K: usize, const S: usize>(
+    unsafe fn band<V: RowVec, const K: usize, const S: usize>(
         x: &[f32],
         cin: usize,
         win: &Window2,
@@ -177,16 +193,16 @@ mod x86 {
         let plane = ih * iw;
         debug_assert!(x.len() >= cin * plane && w.len() >= cin * K * K * CB && oy1 <= oh);
         let per = loads_per_block(K, S);
-        let blocks = ow.div_ceil(LANES);
+        let blocks = ow.div_ceil(V::LANES);
         debug_assert!(loads.len() >= blocks * per);
         // SAFETY (whole body): input rows are read only for 0 ≤ iy < ih, within a row only the lanes a prepared
         // mask enables; weights within w; each store writes the lanes of one block inside an output row of a
         // channel < chans and a row in oy0..oy1 (contract).
         unsafe {
             let (lo, hi) = clamp.unwrap_or((f32::NEG_INFINITY, f32::INFINITY));
-            let (vlo, vhi) = (_mm512_set1_ps(lo), _mm512_set1_ps(hi));
-            let vb: [__m512; CB] = std::array::from_fn(|c| _mm512_set1_ps(bias[c]));
-            let zero = [_mm512_setzero_ps(); CB];
+            let (vlo, vhi) = (V::splat(lo), V::splat(hi));
+            let vb: [V; CB] = std::array::from_fn(|c| V::splat(bias[c]));
+            let zero = [V::zero(); CB];
             let (xp, wp) = (x.as_ptr(), w.as_ptr());
             for oy in oy0..oy1 {
                 let iy0 = (oy * S) as isize - win.pad.0 as isize;
@@ -199,28 +215,71 @@ mod x86 {
                         for ky in ky0..ky1 {
                             let row = xp.add(ci * plane).offset((iy0 + ky as isize) * iw as isize);
                             let wr = wp.add((ci * K + ky) * K * CB);
-                            let tap = |acc: &mut [__m512; CB], v: __m512, kx: usize| {
+                            row_taps::<V, K, S, false>(row, ld, |v, kx| {
                                 for c in 0..CB {
-                                    acc[c] = _mm512_fmadd_ps(v, _mm512_set1_ps(*wr.add(kx * CB + c)), acc[c]);
+                                    acc[c] = V::fmadd(v, V::splat(*wr.add(kx * CB + c)), acc[c]);
                                 }
-                            };
-                            row_taps!(K, S, row, ld, |v, kx| {
-                                tap(&mut acc, v, kx);
                             });
                         }
                     }
-                    let n = LANES.min(ow - bi * LANES);
-                    let store = if n == LANES { u16::MAX } else { (1u16 << n) - 1 };
+                    let ox0 = bi * V::LANES;
+                    let store = store_mask::<V>(ox0, ow);
                     for c in 0..chans {
-                        let mut v = _mm512_add_ps(acc[c], vb[c]);
+                        let mut v = V::add(acc[c], vb[c]);
                         if clamp.is_some() {
-                            v = _mm512_min_ps(_mm512_max_ps(v, vlo), vhi);
+                            v = V::clamp(v, vlo, vhi);
                         }
-                        _mm512_mask_storeu_ps(y.add(c * oh * ow + oy * ow + bi * LANES), store, v);
+                        V::store(store, y.add(c * oh * ow + oy * ow + ox0), v);
                     }
                 }
             }
         }
+    }
+
+    /// [`band`] with AVX-512 vectors.
+    ///
+    /// # Safety
+    /// As [`band`], on a CPU with AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn band_avx512<const K: usize, const S: usize>(
+        x: &[f32],
+        cin: usize,
+        win: &Window2,
+        w: &[f32],
+        bias: &[f32; CB],
+        loads: &[(isize, u16)],
+        y: *mut f32,
+        chans: usize,
+        oy0: usize,
+        oy1: usize,
+        clamp: Option<(f32, f32)>,
+    ) {
+        // SAFETY: the contract.
+        unsafe { band::<Avx512, K, S>(x, cin, win, w, bias, loads, y, chans, oy0, oy1, clamp) }
+    }
+
+    /// [`band`] with AVX2 vectors.
+    ///
+    /// # Safety
+    /// As [`band`], on a CPU with AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn band_avx2<const K: usize, const S: usize>(
+        x: &[f32],
+        cin: usize,
+        win: &Window2,
+        w: &[f32],
+        bias: &[f32; CB],
+        loads: &[(isize, u16)],
+        y: *mut f32,
+        chans: usize,
+        oy0: usize,
+        oy1: usize,
+        clamp: Option<(f32, f32)>,
+    ) {
+        // SAFETY: the contract.
+        unsafe { band::<Avx2, K, S>(x, cin, win, w, bias, loads, y, chans, oy0, oy1, clamp) }
     }
 }
 
@@ -235,9 +294,13 @@ mod tests {
     /// without bias, clamping and non-clamping activations, on 1 and 2 threads.
     #[test]
     fn rows_equal_the_im2col_kernel() {
-        if !crate::runtime::kernels::numeric::vector::avx512() {
-            return;
-        }
+        // the CPU's vector, and AVX2's where that is AVX-512
+        let avx2 = |g: &crate::ir::Graph, n: usize| super::prepare_for(g, n, crate::runtime::kernels::numeric::vector::avx2_fma().then_some((8, false)));
+        let kernels: Vec<fn(&crate::ir::Graph, usize) -> Option<Box<dyn crate::runtime::kernels::PreparedKernel>>> = match super::row_vector() {
+            None => return,
+            Some((_, true)) => vec![super::prepare, avx2],
+            Some(_) => vec![super::prepare],
+        };
         let attrs = |k: usize, s: usize, pads: [usize; 4], act| ConvAttrs {
             kernel_shape: vec![k, k],
             strides: vec![s; 2],
@@ -259,8 +322,8 @@ mod tests {
             (vec![1, 3, 12, 40], vec![24, 3, 3, 3], attrs(3, 1, [0, 0, 0, 0], None), true),
         ];
         for (seed, (xs, ws, a, with_bias)) in cases.into_iter().enumerate() {
-            for threads in [1, 2] {
-                let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 200 + seed as u64, super::prepare, threads);
+            for (threads, &prepare) in [1, 2].into_iter().flat_map(|t| kernels.iter().map(move |k| (t, k))) {
+                let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 200 + seed as u64, prepare, threads);
                 for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                     assert!(p.to_bits() == q.to_bits() || (*p == 0.0 && *q == 0.0), "case {seed}, {threads} threads: element {i}: {p} vs {q}");
                 }
