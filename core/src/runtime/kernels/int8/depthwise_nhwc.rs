@@ -36,6 +36,30 @@ pub(super) fn max_pixels() -> usize {
     *MAX.get_or_init(|| std::env::var("TPU_SDK_DW_LANES_MAX_PIXELS").ok().and_then(|v| v.parse().ok()).unwrap_or(MAX_PIXELS))
 }
 
+/// The AVX2 kernel's weight vectors (see `NhwcDepthwise::wpairs`): in each 128-bit half `h` of a vector, the
+/// four channel pairs `h·8 + half·4 + i` (i < 4), each as (weight of the first tap, of the second), exactly as
+/// `vpunpck{l,h}wd` (`half` 0, 1) interleave the inputs of two taps.
+fn pair_lanes(c: usize, cp: usize, kk: usize, w16: &[i16]) -> Vec<i16> {
+    let wt = |t: Option<usize>, ch: usize| match t {
+        Some(t) if ch < c => w16[ch * kk + t],
+        _ => 0,
+    };
+    let combos: Vec<(usize, Option<usize>)> =
+        (0..kk.div_ceil(2)).map(|q| (2 * q, (2 * q + 1 < kk).then_some(2 * q + 1))).chain((0..kk).map(|t| (t, None))).collect();
+    let mut out = Vec::with_capacity(cp / 16 * combos.len() * 32);
+    for b in 0..cp / 16 {
+        for &(ta, tb) in &combos {
+            for half in 0..2 {
+                for e in 0..16 {
+                    let ch = b * 16 + e / 8 * 8 + half * 4 + e % 8 / 2;
+                    out.push(if e % 2 == 0 { wt(Some(ta), ch) } else { wt(tb, ch) });
+                }
+            }
+        }
+    }
+    out
+}
+
 /// Whether the channel-lane kernels run on this CPU (AVX-512 F/BW/VL or AVX2).
 pub(super) fn available() -> bool {
     super::requantize::row_available()
@@ -61,6 +85,10 @@ pub(super) struct NhwcDepthwise {
     away: Vec<i32>,
     /// Whether the AVX-512 kernels run (else AVX2).
     avx512: bool,
+    /// AVX2: per 16-channel block, the weights of tap pairs (0, 1), (2, 3), ... (`kk.div_ceil(2)` pairs, the
+    /// last with partner 0 where `kk` is odd), then of each tap alone (partner 0), each as two vectors of 16
+    /// i16 in [`avx2::pixels`]'s interleaved order ([`pair_lanes`]).
+    wpairs: Vec<i16>,
     zp_out: i32,
     range: (i32, i32),
     /// The planned geometry, and each output pixel's taps inside the input.
@@ -109,6 +137,7 @@ impl NhwcDepthwise {
             double,
             away: per(&|ch| if ch >= neon_end { -1 } else { 0 }),
             avx512,
+            wpairs: if avx512 { Vec::new() } else { pair_lanes(c, cp, kk, w16) },
             zp_out,
             range,
             geom: *g,
@@ -351,7 +380,6 @@ mod x86 {
 mod avx2 {
     use super::x86::transpose16;
     use super::NhwcDepthwise;
-    use crate::runtime::kernels::int8::requantize::avx2::store_bytes;
     use std::arch::x86_64::*;
     use std::ops::Range;
 
@@ -417,60 +445,104 @@ mod avx2 {
         }
     }
 
-    /// [`super::x86::pixels`] on 8 channels per vector: the multiplier per lane (the odd lanes' products after
-    /// moving them down), shifts per lane (`vpsllvd`/`vpsravd`), both roundings computed and blended by the
-    /// channels' mask where a block mixes them.
+    /// [`super::x86::pixels`] on 16 channels per step with two taps per `vpmaddwd`: the inputs of two taps
+    /// interleaved per channel (`vpunpck{l,h}wd`) against their two weights interleaved the same way, so the
+    /// sums land in two vectors holding channels 0-3, 8-11 and 4-7, 12-15 (the unpacks work within 128-bit
+    /// halves); the per-channel constants are loaded in that order, and the saturating packs of the two results
+    /// put the channels back in order. A pixel with every tap inside the input pairs taps (0, 1), (2, 3), ...;
+    /// a pixel at the border takes its taps one at a time (partner 0); both weight layouts are made when the
+    /// session is planned (`NhwcDepthwise::wpairs`). Each lane: the multiplier per lane, shifts per lane (`vpsllvd`/`vpsravd`), both roundings
+    /// computed and blended by the channels' mask where a block mixes them.
     ///
     /// # Safety
     /// As [`super::x86::pixels`]'s, with AVX2 for AVX-512.
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn pixels(d: &NhwcDepthwise, xt: &[i16], yt: &mut [u8], px: Range<usize>) {
-        let cp = d.cp;
+        let (cp, kk) = (d.cp, d.geom.kh * d.geom.kw);
+        let npairs = kk.div_ceil(2);
+        // per block: the pairs' vectors, then the single taps', two vectors of 16 i16 each
+        let per_block = (npairs + kk) * 32;
+        debug_assert_eq!(d.wpairs.len(), cp / 16 * per_block);
         let (taps, ends) = (&d.taps.taps, &d.taps.ends);
         let (zp, lo, hi) = (_mm256_set1_epi32(d.zp_out), _mm256_set1_epi32(d.range.0), _mm256_set1_epi32(d.range.1));
+        let unsigned = d.range.1 > 127;
         let one = _mm256_set1_epi32(1);
+        let zero = _mm256_setzero_si256();
         let round = _mm256_set1_epi64x(1 << 30);
-        let load = |v: &[i32], c0: usize| _mm256_loadu_si256(v.as_ptr().add(c0) as *const __m256i);
-        for c0 in (0..cp).step_by(8) {
-            let (bias, left, right, mult, away) = (load(&d.bias, c0), load(&d.left, c0), load(&d.right, c0), load(&d.mult, c0), load(&d.away, c0));
-            let mult_odd = _mm256_srli_epi64::<32>(mult);
-            let all_away = d.away[c0..c0 + 8].iter().all(|&a| a != 0);
-            let none_away = d.away[c0..c0 + 8].iter().all(|&a| a == 0);
-            // half away from zero: the remainder mask; half up: which lanes shift right at all
-            let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
-            let shifted = _mm256_cmpgt_epi32(right, _mm256_setzero_si256());
-            let right1 = _mm256_sub_epi32(right, one);
-            let (xb, wb) = (xt.as_ptr().add(c0), d.w.as_ptr().add(c0));
+        // channels c0 + [0, 1, 2, 3, 8, 9, 10, 11] (`half` 0) or c0 + [4, 5, 6, 7, 12, 13, 14, 15] (`half` 1)
+        let split = |v: &[i32], c0: usize, half: usize| {
+            let at = |c: usize| _mm_loadu_si128(v.as_ptr().add(c) as *const __m128i);
+            _mm256_inserti128_si256::<1>(_mm256_castsi128_si256(at(c0 + 4 * half)), at(c0 + 8 + 4 * half))
+        };
+        for c0 in (0..cp).step_by(16) {
+            let wb = d.wpairs.as_ptr().add(c0 / 16 * per_block);
+            // weight vector `half` of pair q (q < npairs) or of single tap t (q = npairs + t)
+            let wv = |q: usize, half: usize| _mm256_loadu_si256(wb.add((2 * q + half) * 16) as *const __m256i);
+            let consts = |half: usize| {
+                let right = split(&d.right, c0, half);
+                let away = split(&d.away, c0, half);
+                let mult = split(&d.mult, c0, half);
+                (split(&d.bias, c0, half), split(&d.left, c0, half), right, mult, _mm256_srli_epi64::<32>(mult), away)
+            };
+            let k = [consts(0), consts(1)];
+            // per half: whether all its lanes round half away from zero, or none does
+            let mixed: [(bool, bool); 2] = std::array::from_fn(|half| {
+                let away = |i: usize| d.away[c0 + i / 4 * 8 + 4 * half + i % 4] != 0;
+                ((0..8).all(away), !(0..8).any(away))
+            });
+            let xb = xt.as_ptr().add(c0);
             let mut start = if px.start == 0 { 0 } else { ends[px.start - 1] };
             for (pix, &end) in ends.iter().enumerate().take(px.end).skip(px.start) {
-                let mut acc = bias;
-                for &(xo, wo) in &taps[start..end] {
-                    let xv = _mm256_cvtepi16_epi32(_mm_loadu_si128(xb.add(xo) as *const __m128i));
-                    acc = _mm256_add_epi32(acc, _mm256_madd_epi16(xv, _mm256_loadu_si256(wb.add(wo) as *const __m256i)));
+                let mut acc = [k[0].0, k[1].0];
+                let ld = |xo: usize| _mm256_loadu_si256(xb.add(xo) as *const __m256i);
+                if end - start == kk {
+                    let pt = &taps[start..end];
+                    for q in 0..kk / 2 {
+                        let (a, b) = (ld(pt[2 * q].0), ld(pt[2 * q + 1].0));
+                        acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi16(a, b), wv(q, 0)));
+                        acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi16(a, b), wv(q, 1)));
+                    }
+                    if kk % 2 == 1 {
+                        let (a, q) = (ld(pt[kk - 1].0), kk / 2);
+                        acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi16(a, zero), wv(q, 0)));
+                        acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi16(a, zero), wv(q, 1)));
+                    }
+                } else {
+                    for &(xo, wo) in &taps[start..end] {
+                        let (a, q) = (ld(xo), npairs + wo / cp);
+                        acc[0] = _mm256_add_epi32(acc[0], _mm256_madd_epi16(_mm256_unpacklo_epi16(a, zero), wv(q, 0)));
+                        acc[1] = _mm256_add_epi32(acc[1], _mm256_madd_epi16(_mm256_unpackhi_epi16(a, zero), wv(q, 1)));
+                    }
                 }
                 start = end;
-                let a = _mm256_sllv_epi32(acc, left);
-                let even = _mm256_add_epi64(_mm256_mul_epi32(a, mult), round);
-                let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(a), mult_odd), round);
-                let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
-                let s = _mm256_srav_epi32(h, right);
-                let away_r = || {
-                    let threshold = _mm256_add_epi32(_mm256_srli_epi32::<1>(mask), _mm256_srli_epi32::<31>(h));
-                    _mm256_sub_epi32(s, _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold))
-                };
-                let half_up = || {
-                    let bit = _mm256_and_si256(_mm256_srav_epi32(h, right1), one);
-                    _mm256_add_epi32(s, _mm256_and_si256(bit, shifted))
-                };
-                let r = if all_away {
-                    away_r()
-                } else if none_away {
-                    half_up()
-                } else {
-                    _mm256_blendv_epi8(half_up(), away_r(), away)
-                };
-                let y = _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi);
-                store_bytes(y, yt.as_mut_ptr().add((pix - px.start) * cp + c0), 8);
+                let r: [__m256i; 2] = std::array::from_fn(|half| {
+                    let (_, left, right, mult, mult_odd, away) = k[half];
+                    let a = _mm256_sllv_epi32(acc[half], left);
+                    let even = _mm256_add_epi64(_mm256_mul_epi32(a, mult), round);
+                    let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(a), mult_odd), round);
+                    let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
+                    let s = _mm256_srav_epi32(h, right);
+                    let away_r = || {
+                        let mask = _mm256_sub_epi32(_mm256_sllv_epi32(one, right), one);
+                        let threshold = _mm256_add_epi32(_mm256_srli_epi32::<1>(mask), _mm256_srli_epi32::<31>(h));
+                        _mm256_sub_epi32(s, _mm256_cmpgt_epi32(_mm256_and_si256(h, mask), threshold))
+                    };
+                    let half_up = || {
+                        let bit = _mm256_and_si256(_mm256_srav_epi32(h, _mm256_sub_epi32(right, one)), one);
+                        _mm256_add_epi32(s, _mm256_and_si256(bit, _mm256_cmpgt_epi32(right, zero)))
+                    };
+                    let r = match mixed[half] {
+                        (true, _) => away_r(),
+                        (_, true) => half_up(),
+                        _ => _mm256_blendv_epi8(half_up(), away_r(), away),
+                    };
+                    _mm256_min_epi32(_mm256_max_epi32(_mm256_add_epi32(r, zp), lo), hi)
+                });
+                // i16 in channel order within each half: 0-7 | 8-15
+                let v = _mm256_packs_epi32(r[0], r[1]);
+                let bytes = if unsigned { _mm256_packus_epi16(v, v) } else { _mm256_packs_epi16(v, v) };
+                let out = _mm256_castsi256_si128(_mm256_permute4x64_epi64::<0b00_00_10_00>(bytes));
+                _mm_storeu_si128(yt.as_mut_ptr().add((pix - px.start) * cp + c0) as *mut __m128i, out);
             }
         }
     }
@@ -524,7 +596,12 @@ mod tests {
             let scales = [1e-5, 3.1e-4, 0.0021, 0.047, 0.125, 0.25, 0.5, 0.77, 1.0, 1.9, 6.3];
             let m: Vec<Multiplier> = (0..c).map(|_| quantize_multiplier(scales[(rnd() % scales.len() as u64) as usize])).collect();
             let zp = rnd() as i8 as i32;
-            let (zp_out, range) = if ci % 2 == 0 { (rnd() as i8 as i32, (-128, 127)) } else { (-128 + (rnd() % 20) as i32, (-128 + 3, 120)) };
+            // int8 data, int8 with a fused activation's narrower range, uint8 data
+            let (zp_out, range) = match ci / 3 % 3 {
+                0 => (rnd() as i8 as i32, (-128, 127)),
+                1 => (-128 + (rnd() % 20) as i32, (-128 + 3, 120)),
+                _ => ((rnd() % 256) as i32, (0, 255)),
+            };
             // the plane kernel's split (whole blocks of 8), none, or one inside a block of 8 lanes
             let neon_end = [0, c / 8 * 8, c / 3][ci % 3];
             for (avx512, threads) in kernels.iter().flat_map(|&k| [(k, 1), (k, 2)]) {
