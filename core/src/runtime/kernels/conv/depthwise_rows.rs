@@ -238,7 +238,7 @@ pub(super) mod kernel {
                 tap_load::<V, S, FULL>(row, ld, kx)
             } else {
                 let (a, b) = (tap_load::<V, S, FULL>(row, ld, kx / 2 * 2), tap_load::<V, S, FULL>(row, ld, kx / 2 * 2 + 1));
-                if kx % 2 == 0 {
+                if kx.is_multiple_of(2) {
                     V::columns::<false>(a, b)
                 } else {
                     V::columns::<true>(a, b)
@@ -422,10 +422,10 @@ pub(super) mod kernel {
             for kx in 0..K {
                 // SAFETY: the contract.
                 let v = unsafe { tap::<V, S, FULL>(x.wrapping_add(t * iw), ld, kx) };
-                for r in 0..R {
+                for (r, a) in acc.iter_mut().enumerate() {
                     // input row t is tap row ky = t − r·S of output row r
                     if t >= r * S && t - r * S < K {
-                        acc[r] = unsafe { V::fmadd(v, p.wv[t - r * S][kx], acc[r]) };
+                        *a = unsafe { V::fmadd(v, p.wv[t - r * S][kx], *a) };
                     }
                 }
             }
