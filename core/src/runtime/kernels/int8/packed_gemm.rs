@@ -541,7 +541,10 @@ mod avx2 {
                         if count(v) == L {
                             _mm256_storeu_si256(dst.add(v * L) as *mut __m256i, cv);
                         } else {
-                            _mm256_maskstore_epi32(dst.add(v * L), lastmask, cv);
+                            // not `vpmaskmovd` to memory: ~20 cycles a store on AMD Zen 3
+                            let mut lanes = [0i32; L];
+                            _mm256_storeu_si256(lanes.as_mut_ptr() as *mut __m256i, cv);
+                            std::ptr::copy_nonoverlapping(lanes.as_ptr(), dst.add(v * L), last);
                         }
                     }
                 }
