@@ -5,12 +5,13 @@
 //! activation as another pass: four passes over each plane around the arithmetic, which left MobileNetV2's large
 //! depthwise layers at half onnxruntime's speed.
 //!
-//! Here every load is a masked load of the input row itself: the lanes whose columns fall in the padding are
-//! not read and count as 0, rows in the padding are skipped, and each block of output pixels (one vector) sums its
-//! taps from the bias in (ky, kx) order, clamps (ReLU, ReLU6, Clip) and is stored once (masked at the row's
-//! end). Stride 2 loads two vectors per tap column pair and splits them into the even and odd columns with
-//! permutes. The loads' column offsets and lane masks depend only on the block and the tap, so they are
-//! computed when the session is planned.
+//! Here the loads read the input rows themselves: plain loads for the blocks between a row's first and last
+//! vector, masked loads at the row's ends (the lanes whose columns fall in the padding are not read and count as
+//! 0); rows in the padding are skipped. Each block of output pixels (one vector) sums its taps from the bias in
+//! (ky, kx) order, clamps (ReLU, ReLU6, Clip) and is stored once (masked at the row's end); four output rows go
+//! together, each input vector loaded once for all of them ([`kernel`]). Stride 2 loads two vectors per tap
+//! column pair and splits them into the even and odd columns with permutes. The masked loads' column offsets and
+//! lane masks depend only on the block and the tap, so they are computed when the session is planned.
 //!
 //! Same FMA chain per output as the portable kernel (bias, then the taps in order; a padded tap adds 0·w
 //! exactly), so the same results. x86-64 with AVX-512F or AVX2 + FMA, 2-D, dilation 1, output rows of at least
@@ -181,36 +182,6 @@ pub(super) mod kernel {
     use super::super::row_vec::{Avx2, Avx512, RowVec};
     use super::{loads_per_block, Window2};
 
-    /// Runs `body(v, kx)` for each of the `K` taps of one input row for a block of output pixels (`ld`: the
-    /// block's prepared (offset, mask) per load): a masked load per tap for stride 1; for stride 2 two loads per
-    /// pair of taps, split into their even and odd columns. Both rows kernels use it. `FULL`: the block's loads all
-    /// have every lane inside the row (plain loads, no mask: branch-free bodies the compiler unrolls).
-    ///
-    /// # Safety
-    /// The CPU has `V`'s instruction set; `ld` points at the block's [`loads_per_block`] prepared loads for this
-    /// row's width, K and S, so each enabled lane reads a column of `row` (every lane when `FULL`).
-    #[inline(always)]
-    pub(in super::super) unsafe fn row_taps<V: RowVec, const K: usize, const S: usize, const FULL: bool>(row: *const f32, ld: *const (isize, u16), mut body: impl FnMut(V, usize)) {
-        // SAFETY: the contract.
-        unsafe {
-            let load = |(c, m): (isize, u16)| if FULL { V::load_full(row.wrapping_offset(c)) } else { V::load(m, row.wrapping_offset(c)) };
-            if S == 1 {
-                for kx in 0..K {
-                    body(load(*ld.add(kx)), kx);
-                }
-            } else {
-                for q in 0..K.div_ceil(2) {
-                    let a = load(*ld.add(2 * q));
-                    let b = load(*ld.add(2 * q + 1));
-                    body(V::columns::<false>(a, b), 2 * q);
-                    if 2 * q + 1 < K {
-                        body(V::columns::<true>(a, b), 2 * q + 1);
-                    }
-                }
-            }
-        }
-    }
-
     /// The store mask of the block of output pixels starting at column `ox0` of a row of `ow`.
     #[inline(always)]
     pub(in super::super) fn store_mask<V: RowVec>(ox0: usize, ow: usize) -> u16 {
@@ -225,13 +196,13 @@ pub(super) mod kernel {
     /// The input values under tap column `kx` for a block of output pixels, from input row `row`: one load at
     /// stride 1, a pair split into its even or odd columns at stride 2. `FULL`: `row` points at the block's first
     /// input column and the loads are plain ones at fixed offsets (`ld` unused); else the block's prepared
-    /// (masked) loads at `ld`.
+    /// (masked) loads at `ld`. Both row kernels use it.
     ///
     /// # Safety
     /// The CPU has `V`'s instruction set; the loads read only columns inside the row (`FULL`: all the lanes;
     /// else the lanes the prepared masks enable).
     #[inline(always)]
-    unsafe fn tap<V: RowVec, const S: usize, const FULL: bool>(row: *const f32, ld: *const (isize, u16), kx: usize) -> V {
+    pub(in super::super) unsafe fn tap<V: RowVec, const S: usize, const FULL: bool>(row: *const f32, ld: *const (isize, u16), kx: usize) -> V {
         // SAFETY: the contract.
         unsafe {
             if S == 1 {

@@ -162,7 +162,7 @@ impl PreparedKernel for StemRows {
 }
 
 mod kernel {
-    use super::super::depthwise_rows::{kernel::row_taps, kernel::store_mask, loads_per_block};
+    use super::super::depthwise_rows::{kernel::store_mask, kernel::tap, loads_per_block};
     use super::super::row_vec::{Avx2, Avx512, RowVec};
     use super::{Window2, CB};
 
@@ -215,11 +215,12 @@ mod kernel {
                         for ky in ky0..ky1 {
                             let row = xp.add(ci * plane).offset((iy0 + ky as isize) * iw as isize);
                             let wr = wp.add((ci * K + ky) * K * CB);
-                            row_taps::<V, K, S, false>(row, ld, |v, kx| {
+                            for kx in 0..K {
+                                let v = tap::<V, S, false>(row, ld, kx);
                                 for c in 0..CB {
                                     acc[c] = V::fmadd(v, V::splat(*wr.add(kx * CB + c)), acc[c]);
                                 }
-                            });
+                            }
                         }
                     }
                     let ox0 = bi * V::LANES;
