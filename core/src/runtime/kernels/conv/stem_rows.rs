@@ -39,7 +39,24 @@ const TASK_MACS: usize = 1 << 17;
 
 /// Output rows `oy0..oy1` of one channel block for a K×K, stride-S kernel and one instruction set
 /// ([`kernel::band`]).
-type BandFn = unsafe fn(&[f32], usize, &Window2, &[f32], &[f32; CB], &[(isize, u16)], *mut f32, usize, usize, usize, Option<(f32, f32)>);
+type BandFn = unsafe fn(&Band, usize, usize);
+
+/// One task's operands for [`kernel::band`]: a channel block of one image.
+struct Band<'a> {
+    /// The image's `cin` input planes of `win`.
+    x: &'a [f32],
+    cin: usize,
+    win: &'a Window2,
+    /// The block's `cin·K·K·CB` weights and `CB` biases.
+    w: &'a [f32],
+    bias: [f32; CB],
+    /// The prepared loads of `win` for K, S and the vector's lanes.
+    loads: &'a [(isize, u16)],
+    /// The block's `chans ≤ CB` output planes of `oh·ow` values.
+    y: *mut f32,
+    chans: usize,
+    clamp: Option<(f32, f32)>,
+}
 
 /// A prepared few-input-channel convolution.
 #[derive(Debug)]
@@ -143,7 +160,8 @@ impl PreparedKernel for StemRows {
             // image's cin planes of this window, w the block's weights, yb the block's chans output planes
             // (block_ptr checked the span), of which this task writes only rows oy0..oy1; the loads were prepared
             // for this window and vector.
-            unsafe { (self.band)(xs, cin, &self.window, w, &bias, &self.loads, yb, chans, oy0, oy1, clamp) };
+            let b = Band { x: xs, cin, win: &self.window, w, bias, loads: &self.loads, y: yb, chans, clamp };
+            unsafe { (self.band)(&b, oy0, oy1) };
         };
         if tasks > 1 && threads > 1 {
             spin_pool::run(tasks, &task);
@@ -164,31 +182,20 @@ impl PreparedKernel for StemRows {
 mod kernel {
     use super::super::depthwise_rows::{kernel::store_mask, kernel::tap, loads_per_block};
     use super::super::row_vec::{Avx2, Avx512, RowVec};
-    use super::{Window2, CB};
+    use super::{Band, CB};
 
-    /// Output rows `oy0..oy1` of `chans ≤ CB` channels (planes of `oh·ow` values from `y`): each output sums the
+    /// Output rows `oy0..oy1` of `b`: its `chans ≤ CB` channels (planes of `oh·ow` values from `y`): each output sums the
     /// taps inside the input, input channel by input channel, then adds its bias and is clamped when `clamp` is
     /// given.
     ///
     /// # Safety
-    /// The CPU has `V`'s instruction set; `x` holds `cin` planes of `ih·iw` values of `win`; `w` holds
+    /// The CPU has `V`'s instruction set; in `b`, `x` holds `cin` planes of `ih·iw` values of `win`; `w` holds
     /// `cin·K·K·CB` weights; `y` addresses `chans` writable planes of `oh·ow` values whose rows oy0..oy1 nothing
     /// else accesses during the call; `loads` are the prepared loads of `win` for K, S and `V::LANES`.
     #[inline(always)]
-    #[allow(clippy::too_many_arguments, clippy::needless_range_loop)]
-    unsafe fn band<V: RowVec, const K: usize, const S: usize>(
-        x: &[f32],
-        cin: usize,
-        win: &Window2,
-        w: &[f32],
-        bias: &[f32; CB],
-        loads: &[(isize, u16)],
-        y: *mut f32,
-        chans: usize,
-        oy0: usize,
-        oy1: usize,
-        clamp: Option<(f32, f32)>,
-    ) {
+    #[allow(clippy::needless_range_loop)]
+    unsafe fn band<V: RowVec, const K: usize, const S: usize>(b: &Band, oy0: usize, oy1: usize) {
+        let Band { x, cin, win, w, ref bias, loads, y, chans, clamp } = *b;
         let (ih, iw, oh, ow) = (win.ih, win.iw, win.oh, win.ow);
         let plane = ih * iw;
         debug_assert!(x.len() >= cin * plane && w.len() >= cin * K * K * CB && oy1 <= oh);
@@ -242,22 +249,9 @@ mod kernel {
     /// # Safety
     /// As [`band`], on a CPU with AVX-512F.
     #[target_feature(enable = "avx512f")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn band_avx512<const K: usize, const S: usize>(
-        x: &[f32],
-        cin: usize,
-        win: &Window2,
-        w: &[f32],
-        bias: &[f32; CB],
-        loads: &[(isize, u16)],
-        y: *mut f32,
-        chans: usize,
-        oy0: usize,
-        oy1: usize,
-        clamp: Option<(f32, f32)>,
-    ) {
+    pub(super) unsafe fn band_avx512<const K: usize, const S: usize>(b: &Band, oy0: usize, oy1: usize) {
         // SAFETY: the contract.
-        unsafe { band::<Avx512, K, S>(x, cin, win, w, bias, loads, y, chans, oy0, oy1, clamp) }
+        unsafe { band::<Avx512, K, S>(b, oy0, oy1) }
     }
 
     /// [`band`] with AVX2 vectors.
@@ -265,22 +259,9 @@ mod kernel {
     /// # Safety
     /// As [`band`], on a CPU with AVX2 and FMA.
     #[target_feature(enable = "avx2,fma")]
-    #[allow(clippy::too_many_arguments)]
-    pub(super) unsafe fn band_avx2<const K: usize, const S: usize>(
-        x: &[f32],
-        cin: usize,
-        win: &Window2,
-        w: &[f32],
-        bias: &[f32; CB],
-        loads: &[(isize, u16)],
-        y: *mut f32,
-        chans: usize,
-        oy0: usize,
-        oy1: usize,
-        clamp: Option<(f32, f32)>,
-    ) {
+    pub(super) unsafe fn band_avx2<const K: usize, const S: usize>(b: &Band, oy0: usize, oy1: usize) {
         // SAFETY: the contract.
-        unsafe { band::<Avx2, K, S>(x, cin, win, w, bias, loads, y, chans, oy0, oy1, clamp) }
+        unsafe { band::<Avx2, K, S>(b, oy0, oy1) }
     }
 }
 
