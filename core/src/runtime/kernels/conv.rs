@@ -28,6 +28,8 @@ mod stem_rows;
 #[cfg(target_arch = "x86_64")]
 mod row_vec;
 mod im2col;
+#[cfg(target_arch = "x86_64")]
+mod im2col_panels;
 mod packed;
 #[cfg(target_arch = "x86_64")]
 pub(super) mod pixel_taps;

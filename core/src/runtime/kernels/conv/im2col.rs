@@ -36,8 +36,27 @@ pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act:
     run_with(p, x, &gemm, b, act, y, scratch);
 }
 
+/// How a task lays out its column tile: `fill(x, geom, cg, p0, cols, dst)` writes the tile of output pixels
+/// `p0..p0 + cols` of one image and group (`x`: its `cg` input planes) into `dst`, which holds `len(K, cols)`
+/// elements. [`Columns::PLAIN`] is the row-major `K × cols` matrix of [`fill_columns`].
+pub(super) struct Columns<'f, T> {
+    pub(super) fill: &'f (dyn Fn(&[T], &Geom, usize, usize, usize, &mut [T]) + Sync),
+    pub(super) len: fn(usize, usize) -> usize,
+}
+
+impl<T: Real> Columns<'static, T> {
+    pub(super) const PLAIN: Columns<'static, T> = Columns { fill: &fill_columns::<T>, len: |kk, cols| kk * cols };
+}
+
 /// Runs the im2col path, multiplying by the weights through `gemm`; sizes were checked by the caller.
 pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
+    run_layout(p, x, &Columns::PLAIN, gemm, b, act, y, scratch)
+}
+
+/// [`run_with`] with the column tiles laid out by `columns` (the `MatRef` handed to `gemm` then views the tile's
+/// buffer with `cols` as its row stride, whatever its layout).
+#[allow(clippy::too_many_arguments)]
+pub(super) fn run_layout<T: Real>(p: &ConvPlan, x: &[T], columns: &Columns<'_, T>, gemm: &GroupGemm<'_, T>, b: Option<&[T]>, act: Option<Activation>, y: &mut [T], scratch: &mut Vec<T>) {
     let g = &p.geom;
     let (cg, mg, group) = (p.cg(), p.mg(), p.group);
     let kk = cg * g.k_size();
@@ -56,7 +75,7 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
     }
     let tiles = pix.div_ceil(nb);
     let tasks = images * tiles;
-    let lane_len = kk * nb;
+    let lane_len = (columns.len)(kk, nb);
     let lanes = if par && lane_len > 0 { threads.min(tasks) } else { 1 };
     if scratch.len() < lanes * lane_len {
         scratch.resize(lanes * lane_len, T::ZERO);
@@ -68,9 +87,9 @@ pub(super) fn run_with<T: Real>(p: &ConvPlan, x: &[T], gemm: &GroupGemm<'_, T>, 
             let (n, grp) = (img / group, img % group);
             let p0 = tile * nb;
             let cols = nb.min(pix - p0);
-            let col = &mut col[..kk * cols];
+            let col = &mut col[..(columns.len)(kk, cols)];
             let xg = &x[(n * p.c + grp * cg) * plane_in..][..cg * plane_in];
-            fill_columns(xg, g, cg, p0, cols, col);
+            (columns.fill)(xg, g, cg, p0, cols, col);
             let bm = MatRef::rows(&*col, 0, cols);
             let off = (n * p.m + grp * mg) * pix + p0;
             // Each task owns the output columns p0..p0 + cols of its (image, group) rows; tasks are distinct

@@ -37,9 +37,9 @@ mod x86 {
     use std::cell::RefCell;
 
     use super::super::super::matmul::{bias_act, for_each_task, row_blocks, threads, BlockOut, MatRef};
-    use super::super::super::numeric::{gemm_packed_a, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
+    use super::super::super::numeric::{gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::super::{PreparedKernel, Scratch};
-    use super::super::{constant_f32_conv, im2col, is_depthwise, is_pointwise, prepared_operands};
+    use super::super::{constant_f32_conv, im2col, im2col_panels, is_depthwise, is_pointwise, prepared_operands, Geom};
     use crate::ir::ops::conv::ConvPlan;
     use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
@@ -62,6 +62,8 @@ mod x86 {
     thread_local! {
         /// The packed column matrix of the swapped layout, kept between runs.
         static PIXEL_ROWS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+        /// [`im2col_panels::fill_panels`]'s phase planes, kept between runs.
+        static PHASES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     }
 
     /// Whether the swapped layout (pixels as rows) needs under 7/8 of the GEMM tiles of the usual one for `mg`
@@ -134,7 +136,30 @@ mod x86 {
                     }
                 }
             };
-            im2col::run_with(&p, xv, &gemm, bv, act, y, &mut scratch.f32);
+            if !im2col_panels::takes(g) {
+                im2col::run_with(&p, xv, &gemm, bv, act, y, &mut scratch.f32);
+                return Ok(());
+            }
+            // the tiles straight in the GEMM's column panels (im2col_panels' module documentation)
+            let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
+                let c = out.block_ptr(off, (mg - 1) * pix + cols);
+                let (epi, rest) = epilogue(bias, act);
+                // SAFETY: the tile's buffer holds the panels of cols pixels over depth kk (fill_panels wrote them,
+                // panels_len long); C's block lies in y (block_ptr checks its span) and each call has a block of
+                // its own; the bias holds the group's mg values.
+                unsafe { gemm_packed_a_panels(&groups[grp], 0, mg, bm.data.as_ptr().add(bm.off), cols, 1.0, c, pix as isize, epi) };
+                if rest.is_some() {
+                    for i in 0..mg {
+                        // SAFETY: a row of this call's block, written above, touched by no one else.
+                        bias_act(unsafe { out.row(off + i * pix, cols) }, None, rest);
+                    }
+                }
+            };
+            let fill = |x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32]| {
+                PHASES.with(|phases| im2col_panels::fill_panels(x, g, cg, p0, cols, dst, &mut phases.borrow_mut()))
+            };
+            let columns = im2col::Columns { fill: &fill, len: im2col_panels::panels_len };
+            im2col::run_layout(&p, xv, &columns, &gemm, bv, act, y, &mut scratch.f32);
             Ok(())
         }
 

@@ -37,7 +37,7 @@
 use std::cell::RefCell;
 
 use super::super::matmul::{bias_act, for_each_task, row_blocks, threads, BlockOut};
-use super::super::numeric::{gemm_packed_a_panels, vector::avx2_copy, PackedA, MR_PACKED as MR, NR_PACKED as NR};
+use super::super::numeric::{gemm_packed_a_panels, vector::avx2_copy, Epi, PackedA, MR_PACKED as MR, NR_PACKED as NR};
 use super::super::{PreparedKernel, Scratch};
 use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
@@ -178,7 +178,7 @@ impl PreparedKernel for Winograd {
                     // SAFETY: V_ξ's panels (ceil(tc / NR) of NR·c values) start at v[ξ·c·panels·NR], M_ξ's rows
                     // oc0..oc0 + mr (mr × tc) at mb[ξ·mr·tc]; both inside their buffers (sized above) and this
                     // thread's own; oc0 is a multiple of the panel height (row_blocks).
-                    unsafe { gemm_packed_a_panels(u, oc0, mr, v.as_ptr().add(xi * s.c * panels * NR), tc, 1.0, mb.as_mut_ptr().add(xi * mr * tc), tc as isize) };
+                    unsafe { gemm_packed_a_panels(u, oc0, mr, v.as_ptr().add(xi * s.c * panels * NR), tc, 1.0, mb.as_mut_ptr().add(xi * mr * tc), tc as isize, Epi::NONE) };
                 }
                 output_transform(&s, mb, img, ty0, ty1, (oc0, oc0 + mr), bv, self.attrs.activation, &out);
             });

@@ -64,7 +64,7 @@ mod x86 {
     use std::arch::x86_64::*;
     use std::cell::RefCell;
 
-    use super::{GEMV_PANELS, KC, MC, MR, NC, NR};
+    use super::{A_STREAM_BYTES, B_REUSE_BYTES, GEMV_PANELS, KC, MC, MR, NC, NR};
 
     thread_local! {
         /// Packed A block and packed B block of this thread.
@@ -99,7 +99,7 @@ mod x86 {
         }
 
         /// The same from row `i` on.
-        fn at_row(self, i: usize) -> Epi {
+        pub(super) fn at_row(self, i: usize) -> Epi {
             Epi { bias: if self.bias.is_null() { self.bias } else { self.bias.wrapping_add(i) }, ..self }
         }
 
@@ -181,16 +181,17 @@ mod x86 {
                         unsafe { pack_a(mc, kc, a.offset(ic as isize * rsa + pc as isize * csa), rsa, csa, pa) };
                         let cols = tile_cols();
                         for jr in (0..nc).step_by(cols) {
-                            for ir in (0..mc).step_by(MR) {
+                            for ir in (0..mc).step_by(2 * MR) {
                                 let cp = (ic + ir) as isize * rsc + (jc + jr) as isize * csc;
                                 // SAFETY: the panels hold kc·MR and kc·NR elements (the next panel too when
-                                // the tile is wider than NR); the tile's valid part lies inside C (contract);
-                                // the CPU has AVX2 and FMA.
+                                // the tile is wider than NR, the next row panel when more than MR rows are
+                                // left); the tile's valid part lies inside C (contract); the CPU has AVX2 and FMA.
                                 unsafe {
-                                    tile(
-                                        MR.min(mc - ir),
+                                    tile_rows::<false>(
+                                        (2 * MR).min(mc - ir),
                                         kc,
                                         pa.as_ptr().add(ir * kc),
+                                        MR * kc,
                                         pb.as_ptr().add(jr * kc),
                                         NR * kc,
                                         alpha,
@@ -199,6 +200,7 @@ mod x86 {
                                         rsc,
                                         csc,
                                         cols.min(nc - jr),
+                                        Epi::NONE,
                                     )
                                 };
                             }
@@ -279,6 +281,7 @@ mod x86 {
     /// As for [`kernel`]; with `nr > NR` also for [`kernel_wide`] (the next panel holds kc·NR readable values, the
     /// CPU has AVX-512).
     #[allow(clippy::too_many_arguments)]
+    #[cfg(test)]
     pub(super) unsafe fn tile(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize) {
         // SAFETY: forwarded.
         unsafe { tile_epi(mr, kc, a, b, panel_stride, alpha, beta, c, rsc, csc, nr, Epi::NONE) }
@@ -289,18 +292,29 @@ mod x86 {
     /// # Safety
     /// As for [`tile`]; with a bias, `epi` holds the tile's `mr` rows' values.
     #[allow(clippy::too_many_arguments)]
-    unsafe fn tile_epi(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
+    #[cfg(test)]
+    pub(super) unsafe fn tile_epi(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
+        // SAFETY: forwarded.
+        unsafe { tile_epi_pf::<false>(mr, kc, a, b, panel_stride, alpha, beta, c, rsc, csc, nr, epi) }
+    }
+
+    /// [`tile_epi`], the AVX-512 kernel prefetching its panels ahead where `PF` (operands streamed from memory).
+    ///
+    /// # Safety
+    /// As for [`tile_epi`].
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn tile_epi_pf<const PF: bool>(mr: usize, kc: usize, a: *const f32, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
         if nr > NR {
             let b1 = b.wrapping_add(panel_stride);
             // SAFETY: forwarded; nr > NR only from tile_cols on a CPU with AVX-512 (caller).
             unsafe {
                 match mr {
-                    6 => kernel_wide::<6>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
-                    5 => kernel_wide::<5>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
-                    4 => kernel_wide::<4>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
-                    3 => kernel_wide::<3>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
-                    2 => kernel_wide::<2>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
-                    _ => kernel_wide::<1>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    6 => kernel_wide::<6, PF>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    5 => kernel_wide::<5, PF>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    4 => kernel_wide::<4, PF>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    3 => kernel_wide::<3, PF>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    2 => kernel_wide::<2, PF>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
+                    _ => kernel_wide::<1, PF>(kc, a, b, b1, alpha, beta, c, rsc, csc, nr, epi),
                 }
             }
             return;
@@ -387,13 +401,18 @@ mod x86 {
     /// and ours; the CPU has AVX-512F.
     #[target_feature(enable = "avx512f")]
     #[allow(clippy::too_many_arguments)]
-    unsafe fn kernel_wide<const R: usize>(kc: usize, a: *const f32, b0: *const f32, b1: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
+    unsafe fn kernel_wide<const R: usize, const PF: bool>(kc: usize, a: *const f32, b0: *const f32, b1: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
         // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
         // valid tile part of C (contract).
         unsafe {
             let mut acc = [[_mm512_setzero_ps(); 2]; R];
             let (mut ap, mut p0, mut p1) = (a, b0, b1);
             for _ in 0..kc {
+                if PF {
+                    _mm_prefetch::<_MM_HINT_T0>(ap.wrapping_add(PREFETCH_A) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(p0.wrapping_add(PREFETCH_B) as *const i8);
+                    _mm_prefetch::<_MM_HINT_T0>(p1.wrapping_add(PREFETCH_B) as *const i8);
+                }
                 let v0 = _mm512_loadu_ps(p0);
                 let v1 = _mm512_loadu_ps(p1);
                 for (i, row) in acc.iter_mut().enumerate() {
@@ -440,6 +459,119 @@ mod x86 {
             }
         }
     }
+
+    /// Up to two panels of rows (`rows ≤ 2·MR`: A's panels at `a` and `a + a_stride`, C's rows from `c`) times
+    /// one column tile (`nr ≤` [`tile_cols`] columns at `b`, the next B panel `panel_stride` after it), with
+    /// `epi` (its rows from the first panel's first). A tile of one B panel on an AVX-512 CPU runs both row
+    /// panels through [`kernel_tall`] (12 accumulators of 16 lanes, where a panel alone would run 12 of 8
+    /// lanes through the AVX2 kernel: a GEMM of 16 or fewer columns, a Winograd product over few tiles); other
+    /// tiles run [`tile_epi`] per row panel. The same FMA chain per output element either way.
+    ///
+    /// # Safety
+    /// As for [`tile_epi`] on each row panel; `a + a_stride` holds the second panel's kc·MR values when
+    /// `rows > MR`.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) unsafe fn tile_rows<const PF: bool>(rows: usize, kc: usize, a: *const f32, a_stride: usize, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
+        debug_assert!(rows >= 1 && rows <= 2 * MR && nr >= 1);
+        let a1 = a.wrapping_add(a_stride);
+        if nr <= NR && super::super::vector::avx512() {
+            // SAFETY: forwarded; the CPU has AVX-512 (checked), the second panel is read only for rows > MR.
+            unsafe {
+                match rows {
+                    12 => kernel_tall::<12, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    11 => kernel_tall::<11, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    10 => kernel_tall::<10, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    9 => kernel_tall::<9, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    8 => kernel_tall::<8, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    7 => kernel_tall::<7, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    6 => kernel_tall::<6, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    5 => kernel_tall::<5, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    4 => kernel_tall::<4, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    3 => kernel_tall::<3, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    2 => kernel_tall::<2, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                    _ => kernel_tall::<1, PF>(kc, a, a1, b, alpha, beta, c, rsc, csc, nr, epi),
+                }
+            }
+            return;
+        }
+        // SAFETY: forwarded, one row panel at a time.
+        unsafe {
+            tile_epi_pf::<PF>(MR.min(rows), kc, a, b, panel_stride, alpha, beta, c, rsc, csc, nr, epi);
+            if rows > MR {
+                tile_epi_pf::<PF>(rows - MR, kc, a1, b, panel_stride, alpha, beta, c.offset(MR as isize * rsc), rsc, csc, nr, epi.at_row(MR));
+            }
+        }
+    }
+
+    /// One R×nr tile (`R ≤ 2·MR`, `nr ≤ NR`) over two row panels and one B panel, 16-lane vectors: rows below MR
+    /// from the panel at `a0`, the rest from `a1`. Each output element is [`kernel`]'s FMA chain.
+    ///
+    /// # Safety
+    /// `a0` (and `a1` when R > MR) hold kc·MR readable values, `b` kc·NR; the tile's `R × nr` part of C is writable
+    /// and ours; the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel_tall<const R: usize, const PF: bool>(kc: usize, a0: *const f32, a1: *const f32, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
+        // SAFETY (whole body): the loads read the panels within kc·MR / kc·NR elements; the stores write the
+        // valid tile part of C (contract).
+        unsafe {
+            let mut acc = [_mm512_setzero_ps(); R];
+            let (mut p0, mut p1, mut bp) = (a0, a1, b);
+            for _ in 0..kc {
+                if PF {
+                    _mm_prefetch::<_MM_HINT_T0>(p0.wrapping_add(PREFETCH_A) as *const i8);
+                    if R > MR {
+                        _mm_prefetch::<_MM_HINT_T0>(p1.wrapping_add(PREFETCH_A) as *const i8);
+                    }
+                    _mm_prefetch::<_MM_HINT_T0>(bp.wrapping_add(PREFETCH_B) as *const i8);
+                }
+                let v = _mm512_loadu_ps(bp);
+                for (i, row) in acc.iter_mut().enumerate() {
+                    let av = if i < MR { _mm512_set1_ps(*p0.add(i)) } else { _mm512_set1_ps(*p1.add(i - MR)) };
+                    *row = _mm512_fmadd_ps(av, v, *row);
+                }
+                p0 = p0.add(MR);
+                if R > MR {
+                    p1 = p1.add(MR);
+                }
+                bp = bp.add(NR);
+            }
+            let va = _mm512_set1_ps(alpha);
+            if nr == NR && csc == 1 {
+                let vb = _mm512_set1_ps(beta);
+                for (i, v) in acc.iter().enumerate() {
+                    let cp = c.offset(i as isize * rsc);
+                    let mut r = _mm512_mul_ps(va, *v);
+                    if beta != 0.0 {
+                        r = _mm512_fmadd_ps(vb, _mm512_loadu_ps(cp), r);
+                    }
+                    if !epi.bias.is_null() {
+                        r = _mm512_add_ps(r, _mm512_set1_ps(*epi.bias.add(i)));
+                    }
+                    if epi.clamp {
+                        r = _mm512_min_ps(_mm512_max_ps(r, _mm512_set1_ps(epi.lo)), _mm512_set1_ps(epi.hi));
+                    }
+                    _mm512_storeu_ps(cp, r);
+                }
+            } else {
+                let mut tile = [[0f32; NR]; R];
+                for (t, v) in tile.iter_mut().zip(&acc) {
+                    _mm512_storeu_ps(t.as_mut_ptr(), _mm512_mul_ps(va, *v));
+                }
+                for (i, t) in tile.iter().enumerate() {
+                    for (j, &v) in t.iter().enumerate().take(nr) {
+                        let p = c.offset(i as isize * rsc + j as isize * csc);
+                        let v = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                        *p = if epi.is_none() { v } else { epi.scalar(i, v) };
+                    }
+                }
+            }
+        }
+    }
+
+    /// How far ahead (in values) the AVX-512 kernels prefetch their A and B panels.
+    const PREFETCH_A: usize = 768;
+    const PREFETCH_B: usize = 1024;
 
     /// B (`k × n`) packed once for [`gemm_packed`]: panels of NR columns over the whole depth, panel `jp`
     /// holding `B[p, jp·NR + j]` at `data[jp·NR·k + p·NR + j]` (0 past column n). A block of KC depth steps of a
@@ -634,18 +766,20 @@ mod x86 {
                     unsafe { pack_b(kc, nc, b.offset(pc as isize * rsb + jc as isize * csb), rsb, csb, pb) };
                     let cols = tile_cols();
                     let last = pc + kc == k;
-                    for ir in (0..rows).step_by(MR) {
+                    for ir in (0..rows).step_by(2 * MR) {
                         let panel = (i0 + ir) / MR;
                         let e = if last { epi.at_row(ir) } else { Epi::NONE };
                         for jr in (0..nc).step_by(cols) {
-                            // SAFETY: the A panel's block holds kc·MR elements inside data, the B panels kc·NR
-                            // each; the tile's valid part lies inside C, its rows' bias values inside epi's
-                            // (contract); PackedA exists only with AVX2/FMA.
+                            // SAFETY: the A panels' blocks hold kc·MR elements inside data (the next panel exists
+                            // when more than MR rows are left), the B panels kc·NR each; the tile's valid part
+                            // lies inside C, its rows' bias values inside epi's (contract); PackedA exists only
+                            // with AVX2/FMA.
                             unsafe {
-                                tile_epi(
-                                    MR.min(rows - ir),
+                                tile_rows::<false>(
+                                    (2 * MR).min(rows - ir),
                                     kc,
                                     a.data.as_ptr().add(panel * MR * k + pc * MR),
+                                    MR * k,
                                     pb.as_ptr().add(jr * kc),
                                     NR * kc,
                                     1.0,
@@ -738,15 +872,17 @@ mod x86 {
                     let cols = tile_cols();
                     for jr in (0..nc).step_by(cols) {
                         let panel = (j0 + jr) / NR;
-                        for ir in (0..mc).step_by(MR) {
-                            // SAFETY: the A panel holds kc·MR elements, the B panels' blocks kc·NR each (inside
-                            // data: a tile wider than NR has its columns in the next panel, j0 + nc ≤ n); the
-                            // tile's valid part lies inside C (contract); PackedB exists only with AVX2/FMA.
+                        for ir in (0..mc).step_by(2 * MR) {
+                            // SAFETY: the A panels hold kc·MR elements (the next one exists when more than MR rows
+                            // are left), the B panels' blocks kc·NR each (inside data: a tile wider than NR has
+                            // its columns in the next panel, j0 + nc ≤ n); the tile's valid part lies inside C
+                            // (contract); PackedB exists only with AVX2/FMA.
                             unsafe {
-                                tile(
-                                    MR.min(mc - ir),
+                                tile_rows::<false>(
+                                    (2 * MR).min(mc - ir),
                                     kc,
                                     pa.as_ptr().add(ir * kc),
+                                    MR * kc,
                                     b.data.as_ptr().add(panel * NR * k + pc * NR),
                                     NR * k,
                                     alpha,
@@ -755,6 +891,7 @@ mod x86 {
                                     rsc,
                                     1,
                                     cols.min(nc - jr),
+                                    Epi::NONE,
                                 )
                             };
                         }
@@ -777,46 +914,63 @@ mod x86 {
         debug_assert!(j0.is_multiple_of(NR) && j0 + nc <= b.n && a.k == b.k);
         // SAFETY: the panels from j0 / NR on lie inside b's data (j0 + nc ≤ n, a panel holds NR·k values); the rest
         // is forwarded (contract).
-        unsafe { gemm_packed_a_panels(a, i0, rows, b.data.as_ptr().add(j0 / NR * NR * b.k), nc, alpha, c, rsc) }
+        unsafe { gemm_packed_a_panels(a, i0, rows, b.data.as_ptr().add(j0 / NR * NR * b.k), nc, alpha, c, rsc, Epi::NONE) }
     }
 
     /// `C[i0..i0 + rows, ..nc] ← alpha · A · B` for a packed A and a B the caller wrote in the packed layout
     /// ([`PackedB`]'s: panel `jp` of NR columns holds `B[p, jp·NR + j]` at `b[jp·NR·k + p·NR + j]`, k = a.k()):
-    /// a producer that computes B (Winograd's input transform) writes it there directly instead of into a matrix
-    /// that a GEMM would pack again. Same tiles and summation order as [`gemm_packed_ab`].
+    /// a producer that computes B (Winograd's input transform, im2col's panels) writes it there directly instead of
+    /// into a matrix that a GEMM would pack again. Same tiles and summation order as [`gemm_packed_ab`]; each
+    /// finished value goes through `epi` (its bias indexed from row i0), as in [`gemm_packed_a`].
     ///
     /// # Safety
     /// `b` holds ceil(nc / NR) panels of NR·k readable values; C's `rows × nc` elements (element (i, j) at
     /// `c + (i - i0)·rsc + j`) are writable and accessed by nothing else during the call; `i0` is a multiple of MR
     /// and `i0 + rows ≤ a.m()`; the CPU has AVX2 and FMA (true for any [`PackedA`]).
     #[allow(clippy::too_many_arguments)]
-    pub(crate) unsafe fn gemm_packed_a_panels(a: &PackedA, i0: usize, rows: usize, b: *const f32, nc: usize, alpha: f32, c: *mut f32, rsc: isize) {
+    pub(crate) unsafe fn gemm_packed_a_panels(a: &PackedA, i0: usize, rows: usize, b: *const f32, nc: usize, alpha: f32, c: *mut f32, rsc: isize, epi: Epi) {
         debug_assert!(i0.is_multiple_of(MR) && i0 + rows <= a.m);
         let k = a.k;
         let cols = tile_cols();
-        for pc in (0..k).step_by(KC) {
+        let b_bytes = nc.div_ceil(NR) * NR * k * 4;
+        let (a_big, b_big) = (rows * k * 4 > A_STREAM_BYTES, b_bytes > B_REUSE_BYTES);
+        // the kernels prefetch only where an operand streams from memory: in cache it cost up to 30% (Winograd's
+        // products, 64 channels over 32×32)
+        let prefetch = a_big || b_big;
+        let tile = |ir: usize, pc: usize, jr: usize| {
             let kc = KC.min(k - pc);
             let beta = if pc == 0 { 0.0 } else { 1.0 };
-            for jr in (0..nc).step_by(cols) {
-                for ir in (0..rows).step_by(MR) {
-                    // SAFETY: the A panel's depth block holds kc·MR values inside a's data, the B panels' kc·NR
-                    // each inside b (a tile wider than NR has its columns in the next panel, which exists when
-                    // nc - jr > NR); the tile's valid part lies inside C (contract).
-                    unsafe {
-                        tile(
-                            MR.min(rows - ir),
-                            kc,
-                            a.data.as_ptr().add((i0 + ir) / MR * MR * k + pc * MR),
-                            b.add(jr / NR * NR * k + pc * NR),
-                            NR * k,
-                            alpha,
-                            beta,
-                            c.offset(ir as isize * rsc + jr as isize),
-                            rsc,
-                            1,
-                            cols.min(nc - jr),
-                        )
-                    };
+            let e = if pc + kc == k { epi.at_row(ir) } else { Epi::NONE };
+            // SAFETY: the A panels' depth blocks hold kc·MR values inside a's data (the next panel exists when more
+            // than MR rows are left), the B panels' kc·NR each inside b (a tile wider than NR has its columns in
+            // the next panel, which exists when nc - jr > NR); the tile's valid part lies inside C (contract).
+            unsafe {
+                let (ap, bp, cp) = (a.data.as_ptr().add((i0 + ir) / MR * MR * k + pc * MR), b.add(jr / NR * NR * k + pc * NR), c.offset(ir as isize * rsc + jr as isize));
+                let (rs, nr) = ((2 * MR).min(rows - ir), cols.min(nc - jr));
+                if prefetch {
+                    tile_rows::<true>(rs, kc, ap, MR * k, bp, NR * k, alpha, beta, cp, rsc, 1, nr, e)
+                } else {
+                    tile_rows::<false>(rs, kc, ap, MR * k, bp, NR * k, alpha, beta, cp, rsc, 1, nr, e)
+                }
+            }
+        };
+        if a_big && !b_big {
+            // A (a layer's weights, megabytes) streamed once, two panels at a time, each panel's whole depth in
+            // order; B, small, is read again from L2 for each pair of row panels
+            for ir in (0..rows).step_by(2 * MR) {
+                for pc in (0..k).step_by(KC) {
+                    for jr in (0..nc).step_by(cols) {
+                        tile(ir, pc, jr);
+                    }
+                }
+            }
+        } else {
+            // B read once, each depth block of A's panels kept in L2 across B's column tiles
+            for pc in (0..k).step_by(KC) {
+                for jr in (0..nc).step_by(cols) {
+                    for ir in (0..rows).step_by(2 * MR) {
+                        tile(ir, pc, jr);
+                    }
                 }
             }
         }
@@ -890,6 +1044,17 @@ mod x86 {
     }
 }
 
+/// From this size of A (bytes), [`x86::gemm_packed_a_panels`] streams A once, panel pair by panel pair, instead
+/// of a depth block of every panel at a time: a 256-channel 8×8 ResNet layer (2.4 MB of weights, read from
+/// memory in a whole model) took 0.74 ms with the weights read in 6 KiB runs 55 KiB apart, 0.64 ms in order.
+#[cfg(target_arch = "x86_64")]
+const A_STREAM_BYTES: usize = 1 << 20;
+
+/// The largest B that [`x86::gemm_packed_a_panels`] reads again for each pair of A's row panels (it stays in L2);
+/// a larger one (a ResNet's last stage with the weights as B: 9 MB) is read once.
+#[cfg(target_arch = "x86_64")]
+const B_REUSE_BYTES: usize = 768 << 10;
+
 /// Panels one pass of the matrix-vector kernel covers: 8 independent FMA chains hide the FMA latency that a single
 /// panel's two chains would expose.
 #[cfg(target_arch = "x86_64")]
@@ -938,6 +1103,50 @@ mod tests {
                     }
                     let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                     assert_eq!(bits(&wide), bits(&narrow), "mr {mr} nr {nr} beta {beta}");
+                }
+            }
+        }
+    }
+
+    /// Two row panels through the AVX-512 tall tile ([`x86::tile_rows`] on one B panel) give the bits of the
+    /// AVX2 tile on each panel: every row count up to two panels, full and partial widths, with and without beta
+    /// and the bias-and-clamp epilogue.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_tall_tile_equals_two_narrow_ones_bit_for_bit() {
+        if !super::super::vector::avx512() {
+            eprintln!("note: no AVX-512 here; the tall tile is not run");
+            return;
+        }
+        let kc = 41;
+        let val = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 97.0;
+        let a: Vec<f32> = (0..2 * kc * MR).map(val).collect();
+        let b: Vec<f32> = (0..kc * NR).map(|i| val(i + 13)).collect();
+        let bias: Vec<f32> = (0..2 * MR).map(|i| val(i + 5)).collect();
+        for rows in 1..=2 * MR {
+            for nr in [1, 7, NR] {
+                for beta in [0.0f32, 0.5] {
+                    for epi in [x86::Epi::NONE, x86::Epi::new(Some(&bias), Some((-3.0, 2.5)))] {
+                        let ldc = NR + 3;
+                        let c0: Vec<f32> = (0..2 * MR * ldc).map(|i| val(i + 99)).collect();
+                        let (mut tall, mut narrow) = (c0.clone(), c0.clone());
+                        // SAFETY: A holds two panels of kc·MR, B one of kc·NR; C holds 2·MR rows of ldc ≥ nr; the
+                        // bias 2·MR values; AVX-512 checked.
+                        unsafe {
+                            if rows % 2 == 0 {
+                                x86::tile_rows::<true>(rows, kc, a.as_ptr(), kc * MR, b.as_ptr(), kc * NR, 0.75, beta, tall.as_mut_ptr(), ldc as isize, 1, nr, epi);
+                            } else {
+                                x86::tile_rows::<false>(rows, kc, a.as_ptr(), kc * MR, b.as_ptr(), kc * NR, 0.75, beta, tall.as_mut_ptr(), ldc as isize, 1, nr, epi);
+                            }
+                            x86::tile_epi(rows.min(MR), kc, a.as_ptr(), b.as_ptr(), kc * NR, 0.75, beta, narrow.as_mut_ptr(), ldc as isize, 1, nr, epi);
+                            if rows > MR {
+                                let c1 = narrow.as_mut_ptr().add(MR * ldc);
+                                x86::tile_epi(rows - MR, kc, a.as_ptr().add(kc * MR), b.as_ptr(), kc * NR, 0.75, beta, c1, ldc as isize, 1, nr, epi.at_row(MR));
+                            }
+                        }
+                        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+                        assert_eq!(bits(&tall), bits(&narrow), "rows {rows} nr {nr} beta {beta} epi {epi:?}");
+                    }
                 }
             }
         }
