@@ -11,7 +11,7 @@
 
 use crate::runtime::spin_pool;
 
-use super::numeric::Real;
+use super::numeric::{vector::avx2_copy, Real};
 use super::{input, Scratch};
 use crate::ir::ops::conv::Geom;
 use crate::ir::ops::pool::{check_dtype, geom_of, global_shape, out_shape};
@@ -220,58 +220,26 @@ fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T
     // can read its values in pairs
     let hp = (h + pt).max((oh - 1) * sh + (kh - 1) * dh + 1);
     let wp = (wd + pl).max((ow - 1) * sw + (kw - 1) * dw + 1) + 2;
+    // horizontal stride 2 (undilated): the padded plane's even and odd columns as two planes side by side in
+    // each row, so every tap is a contiguous pass (a 3×3 stride-2 MaxPool spent most of its time picking every
+    // other value)
+    let halves = sw == 2 && dw == 1;
+    let wq = wp.div_ceil(2);
+    let row_len = if halves { 2 * wq } else { wp };
     let work = planes * pout * g.k_size();
     let lanes = if spin_pool::threads() > 1 && work >= PAR_MIN { spin_pool::threads().min(planes) } else { 1 };
     let per_lane = planes.div_ceil(lanes);
-    let buf_len = hp * wp;
+    let buf_len = hp * row_len;
     if scratch.len() < lanes * buf_len {
         scratch.resize(lanes * buf_len, T::ZERO);
     }
     let border = if matches!(kind, Fast::Max) { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
-    // divisor of each output position for averages: per-axis tap counts multiply
     let tabs = spans(g);
-    let count = |sp: &Span, include_pad: bool| if include_pad { sp.padded } else { sp.hi - sp.lo } as f64;
+    let plane = FastPlane { kind, wd, ow, kh, kw, sh, sw, dh, dw, pt, pl, row_len, halves, wq, border, tabs: &tabs };
     let lane = |l: usize, ys: &mut [T], buf: &mut [T]| {
         buf.fill(border);
         for (k, yp) in ys.chunks_mut(pout).enumerate() {
-            let xp = &x[(l * per_lane + k) * pin..][..pin];
-            for (iy, xr) in xp.chunks_exact(wd).enumerate() {
-                let dst = &mut buf[(iy + pt) * wp + pl..][..wd];
-                match kind {
-                    Fast::Lp(p) => dst.iter_mut().zip(xr).for_each(|(d, v)| *d = T::from_f64(v.to_f64().abs().powi(p as i32))),
-                    _ => dst.copy_from_slice(xr),
-                }
-            }
-            for (oy, yrow) in yp.chunks_exact_mut(ow).enumerate() {
-                yrow.fill(border);
-                for ky in 0..kh {
-                    let row = &buf[(oy * sh + ky * dh) * wp..][..wp];
-                    for kx in 0..kw {
-                        let xs = &row[kx * dw..];
-                        match kind {
-                            Fast::Max => tap_pass(yrow, xs, sw, |o, v| o.max_(v)),
-                            _ => tap_pass(yrow, xs, sw, |o, v| o + v),
-                        }
-                    }
-                }
-                match kind {
-                    Fast::Max => {}
-                    Fast::Avg(include_pad) => {
-                        let cy = count(&tabs[1][oy], include_pad);
-                        for (o, sx) in yrow.iter_mut().zip(&tabs[2]) {
-                            *o = T::from_f64(o.to_f64() / (cy * count(sx, include_pad)));
-                        }
-                    }
-                    Fast::Lp(p) => yrow.iter_mut().for_each(|o| {
-                        let v = o.to_f64();
-                        *o = T::from_f64(match p {
-                            1 => v,
-                            2 => v.sqrt(),
-                            _ => v.powf(1.0 / p as f64),
-                        })
-                    }),
-                }
-            }
+            fast_plane(&x[(l * per_lane + k) * pin..][..pin], yp, buf, &plane);
         }
     };
     let bufs = &mut scratch[..lanes * buf_len];
@@ -337,6 +305,98 @@ fn row_sum<T: Real>(r: &[T]) -> T {
 
 fn row_max<T: Real>(r: &[T]) -> T {
     row_fold(r, T::NEG_INFINITY, |a, b| a.max_(b))
+}
+
+/// The geometry and kind of [`pool_fast`]'s planes.
+struct FastPlane<'a, T> {
+    kind: Fast,
+    wd: usize,
+    ow: usize,
+    kh: usize,
+    kw: usize,
+    sh: usize,
+    sw: usize,
+    dh: usize,
+    dw: usize,
+    pt: usize,
+    pl: usize,
+    /// Values per padded row in the scratch plane; with `halves`, the even columns then (from `wq`) the odd ones.
+    row_len: usize,
+    halves: bool,
+    wq: usize,
+    border: T,
+    tabs: &'a [Vec<Span>; 3],
+}
+
+avx2_copy!(
+    /// One plane `xp` of [`pool_fast`] into `yp`, through the bordered scratch plane `buf` (its borders already
+    /// hold `p.border`).
+    fn fast_plane<T: Real>(xp: &[T], yp: &mut [T], buf: &mut [T], p: &FastPlane<'_, T>) => fast_plane_body);
+
+#[inline(always)]
+fn fast_plane_body<T: Real>(xp: &[T], yp: &mut [T], buf: &mut [T], p: &FastPlane<'_, T>) {
+    let count = |sp: &Span, include_pad: bool| if include_pad { sp.padded } else { sp.hi - sp.lo } as f64;
+    for (iy, xr) in xp.chunks_exact(p.wd).enumerate() {
+        let row = &mut buf[(iy + p.pt) * p.row_len..][..p.row_len];
+        if p.halves {
+            // padded column pl + ix goes to half (pl + ix) % 2, column (pl + ix) / 2
+            let (even, odd) = row.split_at_mut(p.wq);
+            let (first, second) = if p.pl % 2 == 0 { (even, odd) } else { (odd, even) };
+            let (c0, c1) = (p.pl / 2, (p.pl + 1) / 2);
+            let (first, second) = (&mut first[c0..], &mut second[c1..]);
+            for (i, pair) in xr.chunks(2).enumerate() {
+                first[i] = lp_or(p.kind, pair[0]);
+                if let Some(&v) = pair.get(1) {
+                    second[i] = lp_or(p.kind, v);
+                }
+            }
+        } else {
+            let dst = &mut row[p.pl..][..p.wd];
+            match p.kind {
+                Fast::Lp(_) => dst.iter_mut().zip(xr).for_each(|(d, &v)| *d = lp_or(p.kind, v)),
+                _ => dst.copy_from_slice(xr),
+            }
+        }
+    }
+    for (oy, yrow) in yp.chunks_exact_mut(p.ow).enumerate() {
+        yrow.fill(p.border);
+        for ky in 0..p.kh {
+            let row = &buf[(oy * p.sh + ky * p.dh) * p.row_len..][..p.row_len];
+            for kx in 0..p.kw {
+                let (xs, s) = if p.halves { (&row[kx % 2 * p.wq + kx / 2..], 1) } else { (&row[kx * p.dw..], p.sw) };
+                match p.kind {
+                    Fast::Max => tap_pass(yrow, xs, s, |o, v| o.max_(v)),
+                    _ => tap_pass(yrow, xs, s, |o, v| o + v),
+                }
+            }
+        }
+        match p.kind {
+            Fast::Max => {}
+            Fast::Avg(include_pad) => {
+                let cy = count(&p.tabs[1][oy], include_pad);
+                for (o, sx) in yrow.iter_mut().zip(&p.tabs[2]) {
+                    *o = T::from_f64(o.to_f64() / (cy * count(sx, include_pad)));
+                }
+            }
+            Fast::Lp(pw) => yrow.iter_mut().for_each(|o| {
+                let v = o.to_f64();
+                *o = T::from_f64(match pw {
+                    1 => v,
+                    2 => v.sqrt(),
+                    _ => v.powf(1.0 / pw as f64),
+                })
+            }),
+        }
+    }
+}
+
+/// The value a scratch plane holds for input `v`: `|v|^p` for LpPool, `v` itself otherwise.
+#[inline(always)]
+fn lp_or<T: Real>(kind: Fast, v: T) -> T {
+    match kind {
+        Fast::Lp(p) => T::from_f64(v.to_f64().abs().powi(p as i32)),
+        _ => v,
+    }
 }
 
 /// `yrow[j] = f(yrow[j], xs[j·s])`.
