@@ -9,7 +9,10 @@ use super::fixedpoint::Multiplier;
 pub fn available() -> bool {
     #[cfg(target_arch = "x86_64")]
     {
-        std::is_x86_feature_detected!("avx512f") && std::is_x86_feature_detected!("avx512bw") && std::is_x86_feature_detected!("avx512vl")
+        std::is_x86_feature_detected!("avx512f")
+            && std::is_x86_feature_detected!("avx512bw")
+            && std::is_x86_feature_detected!("avx512vl")
+            && std::env::var("TPU_SDK_NO_AVX512").map_or(true, |v| v != "1")
     }
     #[cfg(not(target_arch = "x86_64"))]
     {
