@@ -130,10 +130,7 @@ mod x86 {
                 // group's mg values.
                 unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, bm.data.as_ptr().add(bm.off), bm.rs as isize, bm.cs as isize, c, pix as isize, epi) };
                 if rest.is_some() {
-                    for i in 0..mg {
-                        // SAFETY: a row of this call's block, written above, touched by no one else.
-                        bias_act(unsafe { out.row(off + i * pix, cols) }, None, rest);
-                    }
+                    act_rows(out, off, mg, pix, cols, rest);
                 }
             };
             if !im2col_panels::takes(g) {
@@ -149,10 +146,7 @@ mod x86 {
                 // its own; the bias holds the group's mg values.
                 unsafe { gemm_packed_a_panels(&groups[grp], 0, mg, bm.data.as_ptr().add(bm.off), cols, 1.0, c, pix as isize, epi) };
                 if rest.is_some() {
-                    for i in 0..mg {
-                        // SAFETY: a row of this call's block, written above, touched by no one else.
-                        bias_act(unsafe { out.row(off + i * pix, cols) }, None, rest);
-                    }
+                    act_rows(out, off, mg, pix, cols, rest);
                 }
             };
             let fill = |x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32]| {
@@ -243,6 +237,21 @@ mod x86 {
         })
     }
 
+    /// The activation `act` over a block's `rows` rows of `cols` values (row `i` at `off + i·stride`): one call over
+    /// the whole block where its rows are adjacent (a tile of the whole plane), so that a small plane's short rows
+    /// do not each run the vector loop's remainder path.
+    fn act_rows(out: &BlockOut<f32>, off: usize, rows: usize, stride: usize, cols: usize, act: Option<Activation>) {
+        if cols == stride {
+            // SAFETY: the block's rows, adjacent, written by this task only (the caller's block).
+            bias_act(unsafe { out.row(off, rows * cols) }, None, act);
+            return;
+        }
+        for i in 0..rows {
+            // SAFETY: a row of the caller's block, written by this task only.
+            bias_act(unsafe { out.row(off + i * stride, cols) }, None, act);
+        }
+    }
+
     /// The bias and activation as the GEMM's write-back applies them, and the activation left for a pass over the
     /// finished rows (SiLU, which is not a clamp).
     fn epilogue(bias: Option<&[f32]>, act: Option<Activation>) -> (Epi, Option<Activation>) {
@@ -284,10 +293,7 @@ mod x86 {
             // quadruples; the bias holds the block's rows values; i0 is a multiple of the panel height.
             unsafe { gemm_packed_a(&groups[grp], i0, rows, cols, x.as_ptr().add(xo), hw as isize, 1, c, hw as isize, epi) };
             if rest.is_some() {
-                for i in 0..rows {
-                    // SAFETY: a row of this task's block, written above.
-                    bias_act(unsafe { out.row(off + i * hw, cols) }, None, rest);
-                }
+                act_rows(&out, off, rows, hw, cols, rest);
             }
         });
     }
