@@ -341,8 +341,8 @@ fn fast_plane_body<T: Real>(xp: &[T], yp: &mut [T], buf: &mut [T], p: &FastPlane
         if p.halves {
             // padded column pl + ix goes to half (pl + ix) % 2, column (pl + ix) / 2
             let (even, odd) = row.split_at_mut(p.wq);
-            let (first, second) = if p.pl % 2 == 0 { (even, odd) } else { (odd, even) };
-            let (c0, c1) = (p.pl / 2, (p.pl + 1) / 2);
+            let (first, second) = if p.pl.is_multiple_of(2) { (even, odd) } else { (odd, even) };
+            let (c0, c1) = (p.pl / 2, p.pl.div_ceil(2));
             let (first, second) = (&mut first[c0..], &mut second[c1..]);
             for (i, pair) in xr.chunks(2).enumerate() {
                 first[i] = lp_or(p.kind, pair[0]);

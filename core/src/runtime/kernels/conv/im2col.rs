@@ -36,11 +36,14 @@ pub(super) fn run<T: Real>(p: &ConvPlan, x: &[T], w: &[T], b: Option<&[T]>, act:
     run_with(p, x, &gemm, b, act, y, scratch);
 }
 
+/// `fill(x, geom, cg, p0, cols, dst)`: see [`Columns`].
+pub(super) type FillTile<T> = dyn Fn(&[T], &Geom, usize, usize, usize, &mut [T]) + Sync;
+
 /// How a task lays out its column tile: `fill(x, geom, cg, p0, cols, dst)` writes the tile of output pixels
 /// `p0..p0 + cols` of one image and group (`x`: its `cg` input planes) into `dst`, which holds `len(K, cols)`
 /// elements. [`Columns::PLAIN`] is the row-major `K × cols` matrix of [`fill_columns`].
 pub(super) struct Columns<'f, T> {
-    pub(super) fill: &'f (dyn Fn(&[T], &Geom, usize, usize, usize, &mut [T]) + Sync),
+    pub(super) fill: &'f FillTile<T>,
     pub(super) len: fn(usize, usize) -> usize,
 }
 

@@ -1,7 +1,8 @@
 //! f32 GEMM `C ← alpha·A·B + beta·C` on x86-64 CPUs with AVX2 and FMA: a 6×16 register-blocked microkernel
 //! (12 accumulators of 8 lanes, one FMA per accumulator and k step) over packed operands — on CPUs with
 //! AVX-512 a 6×32 one over two adjacent 16-wide panels (12 accumulators of 16 lanes: twice the work per
-//! instruction, the same packing, the same summation order, so the same bits) — in the usual
+//! instruction, the same packing, the same summation order, so the same bits), and for a column tile of one
+//! panel a 12×16 one over two row panels ([`x86::tile_rows`]) — in the usual
 //! three-level blocking: k in chunks of [`KC`], B's columns in chunks of [`NC`] packed into 16-wide panels,
 //! A's rows in chunks of [`MC`] packed into 6-high panels. The packing buffers are per thread and kept, so
 //! steady-state calls allocate nothing. Edge tiles are computed whole on zero-padded panels and only their
@@ -472,7 +473,7 @@ mod x86 {
     /// `rows > MR`.
     #[allow(clippy::too_many_arguments)]
     pub(super) unsafe fn tile_rows<const PF: bool>(rows: usize, kc: usize, a: *const f32, a_stride: usize, b: *const f32, panel_stride: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, csc: isize, nr: usize, epi: Epi) {
-        debug_assert!(rows >= 1 && rows <= 2 * MR && nr >= 1);
+        debug_assert!((1..=2 * MR).contains(&rows) && nr >= 1);
         let a1 = a.wrapping_add(a_stride);
         if nr <= NR && super::super::vector::avx512() {
             // SAFETY: forwarded; the CPU has AVX-512 (checked), the second panel is read only for rows > MR.
