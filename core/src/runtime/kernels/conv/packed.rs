@@ -122,33 +122,31 @@ mod x86 {
                 pointwise_run(&p, xv, groups, bv, act, y);
                 return Ok(());
             }
+            // 1-D and 2-D windows write their tiles straight in the GEMM's column panels (im2col_panels' module
+            // documentation), 3-D ones the plain column matrix that the GEMM packs
+            let panels = im2col_panels::takes(g);
             let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
                 let c = out.block_ptr(off, (mg - 1) * pix + cols);
                 let (epi, rest) = epilogue(bias, act);
-                // SAFETY: the column tile holds kk × cols elements from bm.off (im2col built it); C's block lies in y
-                // (block_ptr checks its span) and im2col gives each call a block of its own; the bias holds the
-                // group's mg values.
-                unsafe { gemm_packed_a(&groups[grp], 0, mg, cols, bm.data.as_ptr().add(bm.off), bm.rs as isize, bm.cs as isize, c, pix as isize, epi) };
+                // SAFETY: the tile holds the kk × cols column matrix from bm.off (im2col built it), or with `panels`
+                // its panels (fill_panels wrote them, panels_len long); C's block lies in y (block_ptr checks its
+                // span) and im2col gives each call a block of its own; the bias holds the group's mg values.
+                unsafe {
+                    let b = bm.data.as_ptr().add(bm.off);
+                    if panels {
+                        gemm_packed_a_panels(&groups[grp], 0, mg, b, cols, 1.0, c, pix as isize, epi)
+                    } else {
+                        gemm_packed_a(&groups[grp], 0, mg, cols, b, bm.rs as isize, bm.cs as isize, c, pix as isize, epi)
+                    }
+                };
                 if rest.is_some() {
                     act_rows(out, off, mg, pix, cols, rest);
                 }
             };
-            if !im2col_panels::takes(g) {
+            if !panels {
                 im2col::run_with(&p, xv, &gemm, bv, act, y, &mut scratch.f32);
                 return Ok(());
             }
-            // the tiles straight in the GEMM's column panels (im2col_panels' module documentation)
-            let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
-                let c = out.block_ptr(off, (mg - 1) * pix + cols);
-                let (epi, rest) = epilogue(bias, act);
-                // SAFETY: the tile's buffer holds the panels of cols pixels over depth kk (fill_panels wrote them,
-                // panels_len long); C's block lies in y (block_ptr checks its span) and each call has a block of
-                // its own; the bias holds the group's mg values.
-                unsafe { gemm_packed_a_panels(&groups[grp], 0, mg, bm.data.as_ptr().add(bm.off), cols, 1.0, c, pix as isize, epi) };
-                if rest.is_some() {
-                    act_rows(out, off, mg, pix, cols, rest);
-                }
-            };
             let fill = |x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32]| {
                 PHASES.with(|phases| im2col_panels::fill_panels(x, g, cg, p0, cols, dst, &mut phases.borrow_mut()))
             };
