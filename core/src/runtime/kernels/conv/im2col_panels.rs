@@ -29,13 +29,21 @@ pub(super) fn panels_len(kk: usize, cols: usize) -> usize {
 
 /// Writes the column panels of output pixels `p0..p0 + cols` of one image and group (`x`: its `cg` input
 /// planes): `dst[jp·NR·K + r·NR + j]` is the input value under tap row `r = (c·kh + ky)·kw + kx` for pixel
-/// `p0 + jp·NR + j` (0 over the padding and past `cols`). `phases` is the caller's scratch (kept between calls).
+/// `p0 + jp·NR + j` (0 over the padding and past `cols`).
 ///
 /// Panics on a CPU without AVX2 (the prepared convolution, its only caller, needs it too).
-pub(super) fn fill_panels(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32], phases: &mut Vec<f32>) {
+pub(super) fn fill_panels(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32]) {
     assert!(super::super::numeric::vector::avx2_fma(), "im2col panels need AVX2");
-    // SAFETY: the CPU has AVX2 (asserted).
-    unsafe { fill_panels_avx2(x, g, cg, p0, cols, dst, phases) }
+    SCRATCH.with(|s| {
+        let (phases, taps) = &mut *s.borrow_mut();
+        // SAFETY: the CPU has AVX2 (asserted).
+        unsafe { fill_panels_avx2(x, g, cg, p0, cols, dst, phases, taps) }
+    })
+}
+
+thread_local! {
+    /// This thread's phase planes and tap offsets ([`fill_panels`]), kept between calls.
+    static SCRATCH: std::cell::RefCell<(Vec<f32>, Vec<usize>)> = const { std::cell::RefCell::new((Vec::new(), Vec::new())) };
 }
 
 /// [`fill_panels`] compiled for AVX2, so that its small copies inline.
@@ -43,7 +51,8 @@ pub(super) fn fill_panels(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize
 /// # Safety
 /// The CPU has AVX2.
 #[target_feature(enable = "avx2")]
-unsafe fn fill_panels_avx2(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32], phases: &mut Vec<f32>) {
+#[allow(clippy::too_many_arguments)]
+unsafe fn fill_panels_avx2(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32], phases: &mut Vec<f32>, taps: &mut Vec<usize>) {
     let [_, ih, iw] = g.inp;
     let [_, oh, ow] = g.out;
     let [_, kh, kw] = g.k;
@@ -96,9 +105,14 @@ unsafe fn fill_panels_avx2(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usiz
         }
     }
     // each tap row's offset in the phase planes: tap (c, ky, kx) of the pixel at padded row 0, column 0
-    let taps: Vec<usize> = (0..cg)
-        .flat_map(|c| (0..kh).flat_map(move |ky| (0..kw).map(move |kx| (c * sx + kx * dx % sx) * plane + ky * dy * qw + kx * dx / sx)))
-        .collect();
+    taps.clear();
+    for c in 0..cg {
+        for ky in 0..kh {
+            for kx in 0..kw {
+                taps.push((c * sx + kx * dx % sx) * plane + ky * dy * qw + kx * dx / sx);
+            }
+        }
+    }
     let last_tap = taps.iter().max().copied().unwrap_or(0);
     // then panel by panel (its 16 · kk values written in order), run by run of pixels in one output row, tap by tap
     let (mut oy, mut ox) = (oy0, p0 % ow);
@@ -243,7 +257,7 @@ mod tests {
                 let mut plain = vec![0f32; kk * cols];
                 fill_columns(&x, &g, cg, p0, cols, &mut plain);
                 let mut panels = vec![f32::NAN; panels_len(kk, cols)];
-                fill_panels(&x, &g, cg, p0, cols, &mut panels, &mut Vec::new());
+                fill_panels(&x, &g, cg, p0, cols, &mut panels);
                 for r in 0..kk {
                     for j in 0..cols.div_ceil(NR) * NR {
                         let got = panels[j / NR * NR * kk + r * NR + j % NR];

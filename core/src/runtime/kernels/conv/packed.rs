@@ -39,7 +39,7 @@ mod x86 {
     use super::super::super::matmul::{bias_act, for_each_task, row_blocks, threads, BlockOut, MatRef};
     use super::super::super::numeric::{gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
     use super::super::super::{PreparedKernel, Scratch};
-    use super::super::{constant_f32_conv, im2col, im2col_panels, is_depthwise, is_pointwise, prepared_operands, Geom};
+    use super::super::{constant_f32_conv, im2col, im2col_panels, is_depthwise, is_pointwise, prepared_operands};
     use crate::ir::ops::conv::ConvPlan;
     use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
@@ -62,8 +62,6 @@ mod x86 {
     thread_local! {
         /// The packed column matrix of the swapped layout, kept between runs.
         static PIXEL_ROWS: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
-        /// [`im2col_panels::fill_panels`]'s phase planes, kept between runs.
-        static PHASES: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
     }
 
     /// Whether the swapped layout (pixels as rows) needs under 7/8 of the GEMM tiles of the usual one for `mg`
@@ -147,10 +145,7 @@ mod x86 {
                 im2col::run_with(&p, xv, &gemm, bv, act, y, &mut scratch.f32);
                 return Ok(());
             }
-            let fill = |x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usize, dst: &mut [f32]| {
-                PHASES.with(|phases| im2col_panels::fill_panels(x, g, cg, p0, cols, dst, &mut phases.borrow_mut()))
-            };
-            let columns = im2col::Columns { fill: &fill, len: im2col_panels::panels_len };
+            let columns = im2col::Columns { fill: &im2col_panels::fill_panels, len: im2col_panels::panels_len };
             im2col::run_layout(&p, xv, &columns, &gemm, bv, act, y, &mut scratch.f32);
             Ok(())
         }
