@@ -20,6 +20,8 @@ use super::fixedpoint::{mul_double_round, mul_neon_rshl, mul_single_round, quant
 use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
 #[cfg(target_arch = "x86_64")]
 use super::depthwise_nhwc::{self, NhwcDepthwise};
+#[cfg(target_arch = "x86_64")]
+use super::depthwise_vnni::{self, VnniDepthwise};
 use super::packed_dot::PackedDot;
 use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
 use super::{activation_range, arg, as_i8, out0, team_parallel, Ctx, PreparedKernel, Qp, Q8};
@@ -150,6 +152,10 @@ struct Conv {
     /// A depthwise convolution with a small output plane: its channel-lane kernel ([`super::depthwise_nhwc`]).
     #[cfg(target_arch = "x86_64")]
     nhwc: Option<NhwcDepthwise>,
+    /// A depthwise convolution on a CPU with AVX-512 VNNI and VBMI: its byte-plane kernel
+    /// ([`super::depthwise_vnni`]), which takes precedence.
+    #[cfg(target_arch = "x86_64")]
+    vnni: Option<VnniDepthwise>,
 }
 
 pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKernel>, String> {
@@ -201,6 +207,10 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
     #[cfg(target_arch = "x86_64")]
     let nhwc = (depthwise && o == c && geom.oh * geom.ow <= depthwise_nhwc::max_pixels() && depthwise_nhwc::available())
         .then(|| NhwcDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
+    #[cfg(target_arch = "x86_64")]
+    let vnni = (depthwise && o == c && geom.oh * geom.ow >= depthwise_vnni::MIN_PIXELS && depthwise_vnni::available())
+        .then(|| VnniDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, x.zp, y.zp, act))
+        .flatten();
     Ok(Box::new(Conv {
         w,
         w16,
@@ -221,6 +231,8 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
         rq,
         #[cfg(target_arch = "x86_64")]
         nhwc,
+        #[cfg(target_arch = "x86_64")]
+        vnni,
     }))
 }
 
@@ -257,6 +269,11 @@ impl Conv {
         // DEPTHWISE_CONV_2D's output stage, optimized_ops::Quantize (per channel): channels in whole blocks
         // of 8 through NEON (`vqrdmulh` + `vrshl`, half up), the rest with `MultiplyByQuantizedMultiplier`
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
+        #[cfg(target_arch = "x86_64")]
+        if let Some(d) = &self.vnni {
+            d.run(x, n, bytes_mut(out));
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(d) = &self.nhwc {
             d.run(x, n, self.x.zp, bytes_mut(out));
@@ -985,6 +1002,8 @@ mod tests {
                 rq: Vec::new(),
                 #[cfg(target_arch = "x86_64")]
                 nhwc: None,
+                #[cfg(target_arch = "x86_64")]
+                vnni: None,
             };
             let mut got = vec![0i32; n * o * oh * ow];
             conv.depthwise_into(&x, n, c, &mut got, |pad, offs, oc, acc, dst| {

@@ -553,15 +553,21 @@ mod tests {
     use super::super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier};
     use super::*;
 
-    /// The channel-lane kernel against a scalar loop with the scalar output stages: strides, dilations,
-    /// asymmetric paddings, channel counts around the 16 lanes and the NEON blocks of 8, multipliers that shift
-    /// left and right, both output ranges, batches of 2; each kernel the CPU has, on 1 and 2 threads.
+    /// The channel-lane kernels and the VNNI byte-plane kernel ([`super::super::depthwise_vnni`]) against a
+    /// scalar loop with the scalar output stages: strides, dilations, asymmetric paddings, channel counts
+    /// around the 16 lanes and the NEON blocks of 8, multipliers that shift left and right, both output ranges,
+    /// batches of 2; each kernel the CPU has, on 1 and 2 threads.
     #[test]
-    fn channel_lanes_equal_a_scalar_loop() {
-        // each kernel this CPU runs
-        let kernels: Vec<bool> = [true, false]
+    fn depthwise_kernels_equal_a_scalar_loop() {
+        use super::super::depthwise_vnni::{self, VnniDepthwise};
+        // each kernel this CPU runs: the channel-lane ones (AVX-512 or AVX2), then the VNNI one (None)
+        let kernels: Vec<Option<bool>> = [Some(true), Some(false), None]
             .into_iter()
-            .filter(|&avx512| if avx512 { super::super::requantize::available() } else { super::super::packed_gemm::has_avx2() })
+            .filter(|&k| match k {
+                Some(true) => super::super::requantize::available(),
+                Some(false) => super::super::packed_gemm::has_avx2(),
+                None => depthwise_vnni::available(),
+            })
             .collect();
         let mut s = 11u64;
         let mut rnd = move || {
@@ -583,6 +589,13 @@ mod tests {
             // multiple of 16 pixels
             [24, 24, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 40],
             [47, 47, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 36],
+            // the VNNI kernel's two orders and tap groups: rows (wide outputs, unequal strides), flat (small
+            // planes), kernels wider than four taps, dilation, stride 3
+            [40, 37, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 5],
+            [9, 30, 3, 3, 2, 1, 1, 1, 1, 1, 1, 1, 18],
+            [11, 11, 5, 7, 1, 1, 1, 2, 2, 6, 2, 6, 19],
+            [13, 14, 3, 3, 3, 3, 2, 2, 2, 2, 0, 1, 7],
+            [1, 1, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 24],
         ];
         for (ci, [ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, c]) in cases.into_iter().enumerate() {
             let oh = (ih + pt + pb - (kh - 1) * dh - 1) / sh + 1;
@@ -604,10 +617,19 @@ mod tests {
             };
             // the plane kernel's split (whole blocks of 8), none, or one inside a block of 8 lanes
             let neon_end = [0, c / 8 * 8, c / 3][ci % 3];
-            for (avx512, threads) in kernels.iter().flat_map(|&k| [(k, 1), (k, 2)]) {
-                let d = NhwcDepthwise::for_kernel(&g, c, &w16, &bias, &m, neon_end, zp_out, range, avx512);
+            for (kernel, threads) in kernels.iter().flat_map(|&k| [(k, 1), (k, 2)]) {
                 let mut got = vec![0u8; n * c * oh * ow];
-                rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(|| d.run(&x, n, zp, &mut got));
+                let pool = rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool");
+                match kernel {
+                    Some(avx512) => {
+                        let d = NhwcDepthwise::for_kernel(&g, c, &w16, &bias, &m, neon_end, zp_out, range, avx512);
+                        pool.install(|| d.run(&x, n, zp, &mut got))
+                    }
+                    None => {
+                        let d = VnniDepthwise::new(&g, c, &w16, &bias, &m, neon_end, zp, zp_out, range).expect("the case fits the VNNI kernel");
+                        pool.install(|| d.run(&x, n, &mut got))
+                    }
+                }
                 for b in 0..n {
                     for ch in 0..c {
                         for oy in 0..oh {
@@ -626,7 +648,7 @@ mod tests {
                                 let scaled = if ch < neon_end { mul_neon_rshl(acc, m[ch]) } else { mul_double_round(acc, m[ch]) };
                                 let want = (scaled + zp_out).clamp(range.0, range.1);
                                 let at = ((b * c + ch) * oh + oy) * ow + ox;
-                                assert_eq!(got[at] as i8 as i32, want as i8 as i32, "avx512 {avx512} threads {threads} case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
+                                assert_eq!(got[at] as i8 as i32, want as i8 as i32, "kernel {kernel:?} threads {threads} case {ci} b{b} c{ch} y{oy} x{ox}: acc {acc}, {:?}", m[ch]);
                             }
                         }
                     }

@@ -57,6 +57,8 @@ mod binary;
 mod conv;
 #[cfg(target_arch = "x86_64")]
 mod depthwise_nhwc;
+#[cfg(target_arch = "x86_64")]
+mod depthwise_vnni;
 mod gemm;
 mod packed_dot;
 mod packed_gemm;
