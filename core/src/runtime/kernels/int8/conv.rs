@@ -21,7 +21,7 @@ use super::gemm::{dot, dot4, gemm_rows, im2col, Geom2};
 #[cfg(target_arch = "x86_64")]
 use super::depthwise_nhwc::{self, NhwcDepthwise};
 #[cfg(target_arch = "x86_64")]
-use super::depthwise_vnni::{self, VnniDepthwise};
+use super::vnni_planes::{self, VnniDense, VnniDepthwise};
 use super::packed_dot::PackedDot;
 use super::packed_gemm::{gemm, pack_cols, Out, PackedWeights, RowQuant, RB};
 use super::{activation_range, arg, as_i8, out0, team_parallel, Ctx, PreparedKernel, Qp, Q8};
@@ -153,9 +153,13 @@ struct Conv {
     #[cfg(target_arch = "x86_64")]
     nhwc: Option<NhwcDepthwise>,
     /// A depthwise convolution on a CPU with AVX-512 VNNI and VBMI: its byte-plane kernel
-    /// ([`super::depthwise_vnni`]), which takes precedence.
+    /// ([`super::vnni_planes`]), which takes precedence.
     #[cfg(target_arch = "x86_64")]
     vnni: Option<VnniDepthwise>,
+    /// A convolution over a few input channels (a stem) on such a CPU: the byte-plane kernel instead of
+    /// im2col and the GEMM.
+    #[cfg(target_arch = "x86_64")]
+    dense: Option<VnniDense>,
 }
 
 pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKernel>, String> {
@@ -202,13 +206,15 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
         let packed = (0..group).map(|gi| PackedWeights::new(&w[gi * og * kk..(gi + 1) * og * kk], og, kk)).collect();
         (packed, (0..o).map(|r| RowQuant { bias: bias[r], m: m[r], zp: y.zp, lo: act.0, hi: act.1 }).collect())
     };
+    #[cfg(target_arch = "x86_64")]
+    let dense = (!depthwise && !asym && group == 1 && vnni_planes::available()).then(|| VnniDense::new(&geom, c, &w, &bias, &m, x.zp, y.zp, act)).flatten();
     // the packed weights replace the plain ones
     let w = if packed.is_empty() { w } else { Vec::new() };
     #[cfg(target_arch = "x86_64")]
     let nhwc = (depthwise && o == c && geom.oh * geom.ow <= depthwise_nhwc::max_pixels() && depthwise_nhwc::available())
         .then(|| NhwcDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
     #[cfg(target_arch = "x86_64")]
-    let vnni = (depthwise && o == c && geom.oh * geom.ow >= depthwise_vnni::MIN_PIXELS && depthwise_vnni::available())
+    let vnni = (depthwise && o == c && geom.oh * geom.ow >= vnni_planes::MIN_PIXELS && vnni_planes::available())
         .then(|| VnniDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, x.zp, y.zp, act))
         .flatten();
     Ok(Box::new(Conv {
@@ -233,6 +239,8 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
         nhwc,
         #[cfg(target_arch = "x86_64")]
         vnni,
+        #[cfg(target_arch = "x86_64")]
+        dense,
     }))
 }
 
@@ -271,6 +279,11 @@ impl Conv {
         let neon_end = if self.dw_neon_blocks { o / 8 * 8 } else { 0 };
         #[cfg(target_arch = "x86_64")]
         if let Some(d) = &self.vnni {
+            d.run(x, n, bytes_mut(out));
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if let Some(d) = &self.dense {
             d.run(x, n, bytes_mut(out));
             return;
         }
@@ -1004,6 +1017,8 @@ mod tests {
                 nhwc: None,
                 #[cfg(target_arch = "x86_64")]
                 vnni: None,
+                #[cfg(target_arch = "x86_64")]
+                dense: None,
             };
             let mut got = vec![0i32; n * o * oh * ow];
             conv.depthwise_into(&x, n, c, &mut got, |pad, offs, oc, acc, dst| {

@@ -553,20 +553,20 @@ mod tests {
     use super::super::fixedpoint::{mul_double_round, mul_neon_rshl, quantize_multiplier};
     use super::*;
 
-    /// The channel-lane kernels and the VNNI byte-plane kernel ([`super::super::depthwise_vnni`]) against a
+    /// The channel-lane kernels and the VNNI byte-plane kernel ([`super::super::vnni_planes`]) against a
     /// scalar loop with the scalar output stages: strides, dilations, asymmetric paddings, channel counts
     /// around the 16 lanes and the NEON blocks of 8, multipliers that shift left and right, both output ranges,
     /// batches of 2; each kernel the CPU has, on 1 and 2 threads.
     #[test]
     fn depthwise_kernels_equal_a_scalar_loop() {
-        use super::super::depthwise_vnni::{self, VnniDepthwise};
+        use super::super::vnni_planes::{self, VnniDepthwise};
         // each kernel this CPU runs: the channel-lane ones (AVX-512 or AVX2), then the VNNI one (None)
         let kernels: Vec<Option<bool>> = [Some(true), Some(false), None]
             .into_iter()
             .filter(|&k| match k {
                 Some(true) => super::super::requantize::available(),
                 Some(false) => super::super::packed_gemm::has_avx2(),
-                None => depthwise_vnni::available(),
+                None => vnni_planes::available(),
             })
             .collect();
         let mut s = 11u64;

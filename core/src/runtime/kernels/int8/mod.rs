@@ -58,7 +58,7 @@ mod conv;
 #[cfg(target_arch = "x86_64")]
 mod depthwise_nhwc;
 #[cfg(target_arch = "x86_64")]
-mod depthwise_vnni;
+mod vnni_planes;
 mod gemm;
 mod packed_dot;
 mod packed_gemm;

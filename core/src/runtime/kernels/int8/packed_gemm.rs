@@ -310,6 +310,7 @@ fn as_i8_slice(x: &[u8]) -> &[i8] {
 
 #[cfg(target_arch = "x86_64")]
 mod vnni {
+    use super::super::requantize::neon64::Neon64;
     use super::super::requantize::x86::requant;
     use super::{Out, PackedWeights, RowQuant, RB};
     use std::arch::x86_64::*;
@@ -407,12 +408,16 @@ mod vnni {
                 for (r, cr) in c.iter().enumerate().take(rows) {
                     let dst = q.as_mut_ptr().add((orow + r) * p + j);
                     let RowQuant { m, zp, lo, hi, .. } = rq[grow + r];
+                    let fast = Neon64::new(m, zp, lo, hi);
                     let left = _mm_cvtsi32_si128(m.shift.max(0));
                     let right = (-m.shift).max(0);
                     let mult = _mm512_set1_epi64(m.multiplier as i64);
                     let (zp, lo, hi) = (_mm512_set1_epi32(zp), _mm512_set1_epi32(lo), _mm512_set1_epi32(hi));
                     for (v, &cv) in cr.iter().enumerate() {
-                        let y = requant(cv, left, right, false, mult, zp, lo, hi);
+                        let y = match &fast {
+                            Some(st) => st.apply(cv),
+                            None => requant(cv, left, right, false, mult, zp, lo, hi),
+                        };
                         _mm_mask_storeu_epi8(dst.add(v * L) as *mut i8, mask(v), _mm512_cvtepi32_epi8(y));
                     }
                 }
