@@ -572,3 +572,79 @@ mod x86 {
         acc
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::fixedpoint::{mul_neon_rshl, quantize_multiplier};
+    use super::*;
+
+    /// [`VnniDense`] against a scalar convolution with the scalar NEON output stage: strides 1-3, dilation,
+    /// asymmetric padding, kernels of 3 to 5 taps a row, 1 to 4 input channels, output channel counts that
+    /// split unevenly between threads, i8 and u8 ranges, both output orders; on 1 and 2 threads.
+    #[test]
+    fn dense_planes_equal_a_scalar_convolution() {
+        if !available() {
+            return;
+        }
+        let mut s = 5u64;
+        let mut rnd = move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        };
+        let cases = [
+            // ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, cin, cout
+            [96, 96, 3, 3, 2, 2, 1, 1, 0, 0, 1, 1, 3, 16],
+            [17, 23, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 3, 7],
+            [6, 6, 3, 3, 1, 1, 1, 1, 1, 1, 1, 1, 4, 5],
+            [12, 15, 3, 5, 3, 3, 1, 2, 2, 1, 0, 2, 2, 9],
+            [9, 40, 4, 4, 2, 1, 2, 1, 1, 2, 2, 1, 1, 33],
+        ];
+        for (ci, [ih, iw, kh, kw, sh, sw, dh, dw, pt, pl, pb, pr, cin, cout]) in cases.into_iter().enumerate() {
+            let oh = (ih + pt + pb - (kh - 1) * dh - 1) / sh + 1;
+            let ow = (iw + pl + pr - (kw - 1) * dw - 1) / sw + 1;
+            let g = Geom2 { ih, iw, oh, ow, kh, kw, sh, sw, dh, dw, pt, pl };
+            let (n, kk) = (2, cin * kh * kw);
+            let x: Vec<i8> = (0..n * cin * ih * iw).map(|_| rnd() as i8).collect();
+            let w: Vec<i8> = (0..cout * kk).map(|_| rnd() as i8).collect();
+            let zp = rnd() as i8 as i32;
+            let raw: Vec<i32> = (0..cout).map(|_| (rnd() % 200_001) as i32 - 100_000).collect();
+            // the bias as conv.rs prepares it: the input zero point folded in
+            let bias: Vec<i32> = (0..cout).map(|o| raw[o] - zp * w[o * kk..(o + 1) * kk].iter().map(|&v| v as i32).sum::<i32>()).collect();
+            let scales = [1e-5, 3.1e-4, 0.0021, 0.047, 0.125, 0.77, 1.9];
+            let m: Vec<Multiplier> = (0..cout).map(|_| quantize_multiplier(scales[(rnd() % scales.len() as u64) as usize])).collect();
+            let (zp_out, range) = if ci % 2 == 0 { (rnd() as i8 as i32, (-128, 120)) } else { ((rnd() % 256) as i32, (3, 255)) };
+            let d = VnniDense::new(&g, cin, &w, &bias, &m, zp, zp_out, range).expect("the case fits the kernel");
+            for threads in [1, 2] {
+                let mut got = vec![0u8; n * cout * oh * ow];
+                rayon::ThreadPoolBuilder::new().num_threads(threads).build().expect("a thread pool").install(|| d.run(&x, n, &mut got));
+                for b in 0..n {
+                    for o in 0..cout {
+                        for oy in 0..oh {
+                            for ox in 0..ow {
+                                let mut acc = raw[o];
+                                for c in 0..cin {
+                                    for ky in 0..kh {
+                                        for kx in 0..kw {
+                                            let iy = (oy * sh + ky * dh) as isize - pt as isize;
+                                            let ix = (ox * sw + kx * dw) as isize - pl as isize;
+                                            if iy >= 0 && (iy as usize) < ih && ix >= 0 && (ix as usize) < iw {
+                                                let xv = x[((b * cin + c) * ih + iy as usize) * iw + ix as usize] as i32;
+                                                acc += (xv - zp) * w[o * kk + (c * kh + ky) * kw + kx] as i32;
+                                            }
+                                        }
+                                    }
+                                }
+                                let want = (mul_neon_rshl(acc, m[o]) + zp_out).clamp(range.0, range.1);
+                                let at = ((b * cout + o) * oh + oy) * ow + ox;
+                                let got = if range.0 < 0 { got[at] as i8 as i32 } else { got[at] as i32 };
+                                assert_eq!(got, want, "case {ci} threads {threads} b{b} o{o} y{oy} x{ox}");
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
+}
