@@ -145,6 +145,47 @@ pub(crate) mod neon64 {
         odd: Option<__m128i>,
         lo: __m512i,
         hi: __m512i,
+        range: ByteRange,
+    }
+
+    /// An output range as bytes, for [`pack4`].
+    #[derive(Clone, Copy)]
+    pub(crate) struct ByteRange {
+        /// u8 data (the range above 127; else i8).
+        unsigned: bool,
+        lo: __m512i,
+        hi: __m512i,
+    }
+
+    impl ByteRange {
+        /// The range `[lo, hi]` of i8 data (`hi ≤ 127`) or u8 data (`lo ≥ 0`).
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        pub(crate) fn new(lo: i32, hi: i32) -> ByteRange {
+            ByteRange { unsigned: hi > 127, lo: _mm512_set1_epi8(lo as i8), hi: _mm512_set1_epi8(hi as i8) }
+        }
+    }
+
+    /// Four vectors of 32-bit results (`zp + scale(acc)`) as 64 bytes in order, clamped to `range`: packed
+    /// with saturation, which keeps every value of the range (i8 data clamps to at most [-128, 127], u8 data to
+    /// at least [0, 255]), then clamped as bytes; two packs and a permutation where four `vpmovdb` and eight
+    /// 32-bit clamps would be.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F/BW/VL.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+    pub(crate) unsafe fn pack4(r: [__m512i; 4], range: &ByteRange) -> __m512i {
+        // per 128-bit lane l: the 32-bit lanes 4l..4l+3 of r[0], r[1], r[2], r[3]
+        let (ab, cd) = (_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
+        let order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
+        if range.unsigned {
+            let b = _mm512_permutexvar_epi32(order, _mm512_packus_epi16(ab, cd));
+            _mm512_min_epu8(_mm512_max_epu8(b, range.lo), range.hi)
+        } else {
+            let b = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
+            _mm512_min_epi8(_mm512_max_epi8(b, range.lo), range.hi)
+        }
     }
 
     impl Neon64 {
@@ -169,6 +210,7 @@ pub(crate) mod neon64 {
                 odd: (n > 0).then(|| _mm_cvtsi32_si128(n - 1)),
                 lo: _mm512_set1_epi32(lo),
                 hi: _mm512_set1_epi32(hi),
+                range: ByteRange::new(lo, hi),
             })
         }
 
@@ -180,6 +222,16 @@ pub(crate) mod neon64 {
         #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
         pub(crate) unsafe fn apply(&self, a: __m512i) -> __m512i {
             _mm512_min_epi32(_mm512_max_epi32(self.unclamped(a), self.lo), self.hi)
+        }
+
+        /// [`Neon64::apply`] of four vectors as 64 bytes in order ([`pack4`]).
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F/BW/VL.
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+        pub(crate) unsafe fn bytes4(&self, a: [__m512i; 4]) -> __m512i {
+            pack4(std::array::from_fn(|i| self.unclamped(a[i])), &self.range)
         }
 
         /// [`Neon64::apply`] before the clamp: `zp + scale(a)` (wrapping to 32 bits).

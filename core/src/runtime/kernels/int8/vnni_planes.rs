@@ -322,7 +322,7 @@ fn flat_len(g: &Geom2, pw: usize) -> usize {
 
 mod x86 {
     use super::super::fixedpoint::Multiplier;
-    use super::super::requantize::neon64::Neon64;
+    use super::super::requantize::neon64::{pack4, ByteRange, Neon64};
     use super::super::requantize::x86::requant;
     use super::{Planes, VnniDense, VnniDepthwise};
     use std::arch::x86_64::*;
@@ -372,10 +372,7 @@ mod x86 {
         zp: __m512i,
         lo: __m512i,
         hi: __m512i,
-        /// u8 data (the range above 127), and the range as bytes.
-        unsigned: bool,
-        lo8: __m512i,
-        hi8: __m512i,
+        range: ByteRange,
     }
 
     impl Stage {
@@ -391,34 +388,20 @@ mod x86 {
                 zp: _mm512_set1_epi32(zp),
                 lo: _mm512_set1_epi32(lo),
                 hi: _mm512_set1_epi32(hi),
-                unsigned: hi > 127,
-                lo8: _mm512_set1_epi8(lo as i8),
-                hi8: _mm512_set1_epi8(hi as i8),
+                range: ByteRange::new(lo, hi),
             }
         }
 
-        /// The output stage of four vectors as 64 bytes in order: the 32-bit results packed with saturation
-        /// (which keeps every value of the range: i8 data clamps to at most [-128, 127], u8 data to at least
-        /// [0, 255]), then clamped to the range as bytes.
+        /// The output stage of four vectors as 64 bytes in order ([`pack4`]).
         ///
         /// # Safety
         /// The CPU has AVX-512 F/BW/VL.
         #[inline]
         #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
         unsafe fn bytes4(&self, a: [__m512i; 4]) -> __m512i {
-            let r: [__m512i; 4] = std::array::from_fn(|i| match &self.fast {
-                Some(st) => st.unclamped(a[i]),
-                None => requant(a[i], self.left, self.right, self.double, self.mult, self.zp, self.lo, self.hi),
-            });
-            // per 128-bit lane l: the 32-bit lanes 4l..4l+3 of r[0], r[1], r[2], r[3]
-            let (ab, cd) = (_mm512_packs_epi32(r[0], r[1]), _mm512_packs_epi32(r[2], r[3]));
-            let order = _mm512_set_epi32(15, 11, 7, 3, 14, 10, 6, 2, 13, 9, 5, 1, 12, 8, 4, 0);
-            if self.unsigned {
-                let b = _mm512_permutexvar_epi32(order, _mm512_packus_epi16(ab, cd));
-                _mm512_min_epu8(_mm512_max_epu8(b, self.lo8), self.hi8)
-            } else {
-                let b = _mm512_permutexvar_epi32(order, _mm512_packs_epi16(ab, cd));
-                _mm512_min_epi8(_mm512_max_epi8(b, self.lo8), self.hi8)
+            match &self.fast {
+                Some(st) => st.bytes4(a),
+                None => pack4(std::array::from_fn(|i| requant(a[i], self.left, self.right, self.double, self.mult, self.zp, self.lo, self.hi)), &self.range),
             }
         }
 
