@@ -140,10 +140,15 @@ impl Planes {
         w
     }
 
-    /// Every buffer of `count` padded planes with its padding written (the inside is written per plane).
+    /// `count` padded planes with their padding written where [`x86::fill`] does not write it: the rows above
+    /// the inside and the slack after its last 64-byte chunk (the chunks write the side columns themselves).
     fn reset(&self, pads: &mut Vec<u8>, count: usize) {
-        pads.clear();
         pads.resize(count * self.pad_len, self.pad_byte);
+        let end = self.fill_start + 64 * self.fill.len();
+        for pad in pads.chunks_exact_mut(self.pad_len) {
+            pad[..self.fill_start].fill(self.pad_byte);
+            pad[end..].fill(self.pad_byte);
+        }
     }
 }
 
