@@ -1,7 +1,8 @@
 //! Moves layout transposes out of the way: an elementwise op (unary, binary incl. PRelu) whose every computed input
 //! is `Transpose(perm)` of something runs on the untransposed data instead, followed by one `Transpose(perm)`
 //! of its result (constant operands are permuted once, here); so does a `Pad` with constant pads (permuted); two transposes in a row become one, and an
-//! identity transpose is later removed by [`super::simplify_shapes`].
+//! identity transpose is later removed by [`super::simplify_shapes`]; a reduction without kept dims whose
+//! remaining dims keep their order reads the untransposed data over the permuted axes.
 //!
 //! Importers of NHWC formats (TFLite) wrap every NCHW convolution in a pair of transposes; between two
 //! convolutions the elementwise ops (bias-free PRelu, residual Add) pin them in place. Sinking them through the
@@ -16,7 +17,7 @@ pub fn run(g: &mut Graph) -> usize {
     let mut changed = 0;
     // Each step moves a transpose strictly downstream or removes one, so this terminates; the bound is a guard.
     for _ in 0..4 * g.nodes.len() + 16 {
-        if merge_transpose_chains(g) {
+        if merge_transpose_chains(g) || reduce_before_transpose(g) {
             changed += 1;
             continue;
         }
@@ -47,6 +48,39 @@ fn merge_transpose_chains(g: &mut Graph) -> bool {
         let perm: Vec<usize> = p2.iter().map(|&k| p1[k]).collect();
         g.nodes[i].inputs[0] = Some(x);
         g.nodes[i].op = Op::Transpose { perm };
+        return true;
+    }
+    false
+}
+
+/// A reduction without kept dims of `Transpose(perm)` of `x` whose remaining dims keep their order under the
+/// permutation reads `x` directly, over the permuted axes (a TFLite global average pool, `Mean` over NHWC's H
+/// and W after the importer's to-NHWC transpose, becomes a mean over NCHW's H and W: no transpose at all).
+/// Returns whether one changed.
+fn reduce_before_transpose(g: &mut Graph) -> bool {
+    let producers = g.producers();
+    for i in 0..g.nodes.len() {
+        let Op::Reduce { axes: Some(axes), keepdims: false, .. } = &g.nodes[i].op else { continue };
+        let Some(src) = g.nodes[i].input(0) else { continue };
+        if g.nodes[i].inputs.len() > 1 && g.nodes[i].input(1).is_some() {
+            continue;
+        }
+        let Some(p) = producers[src.0] else { continue };
+        let Op::Transpose { perm } = &g.nodes[p].op else { continue };
+        let Some(x) = g.nodes[p].input(0) else { continue };
+        let rank = g.value(src).shape.len();
+        if perm.len() != rank || g.value(x).shape.len() != rank || axes.iter().any(|&a| a >= rank) || !movable(g, x) || !movable(g, src) {
+            continue;
+        }
+        let kept: Vec<usize> = (0..rank).filter(|k| !axes.contains(k)).map(|k| perm[k]).collect();
+        if kept.windows(2).any(|w| w[0] > w[1]) {
+            continue;
+        }
+        let mut moved: Vec<usize> = axes.iter().map(|&a| perm[a]).collect();
+        moved.sort_unstable();
+        let Op::Reduce { axes, .. } = &mut g.nodes[i].op else { unreachable!("matched above") };
+        *axes = Some(moved);
+        g.nodes[i].inputs[0] = Some(x);
         return true;
     }
     false
@@ -184,6 +218,36 @@ mod tests {
         let y = g.add_value("t", DType::F32, s);
         g.add_node("t", Op::Transpose { perm: perm.to_vec() }, vec![Some(x)], vec![y]);
         y
+    }
+
+    /// A global average pool over NHWC (`Mean` over axes 1, 2 of the to-NHWC transpose) reads the NCHW data
+    /// over axes 2, 3 and no transpose is left; a reduction whose kept dims would change order keeps it.
+    #[test]
+    fn reductions_read_the_untransposed_data() {
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", DType::F32, vec![1, 3, 4, 5]);
+        let t = transpose(&mut g, x, &[0, 2, 3, 1]);
+        let y = g.add_value("y", DType::F32, vec![1, 3]);
+        g.add_node("mean", Op::Reduce { op: crate::ir::ReduceOp::Mean, axes: Some(vec![1, 2]), keepdims: false, noop_with_empty_axes: false }, vec![Some(t)], vec![y]);
+        g.outputs.push(y);
+        let data: Vec<f32> = (0..60).map(|i| (i * 7 % 11) as f32 - 3.5).collect();
+        let before = Session::new(g.clone()).expect("a session").run(&[Tensor::from_f32(vec![1, 3, 4, 5], data.clone())]).expect("runs");
+        assert!(run(&mut g) > 0);
+        crate::passes::simplify_shapes::run(&mut g);
+        crate::passes::dce::run(&mut g);
+        assert!(g.nodes.iter().all(|n| !matches!(n.op, Op::Transpose { .. })), "{:?}", g.nodes.iter().map(|n| &n.op).collect::<Vec<_>>());
+        assert!(matches!(&g.nodes.last().expect("a node").op, Op::Reduce { axes: Some(a), .. } if a == &vec![2, 3]));
+        let after = Session::new(g).expect("a session").run(&[Tensor::from_f32(vec![1, 3, 4, 5], data)]).expect("runs");
+        assert_eq!(before, after);
+        // kept dims [2, 1] of x after the permutation: not moved
+        let mut g = Graph::new("t");
+        let x = g.add_input("x", DType::F32, vec![2, 3, 4]);
+        let t = transpose(&mut g, x, &[2, 0, 1]);
+        let y = g.add_value("y", DType::F32, vec![4, 3]);
+        g.add_node("sum", Op::Reduce { op: crate::ir::ReduceOp::Sum, axes: Some(vec![1]), keepdims: false, noop_with_empty_axes: false }, vec![Some(t)], vec![y]);
+        g.outputs.push(y);
+        let _ = run(&mut g);
+        assert!(g.nodes.iter().any(|n| matches!(n.op, Op::Transpose { .. })));
     }
 
     /// NCHW conv-like stand-ins (Softmax over the channels: layout-bound, not elementwise) wrapped in to-NHWC / to-NCHW transposes, with PRelu and a residual Add in

@@ -225,7 +225,16 @@ impl PreparedKernel for Mean {
             let (red, inner): (usize, usize) = (shape[a..b].iter().product(), shape[b..].iter().product());
             if red * inner > 0 && x.count() == nout * red {
                 general = 0;
-                for (o, srow) in sums.chunks_mut(inner).enumerate() {
+                if inner == 1 {
+                    // NCHW's H and W: each output sums a contiguous run
+                    for (o, s) in sums.iter_mut().enumerate() {
+                        *s = match x {
+                            Bytes::I8(v) => v[o * red..(o + 1) * red].iter().map(|&b| b as i32).sum(),
+                            Bytes::U8(v) => v[o * red..(o + 1) * red].iter().map(|&b| b as i32).sum(),
+                        };
+                    }
+                }
+                for (o, srow) in sums.chunks_mut(inner).enumerate().filter(|_| inner > 1) {
                     for r in 0..red {
                         let at = (o * red + r) * inner;
                         match x {
