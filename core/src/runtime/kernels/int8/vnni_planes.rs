@@ -457,9 +457,14 @@ mod x86 {
             let (v, k) = (4 * b, (n - 4 * b).min(4));
             let acc = sums(k, base, &pl.offs, w, idx, bias, std::array::from_fn(|i| pl.at[v + i.min(k - 1)]));
             // the four vectors' outputs are consecutive in the plane: packed together, one store
+            let bytes = stage.bytes4(acc);
+            if keep == !0 {
+                _mm512_storeu_si512(out.add(o) as *mut _, bytes);
+                o += 64;
+                continue;
+            }
             let c = keep.count_ones() as usize;
-            let m: __mmask64 = if c == 64 { !0 } else { (1u64 << c) - 1 };
-            _mm512_mask_storeu_epi8(out.add(o) as *mut i8, m, _mm512_maskz_compress_epi8(keep, stage.bytes4(acc)));
+            _mm512_mask_storeu_epi8(out.add(o) as *mut i8, (1u64 << c) - 1, _mm512_maskz_compress_epi8(keep, bytes));
             o += c;
         }
     }
