@@ -195,21 +195,7 @@ impl VnniDepthwise {
     /// geometry, `out` the `[n][c][oh][ow]` output bytes; from [`SPLIT_WORK`] multiply-adds an image's channels
     /// are split between the threads.
     pub(super) fn run(&self, x: &[i8], n: usize, out: &mut [u8]) {
-        let g = &self.planes.geom;
-        let (plane, p, c) = (g.ih * g.iw, g.oh * g.ow, self.c);
-        assert!(x.len() >= n * c * plane && out.len() >= n * c * p, "depthwise buffers shorter than their shapes");
-        let threads = spin_pool::threads();
-        let split = threads > 1 && c > 1 && c * p * g.kh * g.kw >= spin_pool::min_work(SPLIT_WORK);
-        for b in 0..n {
-            let xs = &x[b * c * plane..(b + 1) * c * plane];
-            let ys = &mut out[b * c * p..(b + 1) * c * p];
-            if split {
-                let per = c.div_ceil(threads);
-                spin_pool::for_each_chunk_mut(ys, per * p, &|i, part| self.channels(xs, i * per, part));
-            } else {
-                self.channels(xs, 0, ys);
-            }
-        }
+        per_image(&self.planes, x, n, self.c, self.c, 1, out, &|xs, c0, ys| self.channels(xs, c0, ys));
     }
 
     /// The output planes `ys` of the channels from `c0` (as many as `ys` holds) of one image `xs`.
@@ -283,22 +269,7 @@ impl VnniDense {
     /// `[n][cout][oh][ow]` output bytes; from [`SPLIT_WORK`] multiply-adds an image's output channels are split
     /// between the threads (each gathers the windows itself).
     pub(super) fn run(&self, x: &[i8], n: usize, out: &mut [u8]) {
-        let g = &self.planes.geom;
-        let (plane, p) = (g.ih * g.iw, g.oh * g.ow);
-        let (cin, cout) = (self.cin, self.cout);
-        assert!(x.len() >= n * cin * plane && out.len() >= n * cout * p, "convolution buffers shorter than their shapes");
-        let threads = spin_pool::threads();
-        let split = threads > 1 && cout > 1 && cout * cin * p * g.kh * g.kw >= spin_pool::min_work(SPLIT_WORK);
-        for b in 0..n {
-            let xs = &x[b * cin * plane..(b + 1) * cin * plane];
-            let ys = &mut out[b * cout * p..(b + 1) * cout * p];
-            if split {
-                let per = cout.div_ceil(threads);
-                spin_pool::for_each_chunk_mut(ys, per * p, &|i, part| self.outputs(xs, i * per, part));
-            } else {
-                self.outputs(xs, 0, ys);
-            }
-        }
+        per_image(&self.planes, x, n, self.cin, self.cout, self.cin, out, &|xs, o0, ys| self.outputs(xs, o0, ys));
     }
 
     /// The output planes `ys` of the output channels from `o0` (as many as `ys` holds) of one image `xs`.
@@ -317,6 +288,28 @@ impl VnniDense {
             // ys whole output planes
             unsafe { x86::dense_planes(self, o0, pads, ys) };
         });
+    }
+}
+
+/// Image after image of `x` (`[n][cin][ih][iw]`): `f(image, o0, planes)` for the output planes of `cout`
+/// channels in `out`, from [`SPLIT_WORK`] multiply-adds (`depth` input channels per output) split between the
+/// threads by runs of output channels (`o0` the run's first).
+#[allow(clippy::too_many_arguments)]
+fn per_image(pl: &Planes, x: &[i8], n: usize, cin: usize, cout: usize, depth: usize, out: &mut [u8], f: &(dyn Fn(&[i8], usize, &mut [u8]) + Sync)) {
+    let g = &pl.geom;
+    let (plane, p) = (g.ih * g.iw, g.oh * g.ow);
+    assert!(x.len() >= n * cin * plane && out.len() >= n * cout * p, "convolution buffers shorter than their shapes");
+    let threads = spin_pool::threads();
+    let split = threads > 1 && cout > 1 && cout * depth * p * g.kh * g.kw >= spin_pool::min_work(SPLIT_WORK);
+    for b in 0..n {
+        let xs = &x[b * cin * plane..(b + 1) * cin * plane];
+        let ys = &mut out[b * cout * p..(b + 1) * cout * p];
+        if split {
+            let per = cout.div_ceil(threads);
+            spin_pool::for_each_chunk_mut(ys, per * p, &|i, part| f(xs, i * per, part));
+        } else {
+            f(xs, 0, ys);
+        }
     }
 }
 
