@@ -89,6 +89,10 @@ unsafe fn fill_panels_avx2(x: &[f32], g: &Geom, cg: usize, p0: usize, cols: usiz
                 let hi = if iw + pl > phase { ((iw - 1 + pl - phase) / sx + 1).min(qw) } else { 0 }.max(lo);
                 qrow[..lo].fill(0.0);
                 qrow[hi..].fill(0.0);
+                if hi == lo {
+                    // no input column in this phase (an input narrower than the stride)
+                    continue;
+                }
                 let start = lo * sx + phase - pl;
                 let q = &mut qrow[lo..hi];
                 match sx {
@@ -240,6 +244,9 @@ mod tests {
             ([4, 4], [3, 3], [1, 1], [1, 1], [1, 1, 1, 1]),
             ([1, 40], [1, 5], [1, 2], [1, 1], [0, 2, 0, 2]),
             ([9, 30], [1, 1], [2, 2], [1, 1], [0, 0, 0, 0]),
+            // an input narrower than the stride: phases with no input column (kernel_properties found it)
+            ([1, 1], [1, 1], [3, 3], [1, 1], [0, 0, 0, 0]),
+            ([2, 2], [1, 1], [3, 3], [1, 1], [0, 0, 0, 0]),
         ];
         let cg = 3;
         for &([ih, iw], [kh, kw], [sy, sx], [dy, dx], [pt, pl, pbot, pr]) in cases {
