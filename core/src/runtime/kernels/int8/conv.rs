@@ -211,12 +211,12 @@ pub(crate) fn prepare_conv(cx: &Ctx, a: &ConvAttrs) -> Result<Box<dyn PreparedKe
     // the packed weights replace the plain ones
     let w = if packed.is_empty() { w } else { Vec::new() };
     #[cfg(target_arch = "x86_64")]
-    let nhwc = (depthwise && o == c && geom.oh * geom.ow <= depthwise_nhwc::max_pixels() && depthwise_nhwc::available())
-        .then(|| NhwcDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
-    #[cfg(target_arch = "x86_64")]
     let vnni = (depthwise && o == c && geom.oh * geom.ow >= vnni_planes::MIN_PIXELS && vnni_planes::available())
         .then(|| VnniDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, x.zp, y.zp, act))
         .flatten();
+    #[cfg(target_arch = "x86_64")]
+    let nhwc = (vnni.is_none() && depthwise && o == c && geom.oh * geom.ow <= depthwise_nhwc::max_pixels() && depthwise_nhwc::available())
+        .then(|| NhwcDepthwise::new(&geom, c, &w16, &bias, &m, if dw_neon_blocks { o / 8 * 8 } else { 0 }, y.zp, act));
     Ok(Box::new(Conv {
         w,
         w16,
