@@ -518,8 +518,8 @@ mod avx2 {
                 let r: [__m256i; 2] = std::array::from_fn(|half| {
                     let (_, left, right, mult, mult_odd, away) = k[half];
                     let a = _mm256_sllv_epi32(acc[half], left);
-                    let even = _mm256_add_epi64(_mm256_mul_epi32(a, mult), round);
-                    let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(a), mult_odd), round);
+                    let even = _mm256_add_epi64(crate::runtime::kernels::int8::requantize::mul32::mul256(a, mult), round);
+                    let odd = _mm256_add_epi64(crate::runtime::kernels::int8::requantize::mul32::mul256(_mm256_srli_epi64::<32>(a), mult_odd), round);
                     let h = _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd));
                     let s = _mm256_srav_epi32(h, right);
                     let away_r = || {

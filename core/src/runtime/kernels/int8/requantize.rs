@@ -45,6 +45,44 @@ pub fn row(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, (lo, hi):
     unreachable!("AVX-512 on {:?}", (acc.len(), bias, m, neon, zp, lo, hi, out.len()))
 }
 
+/// `vpmuldq`: the signed products of the low 32-bit halves of each 64-bit lane, as one instruction.
+///
+/// `_mm512_mul_epi32` is written in `std::arch` as a 64-bit multiply of sign-extended halves, which LLVM turns
+/// back into `vpmuldq` only when it sees the sign extension in the same basic block: with the multiplier
+/// hoisted out of a loop it does not, and without AVX-512 DQ it then emulates a full 64×64 multiply (three
+/// `vpmuludq`, shifts and adds per call, measured in the depthwise planes kernel). The inline assembly pins
+/// the one instruction.
+#[cfg(target_arch = "x86_64")]
+pub(crate) mod mul32 {
+    use std::arch::x86_64::*;
+
+    /// `_mm512_mul_epi32(a, b)`.
+    ///
+    /// # Safety
+    /// The CPU has AVX-512 F.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    pub(crate) unsafe fn mul512(a: __m512i, b: __m512i) -> __m512i {
+        let r: __m512i;
+        // SAFETY: a register-only instruction (no memory, stack or flags), which the caller's CPU has
+        std::arch::asm!("vpmuldq {r}, {a}, {b}", r = lateout(zmm_reg) r, a = in(zmm_reg) a, b = in(zmm_reg) b, options(pure, nomem, nostack, preserves_flags));
+        r
+    }
+
+    /// `_mm256_mul_epi32(a, b)`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    pub(crate) unsafe fn mul256(a: __m256i, b: __m256i) -> __m256i {
+        let r: __m256i;
+        // SAFETY: a register-only instruction (no memory, stack or flags), which the caller's CPU has
+        std::arch::asm!("vpmuldq {r}, {a}, {b}", r = lateout(ymm_reg) r, a = in(ymm_reg) a, b = in(ymm_reg) b, options(pure, nomem, nostack, preserves_flags));
+        r
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 pub(crate) mod x86 {
     use super::Multiplier;
@@ -75,8 +113,8 @@ pub(crate) mod x86 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     pub(crate) unsafe fn high_mul(x: __m512i, mult: __m512i) -> __m512i {
         let round = _mm512_set1_epi64(1 << 30);
-        let even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), round);
-        let odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64::<32>(x), mult), round);
+        let even = _mm512_add_epi64(super::mul32::mul512(x, mult), round);
+        let odd = _mm512_add_epi64(super::mul32::mul512(_mm512_srli_epi64::<32>(x), mult), round);
         // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
         _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<31>(even), _mm512_slli_epi64::<1>(odd))
     }
@@ -87,8 +125,8 @@ pub(crate) mod x86 {
     #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
     pub(crate) unsafe fn high_mul_lanes(x: __m512i, mult: __m512i, round: __m512i) -> __m512i {
         // the even lanes' products from the low halves, the odd lanes' after moving them down
-        let even = _mm512_add_epi64(_mm512_mul_epi32(x, mult), round);
-        let odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult)), round);
+        let even = _mm512_add_epi64(super::mul32::mul512(x, mult), round);
+        let odd = _mm512_add_epi64(super::mul32::mul512(_mm512_srli_epi64::<32>(x), _mm512_srli_epi64::<32>(mult)), round);
         _mm512_mask_blend_epi32(0xAAAA, _mm512_srli_epi64::<31>(even), _mm512_slli_epi64::<1>(odd))
     }
 
@@ -242,8 +280,8 @@ pub(crate) mod neon64 {
         #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
         pub(crate) unsafe fn unclamped(&self, a: __m512i) -> __m512i {
             let a = _mm512_sll_epi32(a, self.left);
-            let even = _mm512_sra_epi64(_mm512_add_epi64(_mm512_mul_epi32(a, self.mult), self.c), self.even);
-            let odd = _mm512_add_epi64(_mm512_mul_epi32(_mm512_srli_epi64::<32>(a), self.mult), self.c);
+            let even = _mm512_sra_epi64(_mm512_add_epi64(super::mul32::mul512(a, self.mult), self.c), self.even);
+            let odd = _mm512_add_epi64(super::mul32::mul512(_mm512_srli_epi64::<32>(a), self.mult), self.c);
             // the odd lanes' results in the high halves of their 64-bit lanes
             let odd = match self.odd {
                 Some(n1) => _mm512_sra_epi64(odd, n1),
@@ -292,8 +330,8 @@ pub(crate) mod avx2 {
     #[target_feature(enable = "avx2")]
     pub(crate) unsafe fn high_mul(x: __m256i, mult: __m256i) -> __m256i {
         let round = _mm256_set1_epi64x(1 << 30);
-        let even = _mm256_add_epi64(_mm256_mul_epi32(x, mult), round);
-        let odd = _mm256_add_epi64(_mm256_mul_epi32(_mm256_srli_epi64::<32>(x), mult), round);
+        let even = _mm256_add_epi64(super::mul32::mul256(x, mult), round);
+        let odd = _mm256_add_epi64(super::mul32::mul256(_mm256_srli_epi64::<32>(x), mult), round);
         // bits 31..62 of each 64-bit product: in the low half of the even lanes, the high half of the odd
         _mm256_blend_epi32::<0b1010_1010>(_mm256_srli_epi64::<31>(even), _mm256_slli_epi64::<1>(odd))
     }
