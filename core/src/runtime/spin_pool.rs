@@ -297,11 +297,12 @@ pub(crate) fn join<RA: Send, RB: Send>(a: impl FnOnce() -> RA + Send, b: impl Fn
     (take(ra), take(rb))
 }
 
-/// `work` scaled by `TPU_SDK_SPLIT_SCALE` (default 1; read once): the kernels' least work worth splitting, for
+/// `work` scaled by `TPU_SDK_SPLIT_SCALE` (a factor ≥ 0, default 1; read once): the kernels' least work worth splitting, for
 /// measuring the thresholds.
 pub(crate) fn min_work(work: usize) -> usize {
-    static SCALE: OnceLock<usize> = OnceLock::new();
-    work * *SCALE.get_or_init(|| std::env::var("TPU_SDK_SPLIT_SCALE").ok().and_then(|v| v.parse().ok()).unwrap_or(1))
+    static SCALE: OnceLock<f64> = OnceLock::new();
+    let scale = *SCALE.get_or_init(|| std::env::var("TPU_SDK_SPLIT_SCALE").ok().and_then(|v| v.parse().ok()).filter(|s: &f64| *s >= 0.0).unwrap_or(1.0));
+    (work as f64 * scale) as usize
 }
 
 /// The number of threads kernels split their work over: the current rayon pool's size (which `--threads` sets).

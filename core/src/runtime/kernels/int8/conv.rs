@@ -413,7 +413,7 @@ fn bytes_mut<T: Q8>(s: &mut [T]) -> &mut [u8] {
 /// TFLite's multipliers, which are never negative (the saturating case of the high multiply, both operands
 /// `i32::MIN`, cannot occur).
 #[inline]
-fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
+pub(super) fn requantize_row<T: Q8>(acc: &[i32], bias: i32, m: Multiplier, neon: bool, zp: i32, range: (i32, i32), out: &mut [T]) {
     if super::requantize::row_available() {
         return super::requantize::row(acc, bias, m, neon, zp, range, bytes_mut(out));
     }

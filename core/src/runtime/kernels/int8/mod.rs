@@ -201,7 +201,7 @@ fn reduced_axes(cx: &Ctx, attr: Option<&[usize]>, noop: bool) -> Result<Vec<usiz
 /// workers spin between the operators of a run and take their tasks in well under a microsecond.
 pub(crate) fn team_parallel(work: usize) -> bool {
     const TEAM_MIN: usize = 1 << 17;
-    work >= TEAM_MIN && crate::runtime::spin_pool::threads() > 1
+    work >= crate::runtime::spin_pool::min_work(TEAM_MIN) && crate::runtime::spin_pool::threads() > 1
 }
 
 /// [min, max] of an 8-bit dtype.

@@ -199,12 +199,69 @@ impl Mean {
     }
 }
 
+impl Mean {
+    /// MEAN over trailing axes (NCHW's H and W: each output sums a contiguous run of the input) without the
+    /// general loop's index arithmetic: run sums, then rows requantized at once (the optimized kernel's
+    /// channels as rows with their rounding: NEON for the channels of whole 16-channel blocks). `None` where
+    /// the reduction is not of that form.
+    fn contiguous_runs(&self, x: &Bytes, shape: &[usize], outputs: &mut [Tensor]) -> Result<Option<()>, String> {
+        let rank = shape.len();
+        let first = rank - self.axes.len().min(rank);
+        if self.axes.is_empty() || !(first..rank).all(|d| self.axes.contains(&d)) || self.m.shift < -31 {
+            return Ok(None);
+        }
+        let (red, nout): (usize, usize) = (shape[first..].iter().product(), shape[..first].iter().product());
+        // per outer block: runs of ch_stride outputs share a channel, NEON rounding for channels [0, neon_end)
+        let (ch_stride, chans) = match self.kind {
+            MeanKind::Optimized { channel_axis } if channel_axis < first => (shape[channel_axis + 1..first].iter().product(), shape[channel_axis]),
+            MeanKind::Optimized { .. } => return Ok(None),
+            _ => (1, 1),
+        };
+        if red == 0 || nout == 0 || chans == 0 || ch_stride == 0 {
+            return Ok(None);
+        }
+        let sums: Vec<i32> = match x {
+            Bytes::I8(v) => v.chunks_exact(red).map(|r| r.iter().map(|&b| b as i32).sum()).collect(),
+            Bytes::U8(v) => v.chunks_exact(red).map(|r| r.iter().map(|&b| b as i32).sum()).collect(),
+        };
+        fn rows<T: Q8>(mean: &Mean, sums: &[i32], (ch_stride, chans): (usize, usize), out: &mut [T]) {
+            let range = super::dtype_range(mean.dtype);
+            match mean.kind {
+                MeanKind::Optimized { .. } => {
+                    let split = chans / 16 * 16 * ch_stride;
+                    for (s, o) in sums.chunks(ch_stride * chans).zip(out.chunks_mut(ch_stride * chans)) {
+                        let split = split.min(s.len());
+                        super::conv::requantize_row(&s[..split], 0, mean.m, true, mean.bias, range, &mut o[..split]);
+                        super::conv::requantize_row(&s[split..], 0, mean.m, false, mean.bias, range, &mut o[split..]);
+                    }
+                }
+                MeanKind::SameParams => {
+                    let n = mean.n.max(1) as i32;
+                    out.iter_mut().zip(sums).for_each(|(o, &s)| *o = T::from_i32((s / n).clamp(range.0, range.1)));
+                }
+                MeanKind::IntegerDivided => {
+                    super::conv::requantize_row(sums, -mean.x.zp * mean.n as i32, mean.m, false, mean.y.zp, range, out)
+                }
+            }
+        }
+        let out = out0(outputs)?;
+        match self.dtype {
+            DType::U8 => rows(self, &sums, (ch_stride, chans), out.reset::<u8>(&self.final_shape)),
+            _ => rows(self, &sums, (ch_stride, chans), out.reset::<i8>(&self.final_shape)),
+        }
+        Ok(Some(()))
+    }
+}
+
 impl PreparedKernel for Mean {
     fn run(&self, inputs: &[Option<&Tensor>], outputs: &mut [Tensor], _scratch: &mut Scratch) -> Result<(), String> {
         let xt = arg(inputs, 0)?;
         let x = Bytes::of(xt, "the input")?;
         let shape = &xt.shape;
         let rank = shape.len();
+        if let Some(done) = self.contiguous_runs(&x, shape, outputs)? {
+            return Ok(done);
+        }
         // sums over the reduced axes, in the kept-dims output order
         let nout: usize = self.out_shape.iter().product();
         let mut sums = vec![0i32; nout];
@@ -398,3 +455,61 @@ fn for_each_plane<T: Send>(out: &mut [T], plane: usize, work: usize, f: &(dyn Fn
     }
 }
 
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The contiguous-run MEAN (NCHW, reduced H and W trailing) equals the general loop over the same data
+    /// laid NHWC (reduced axes in the middle), for each of the three kinds, i8 and u8, channel counts around
+    /// the 16-channel NEON blocks and ranges that clamp. The general loop is the one the LiteRT corpus checks
+    /// (`tests/tflite_int8.rs`: global average pools of MobileNetV2 and `gap_int8`).
+    #[test]
+    fn contiguous_runs_equal_the_general_loop() {
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = move || {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            state
+        };
+        let mut tried = 0;
+        for &(c, h, w) in &[(20usize, 3usize, 3usize), (16, 2, 5), (35, 6, 6), (3, 1, 7), (48, 4, 4)] {
+            for dtype in [DType::I8, DType::U8] {
+                let n = h * w;
+                let x = Qp { scale: 0.02 + (next() % 100) as f32 * 1e-3, zp: (next() % 40) as i32 - 20 + if dtype == DType::U8 { 128 } else { 0 } };
+                let same = Qp { scale: x.scale, zp: x.zp };
+                let other = Qp { scale: x.scale * (0.3 + (next() % 100) as f32 * 0.01), zp: (next() % 30) as i32 - 15 + if dtype == DType::U8 { 128 } else { 0 } };
+                let nchw: Vec<u8> = (0..c * n).map(|_| next() as u8).collect();
+                // [1][h][w][c]
+                let nhwc: Vec<u8> = (0..c * n).map(|i| nchw[(i % c) * n + i / c]).collect();
+                let tensor = |shape: Vec<usize>, v: &[u8]| match dtype {
+                    DType::U8 => Tensor::from_vec(shape, v.to_vec()).unwrap(),
+                    _ => Tensor::from_vec(shape, v.iter().map(|&b| b as i8).collect::<Vec<i8>>()).unwrap(),
+                };
+                let cases = [
+                    (MeanKind::Optimized { channel_axis: 1 }, MeanKind::Optimized { channel_axis: 3 }, x, other),
+                    (MeanKind::SameParams, MeanKind::SameParams, x, same),
+                    (MeanKind::IntegerDivided, MeanKind::IntegerDivided, x, other),
+                ];
+                for (kind_nchw, kind_nhwc, qx, qy) in cases {
+                    let run = |kind, axes: Vec<usize>, shape: Vec<usize>, data: &[u8]| {
+                        let mean = Mean::new(Qp { scale: qx.scale, zp: qx.zp }, Qp { scale: qy.scale, zp: qy.zp }, n, kind, axes, &shape, vec![1, c], dtype);
+                        let input = tensor(shape, data);
+                        let mut out = [Tensor::default()];
+                        mean.run(&[Some(&input)], &mut out, &mut Scratch::default()).unwrap();
+                        match dtype {
+                            DType::U8 => out[0].view::<u8>().unwrap().to_vec(),
+                            _ => out[0].view::<i8>().unwrap().iter().map(|&v| v as u8).collect(),
+                        }
+                    };
+                    let fast = run(kind_nchw, vec![2, 3], vec![1, c, h, w], &nchw);
+                    let general = run(kind_nhwc, vec![1, 2], vec![1, h, w, c], &nhwc);
+                    assert_eq!(fast, general, "{kind_nchw:?} {dtype:?} c {c} h {h} w {w}");
+                    tried += 1;
+                }
+            }
+        }
+        assert_eq!(tried, 30);
+    }
+}
