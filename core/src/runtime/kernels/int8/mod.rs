@@ -194,13 +194,14 @@ fn reduced_axes(cx: &Ctx, attr: Option<&[usize]>, noop: bool) -> Result<Vec<usiz
 }
 
 /// Whether a kernel should split `work` (multiply-adds or elements touched) across the spinning team
-/// ([`crate::runtime::spin_pool`]): with more than one thread and from about 100K multiply-adds (a few µs of
-/// one core). Through rayon the least work worth a fork-join had been 2M (a futex wake-up per call, often a
+/// ([`crate::runtime::spin_pool`]): with more than one thread and from 32K multiply-adds (a µs or two of one
+/// core; 128K until the int8 kernels' VNNI rewrite: at 2 threads on Zen 5 the int8 MobileNetV2 fixture took
+/// 0.128 ms with 128K for this and 64K for the planes kernels, 0.122 with 32K and 16K, alternated runs). Through rayon the least work worth a fork-join had been 2M (a futex wake-up per call, often a
 /// core that another process holds on a shared machine: the 96x96 int8 MobileNetV2 ran 1.17 ms at 2 threads
 /// against 0.77 ms at 1 with a threshold of 128K), so no convolution of that model split at all; the team's
 /// workers spin between the operators of a run and take their tasks in well under a microsecond.
 pub(crate) fn team_parallel(work: usize) -> bool {
-    const TEAM_MIN: usize = 1 << 17;
+    const TEAM_MIN: usize = 1 << 15;
     work >= crate::runtime::spin_pool::min_work(TEAM_MIN) && crate::runtime::spin_pool::threads() > 1
 }
 

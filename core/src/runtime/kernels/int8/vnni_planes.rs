@@ -37,8 +37,10 @@ use super::gemm::Geom2;
 /// outputs).
 pub(super) const MIN_PIXELS: usize = 16;
 
-/// Multiply-adds from which an image's channels are split between threads (as the channel-lane kernel's).
-const SPLIT_WORK: usize = 1 << 16;
+/// Multiply-adds from which an image's channels are split between threads: 16K, about a µs of one core
+/// (64K, the channel-lane kernel's, left the 6×6 planes of 144 and 192 channels on one thread; see
+/// [`super::team_parallel`] for the measurement).
+const SPLIT_WORK: usize = 1 << 14;
 
 /// The most windows (input channels × kernel rows × tap groups) of [`VnniDense`]: they stay in registers.
 const DENSE_WINDOWS: usize = 12;
