@@ -11,7 +11,7 @@ use crate::runtime::spin_pool;
 
 use super::broadcast::{data, CHUNK, PAR_MIN};
 use super::dispatch::with_float;
-use super::numeric::{Float, Real};
+use super::numeric::{vector::avx2_copy, Float, Real};
 use super::input;
 use crate::ir::ops::softmax::geometry;
 use crate::ir::Tensor;
@@ -128,6 +128,7 @@ fn lane_sum<T: Float>(x: &[T]) -> T::C {
 }
 
 /// One contiguous slice.
+#[inline(always)]
 fn row<T: Float>(kind: Kind, x: &[T], o: &mut [T]) {
     match kind {
         Kind::Hard => {
@@ -171,16 +172,24 @@ fn rows<T: Float>(kind: Kind, x: &[T], o: &mut [T], n: usize) {
     if n == 0 || o.is_empty() {
         return;
     }
-    let run = |x: &[T], o: &mut [T]| {
-        for (xr, or) in x.chunks_exact(n).zip(o.chunks_exact_mut(n)) {
-            row(kind, xr, or);
-        }
-    };
+    let run = |x: &[T], o: &mut [T]| rows_run::<T>(kind, x, o, n);
     if o.len() >= PAR_MIN && o.len() / n > 1 {
         let per = (CHUNK / n).max(1) * n;
         spin_pool::for_each_chunk_mut(o, per, &|i, oc| run(&x[i * per..][..oc.len()], oc));
     } else {
         run(x, o);
+    }
+}
+
+avx2_copy!(
+    /// [`row`] over the `n`-long rows of `x` (compiled for AVX2 + FMA where the CPU has them, for the
+    /// vectorised exponentials).
+    fn rows_run<T: Float>(kind: Kind, x: &[T], o: &mut [T], n: usize) => rows_run_body);
+
+#[inline(always)]
+fn rows_run_body<T: Float>(kind: Kind, x: &[T], o: &mut [T], n: usize) {
+    for (xr, or) in x.chunks_exact(n).zip(o.chunks_exact_mut(n)) {
+        row(kind, xr, or);
     }
 }
 
@@ -191,6 +200,8 @@ fn blocks<T: Float>(kind: Kind, x: &[T], o: &mut [T], outer: usize, n: usize, in
         return;
     }
     let zero = <T::C as Real>::ZERO;
+    // Softmax of f32/f64 on one thread per block: one exponential per value (soft_block)
+    let single = kind == Kind::Soft && exact::<T>();
     if block >= PAR_MIN || outer == 1 {
         // few large blocks: parallel inside each block (when large)
         let par = block >= PAR_MIN;
@@ -198,6 +209,10 @@ fn blocks<T: Float>(kind: Kind, x: &[T], o: &mut [T], outer: usize, n: usize, in
         let mut st2 = vec![zero; inner];
         let mut idx = vec![0usize; if kind == Kind::Hard { inner } else { 0 }];
         for (xb, ob) in x.chunks_exact(block).zip(o.chunks_exact_mut(block)) {
+            if single && !par {
+                soft_block::<T>(xb, ob, n, &mut st, &mut st2);
+                continue;
+            }
             block_stats::<T>(kind, xb, n, inner, &mut st, &mut st2, &mut idx, par);
             block_out::<T>(kind, xb, ob, inner, &st, &st2, &idx, par);
         }
@@ -208,10 +223,49 @@ fn blocks<T: Float>(kind: Kind, x: &[T], o: &mut [T], outer: usize, n: usize, in
             let xc = &x[i * per..][..oc.len()];
             let (mut st, mut st2, mut idx) = (vec![zero; inner], vec![zero; inner], vec![0usize; if kind == Kind::Hard { inner } else { 0 }]);
             for (xb, ob) in xc.chunks_exact(block).zip(oc.chunks_exact_mut(block)) {
+                if single {
+                    soft_block::<T>(xb, ob, n, &mut st, &mut st2);
+                    continue;
+                }
                 block_stats::<T>(kind, xb, n, inner, &mut st, &mut st2, &mut idx, false);
                 block_out::<T>(kind, xb, ob, inner, &st, &st2, &idx, false);
             }
         });
+    }
+}
+
+avx2_copy!(
+    /// Softmax of one block `[n, inner]` of f32/f64 ([`exact`]) on one thread: the column maxima, then each
+    /// exponential once, kept in the output while the column sums add it up, then the division. The sums add
+    /// the same values in the same order as [`block_stats`]' and the quotients are [`block_out`]'s (the two
+    /// passes took each exponential twice: YOLOv8's DFL softmax, 4×16×1024, 0.18 ms against onnxruntime's 0.08).
+    /// `st`, `st2`: `inner` values of scratch.
+    fn soft_block<T: Float>(xb: &[T], ob: &mut [T], n: usize, st: &mut [T::C], st2: &mut [T::C]) => soft_block_body);
+
+#[inline(always)]
+fn soft_block_body<T: Float>(xb: &[T], ob: &mut [T], n: usize, st: &mut [T::C], st2: &mut [T::C]) {
+    let inner = st.len();
+    st.fill(<T::C as Real>::NEG_INFINITY);
+    for xr in xb.chunks_exact(inner).take(n) {
+        for (m, v) in st.iter_mut().zip(xr) {
+            let v = v.load();
+            if v > *m {
+                *m = v;
+            }
+        }
+    }
+    st2.fill(<T::C as Real>::ZERO);
+    for (xr, or) in xb.chunks_exact(inner).zip(ob.chunks_exact_mut(inner)).take(n) {
+        for (((o, v), m), s) in or.iter_mut().zip(xr).zip(st.iter()).zip(st2.iter_mut()) {
+            let e = (v.load() - *m).exp();
+            *o = T::store(e);
+            *s = *s + e;
+        }
+    }
+    for or in ob.chunks_exact_mut(inner).take(n) {
+        for (o, s) in or.iter_mut().zip(st2.iter()) {
+            *o = T::store(o.load() / *s);
+        }
     }
 }
 
