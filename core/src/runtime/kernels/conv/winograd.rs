@@ -25,8 +25,13 @@
 //! Used where it wins, measured with `tpu-sdk bench` at 1 thread against the packed im2col path on single
 //! convolutions (AMD EPYC Zen 4; ms, Winograd / im2col): 64→64 ch 32×32 0.54 / 0.95 (onnxruntime 0.67),
 //! 16→32 ch 128×128 1.41 / 2.09, 512→512 ch 7×7 3.14 / 3.83, 64→64 ch 6×6 0.046 / 0.067, 8→16 ch 64×64
-//! 0.151 / 0.165; it loses at 4→16 ch 64×64 (0.111 / 0.087) and 256→256 ch 4×4 (0.37 / 0.26). Hence at least
-//! [`MIN_CHANNELS`] input and output channels and an output of at least [`MIN_PIXELS`] pixels. The transformed
+//! 0.151 / 0.165; it loses at 4→16 ch 64×64 (0.111 / 0.087) and 256→256 ch 4×4 (0.37 / 0.26). After the im2col
+//! path's AVX-512 tile and panels (AMD EPYC Zen 5, 1 thread, with SiLU): 64→64 ch 32×32 0.36 / 0.40 and 128→128
+//! ch 16×16 0.30 / 0.37 still win, but 16→16 ch 64×64 0.20 / 0.16, 32→32 ch 64×64 0.49 / 0.47, 32→32 ch 32×32
+//! 0.134 / 0.121, 8→16 ch 64×64 0.139 / 0.088, 64→64 ch 16×16 0.106 / 0.101, 64→64 ch 8×8 0.041 / 0.029 and
+//! 128→128 ch 8×8 0.100 / 0.098 lose (the transforms cost per channel and pixel, the saved multiply-adds per
+//! channel pair and pixel: few channels do not repay them). Hence at least [`MIN_CHANNELS`] input and output
+//! channels and output pixels times the smaller channel count of at least [`MIN_CHANNEL_PIXELS`]. The transformed
 //! weights are 16/9 the size of the weights: in a whole network the late layers' (512→512 ch: 16.8 MB) push the
 //! next layers' weights out of the 32 MB L3, and in ResNet-18 at 128×128 the 512-channel convolution after a
 //! Winograd layer went from 1.7 to 2.9 ms. So weights over [`SMALL_WEIGHTS_BYTES`] transformed take Winograd only
@@ -43,9 +48,9 @@ use crate::ir::ops::conv::ConvPlan;
 use crate::ir::{Activation, ConvAttrs, Graph, Tensor};
 
 /// Fewest input and output channels for which the transforms pay off.
-pub(super) const MIN_CHANNELS: usize = 8;
-/// Fewest output pixels (per image) for which the transforms pay off.
-pub(super) const MIN_PIXELS: usize = 36;
+pub(super) const MIN_CHANNELS: usize = 64;
+/// Fewest output pixels (per image) times the smaller channel count for which the transforms pay off.
+pub(super) const MIN_CHANNEL_PIXELS: usize = 1 << 15;
 /// Transformed weights up to this size (bytes) are used at [`MIN_PIXELS`]; larger ones only from
 /// [`MIN_PIXELS_LARGE_WEIGHTS`] output pixels.
 pub(super) const SMALL_WEIGHTS_BYTES: usize = 1 << 20;
@@ -89,6 +94,11 @@ thread_local! {
 /// The prepared kernel of Conv node `n` when it is a 3×3, stride 1, dilation 1, ungrouped f32 2-D convolution
 /// with constant weights, large enough to gain (see the module documentation).
 pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
+    build(g, n, true)
+}
+
+/// [`prepare`], with the size rule (`gains`) or without it (the tests' small convolutions).
+fn build(g: &Graph, n: usize, gains: bool) -> Option<Box<dyn PreparedKernel>> {
     let (attrs, p, w, w_shape) = super::constant_f32_conv(g, n)?;
     if w_shape.len() != 4 {
         return None;
@@ -97,12 +107,12 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
     if p.group != 1 || geo.rank != 2 || geo.k[1..] != [3, 3] || geo.s[1..] != [1, 1] || geo.d[1..] != [1, 1] {
         return None;
     }
-    if p.c < MIN_CHANNELS || p.m < MIN_CHANNELS || geo.out_size() < MIN_PIXELS {
+    if gains && (p.c.min(p.m) < MIN_CHANNELS || geo.out_size() * p.c.min(p.m) < MIN_CHANNEL_PIXELS) {
         return None;
     }
     // 16/9 of the weights' bytes: where few pixels reuse them, the larger weights cost more memory traffic than the
     // saved multiply-adds (and crowd the other layers' weights out of the cache)
-    if geo.out_size() < MIN_PIXELS_LARGE_WEIGHTS && 16 * p.m * p.c * 4 > SMALL_WEIGHTS_BYTES {
+    if gains && geo.out_size() < MIN_PIXELS_LARGE_WEIGHTS && 16 * p.m * p.c * 4 > SMALL_WEIGHTS_BYTES {
         return None;
     }
     let u = transformed_weights(w, p.m, p.c)?;
@@ -381,16 +391,27 @@ mod tests {
         ];
         for (seed, (xs, m, a, with_bias)) in cases.into_iter().enumerate() {
             for threads in [1, 2] {
-                let (got, want) = prepared_and_ordinary(&xs, &[m, xs[1], 3, 3], &a, with_bias, seed as u64, super::prepare, threads);
+                let (got, want) = prepared_and_ordinary(&xs, &[m, xs[1], 3, 3], &a, with_bias, seed as u64, |g, n| super::build(g, n, false), threads);
                 let scale = want.as_f32().unwrap().iter().fold(0f32, |s, v| s.max(v.abs()));
                 for (i, (p, q)) in got.as_f32().unwrap().iter().zip(want.as_f32().unwrap()).enumerate() {
                     assert!((p - q).abs() <= 1e-5 * scale.max(1.0), "case {seed}, {threads} threads: element {i}: {p} vs {q}");
                 }
             }
         }
-        // too few channels or pixels, a stride or a group: declined
-        // (and large weights over few pixels: 256 → 256 channels over 8×8 outputs)
-        for (xs, m, strides, group) in [(vec![1, 4, 16, 16], 16, 1, 1), (vec![1, 16, 6, 6], 16, 1, 1), (vec![1, 16, 16, 16], 16, 2, 1), (vec![1, 32, 16, 16], 32, 1, 2), (vec![1, 256, 10, 10], 256, 1, 1)] {
+        // too few channels or pixels (32 → 32 over 32×32, 64 → 64 over 16×16), a stride or a group: declined
+        // (and large weights over few pixels: 256 → 256 channels over 8×8 outputs); taken: 64 → 64 over 32×32,
+        // 128 → 128 over 16×16
+        let sizes = [
+            (vec![1, 4, 16, 16], 16, 1, 1, false),
+            (vec![1, 32, 34, 34], 32, 1, 1, false),
+            (vec![1, 64, 18, 18], 64, 1, 1, false),
+            (vec![1, 16, 16, 16], 16, 2, 1, false),
+            (vec![1, 32, 16, 16], 32, 1, 2, false),
+            (vec![1, 256, 10, 10], 256, 1, 1, false),
+            (vec![1, 64, 34, 34], 64, 1, 1, true),
+            (vec![1, 128, 18, 18], 128, 1, 1, true),
+        ];
+        for (xs, m, strides, group, taken) in sizes {
             let mut g = Graph::new("c");
             let x = g.add_input("x", DType::F32, xs.clone());
             let w = g.add_constant("w", Tensor::from_f32(vec![m, xs[1] / group, 3, 3], rnd(m * xs[1] / group * 9, 3)));
@@ -401,7 +422,7 @@ mod tests {
             g.add_node("conv", Op::Conv(a), vec![Some(x), Some(w), None], vec![y]);
             g.outputs.push(y);
             infer_graph(&mut g, &CpuEval).unwrap();
-            assert!(super::prepare(&g, 0).is_none(), "{xs:?} stride {strides} group {group}");
+            assert_eq!(super::prepare(&g, 0).is_some(), taken, "{xs:?} stride {strides} group {group}");
         }
     }
 }
