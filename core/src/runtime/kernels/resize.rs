@@ -279,6 +279,10 @@ fn nearest<T: Element>(x: &[T], in_shape: &[usize], tables: &[Axis], out_shape: 
     let lead = &out_shape[..r - 1];
     let in_str = strides(in_shape);
     let last = &tables[r - 1];
+    // an integer upsampling of the rows (each input value repeated `f` times: FPN/YOLO's 2x nearest): runs of
+    // copies instead of a gather through the index table
+    let iw = in_shape[r - 1];
+    let f = if iw > 0 && ow % iw == 0 && !last.any_outside && last.idx.iter().enumerate().all(|(j, &i)| i == j / (ow / iw)) { ow / iw } else { 0 };
     split_rows(out, ow, |row0, chunk| {
         let mut idx = vec![0usize; r - 1];
         unravel(row0, lead, &mut idx);
@@ -298,7 +302,16 @@ fn nearest<T: Element>(x: &[T], in_shape: &[usize], tables: &[Axis], out_shape: 
                 cur.copy_from_slice(&done[(k - 1) * ow..]);
             } else {
                 let src = &x[off..];
-                if last.any_outside {
+                if f == 2 {
+                    for (o, &v) in cur.chunks_exact_mut(2).zip(&src[..iw]) {
+                        o[0] = v;
+                        o[1] = v;
+                    }
+                } else if f > 0 {
+                    for (o, &v) in cur.chunks_exact_mut(f).zip(&src[..iw]) {
+                        o.fill(v);
+                    }
+                } else if last.any_outside {
                     for (j, o) in cur.iter_mut().enumerate() {
                         *o = if last.outside[j] { ext } else { src[last.idx[j]] };
                     }
@@ -533,6 +546,19 @@ mod tests {
         a.nearest = NearestMode::Floor;
         let y = resize(a, &xu, None, None, Some(&z));
         assert_eq!(y.view::<u8>().unwrap(), &[1, 1, 2, 2]);
+        // 2x (YOLO's upsampling: asymmetric, floor), two channels of 2×3: each value twice along the row, each
+        // row twice (the integer-factor path)
+        let x = Tensor::from_f32(vec![1, 2, 2, 3], (1..=12).map(|v| v as f32).collect());
+        let s = Tensor::from_f32(vec![4], vec![1.0, 1.0, 2.0, 2.0]);
+        let mut a = attrs(ResizeMode::Nearest, CoordTransform::Asymmetric);
+        a.nearest = NearestMode::Floor;
+        let y = resize(a, &x, None, Some(&s), None);
+        assert_eq!(y.shape, vec![1, 2, 4, 6]);
+        let want: Vec<f32> = (0..48).map(|i| {
+            let (c, oy, ox) = (i / 24, i / 6 % 4, i % 6);
+            (c * 6 + oy / 2 * 3 + ox / 2 + 1) as f32
+        }).collect();
+        close(&y, &want);
     }
 
     #[test]
