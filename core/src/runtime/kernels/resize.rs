@@ -302,6 +302,8 @@ fn nearest<T: Element>(x: &[T], in_shape: &[usize], tables: &[Axis], out_shape: 
                 cur.copy_from_slice(&done[(k - 1) * ow..]);
             } else {
                 let src = &x[off..];
+                // the common 2x spelled out: LLVM vectorises it, not `fill` over runtime-length runs (YOLO's two
+                // upsamples 0.13 ms against 0.20 through the general loop below)
                 if f == 2 {
                     for (o, &v) in cur.chunks_exact_mut(2).zip(&src[..iw]) {
                         o[0] = v;
