@@ -220,10 +220,8 @@ impl Mean {
         if red == 0 || nout == 0 || chans == 0 || ch_stride == 0 {
             return Ok(None);
         }
-        let sums: Vec<i32> = match x {
-            Bytes::I8(v) => v.chunks_exact(red).map(|r| r.iter().map(|&b| b as i32).sum()).collect(),
-            Bytes::U8(v) => v.chunks_exact(red).map(|r| r.iter().map(|&b| b as i32).sum()).collect(),
-        };
+        let mut sums = vec![0i32; nout];
+        run_sums(x, red, &mut sums);
         fn rows<T: Q8>(mean: &Mean, sums: &[i32], (ch_stride, chans): (usize, usize), out: &mut [T]) {
             let range = super::dtype_range(mean.dtype);
             match mean.kind {
@@ -250,6 +248,14 @@ impl Mean {
             _ => rows(self, &sums, (ch_stride, chans), out.reset::<i8>(&self.final_shape)),
         }
         Ok(Some(()))
+    }
+}
+
+/// `sums[o]` = the sum of the `o`-th `red`-long run of `x`.
+fn run_sums(x: &Bytes, red: usize, sums: &mut [i32]) {
+    match x {
+        Bytes::I8(v) => sums.iter_mut().zip(v.chunks_exact(red)).for_each(|(s, r)| *s = r.iter().map(|&b| b as i32).sum()),
+        Bytes::U8(v) => sums.iter_mut().zip(v.chunks_exact(red)).for_each(|(s, r)| *s = r.iter().map(|&b| b as i32).sum()),
     }
 }
 
@@ -284,12 +290,7 @@ impl PreparedKernel for Mean {
                 general = 0;
                 if inner == 1 {
                     // NCHW's H and W: each output sums a contiguous run
-                    for (o, s) in sums.iter_mut().enumerate() {
-                        *s = match x {
-                            Bytes::I8(v) => v[o * red..(o + 1) * red].iter().map(|&b| b as i32).sum(),
-                            Bytes::U8(v) => v[o * red..(o + 1) * red].iter().map(|&b| b as i32).sum(),
-                        };
-                    }
+                    run_sums(&x, red, &mut sums);
                 }
                 for (o, srow) in sums.chunks_mut(inner).enumerate().filter(|_| inner > 1) {
                     for r in 0..red {
