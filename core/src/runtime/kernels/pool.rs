@@ -230,29 +230,34 @@ fn pool_fast<T: Real>(x: &[T], g: &Geom, shape: &[usize], kind: Fast, y: &mut [T
     let halves = sw == 2 && dw == 1;
     let wq = wp.div_ceil(2);
     let row_len = if halves { 2 * wq } else { wp };
-    let work = planes * pout * g.k_size();
-    let lanes = if spin_pool::threads() > 1 && work >= PAR_MIN { spin_pool::threads().min(planes) } else { 1 };
-    let per_lane = planes.div_ceil(lanes);
-    let buf_len = hp * row_len;
-    if scratch.len() < lanes * buf_len {
-        scratch.resize(lanes * buf_len, T::ZERO);
-    }
     let border = if matches!(kind, Fast::Max) { T::from_f64(f64::NEG_INFINITY) } else { T::ZERO };
     let tabs = spans(g);
     let plane = FastPlane { kind, wd, ow, kh, kw, sh, sw, dh, dw, pt, pl, row_len, halves, wq, border, tabs: &tabs };
-    let lane = |l: usize, ys: &mut [T], buf: &mut [T]| {
+    plane_lanes(y, planes, pout, planes * pout * g.k_size(), hp * row_len, scratch, &|first, ys, buf| {
         buf.fill(border);
         for (k, yp) in ys.chunks_mut(pout).enumerate() {
-            fast_plane(&x[(l * per_lane + k) * pin..][..pin], yp, buf, &plane);
+            fast_plane(&x[(first + k) * pin..][..pin], yp, buf, &plane);
         }
-    };
+    });
+    Ok(())
+}
+
+/// Calls `lane(first, ys, buf)` for runs of whole output planes (`pout` values each) of `y`: one run on the
+/// calling thread, or one per thread from [`PAR_MIN`] window taps (`work`); `first` is the run's first plane,
+/// `buf` its own `buf_len` values of `scratch` (grown as needed).
+#[allow(clippy::too_many_arguments)]
+fn plane_lanes<T: Real>(y: &mut [T], planes: usize, pout: usize, work: usize, buf_len: usize, scratch: &mut Vec<T>, lane: &(dyn Fn(usize, &mut [T], &mut [T]) + Sync)) {
+    let lanes = if spin_pool::threads() > 1 && work >= PAR_MIN { spin_pool::threads().min(planes) } else { 1 };
+    let per_lane = planes.div_ceil(lanes);
+    if scratch.len() < lanes * buf_len {
+        scratch.resize(lanes * buf_len, T::ZERO);
+    }
     let bufs = &mut scratch[..lanes * buf_len];
     if lanes == 1 {
         lane(0, y, bufs);
     } else {
-        spin_pool::for_each_chunk_mut2(y, per_lane * pout, bufs, buf_len, &lane);
+        spin_pool::for_each_chunk_mut2(y, per_lane * pout, bufs, buf_len, &|l, ys, buf| lane(l * per_lane, ys, buf));
     }
-    Ok(())
 }
 
 /// The padded planes of [`max_separable`]: `hp × wp` values each, the input at row `pt`, column `pl`.
@@ -285,25 +290,13 @@ fn max_separable<T: Real>(x: &[T], g: &Geom, planes: usize, y: &mut [T], scratch
     let (pin, pout, ps) = (h * wd, oh * ow, hp * wp);
     // planes per run: about 16K values in each of the run's two buffers
     let run = ((1 << 14) / ps).clamp(1, planes);
-    let lanes = if spin_pool::threads() > 1 && planes * pout * kh * kw >= PAR_MIN { spin_pool::threads().min(planes) } else { 1 };
-    let per_lane = planes.div_ceil(lanes);
-    let buf_len = 2 * run * ps;
-    if scratch.len() < lanes * buf_len {
-        scratch.resize(lanes * buf_len, T::ZERO);
-    }
-    let lane = |l: usize, ys: &mut [T], buf: &mut [T]| {
+    plane_lanes(y, planes, pout, planes * pout * kh * kw, 2 * run * ps, scratch, &|first, ys, buf| {
         for (r, yr) in ys.chunks_mut(run * pout).enumerate() {
-            let p0 = l * per_lane + r * run;
+            let p0 = first + r * run;
             let np = yr.len() / pout;
             separable_run(&x[p0 * pin..(p0 + np) * pin], yr, buf, &sp);
         }
-    };
-    let bufs = &mut scratch[..lanes * buf_len];
-    if lanes == 1 {
-        lane(0, y, bufs);
-    } else {
-        spin_pool::for_each_chunk_mut2(y, per_lane * pout, bufs, buf_len, &lane);
-    }
+    });
 }
 
 avx2_copy!(
