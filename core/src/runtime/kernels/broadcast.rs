@@ -285,7 +285,12 @@ where
 
 /// `o[i] = f(a[i])`, in parallel when large.
 pub(super) fn map<A: Copy + Sync, O: Send>(a: &[A], o: &mut [O], f: impl Fn(A) -> O + Sync) {
-    let row = |a: &[A], o: &mut [O]| vector::map(a, o, &f);
+    map_slices(a, o, |a: &[A], o: &mut [O]| vector::map(a, o, &f));
+}
+
+/// `row(a', o')` over pieces `o'` of `o` and the parts `a'` of `a` from the same index on (at least as long), in
+/// parallel when large: [`map`] with a kernel of its own per piece.
+pub(super) fn map_slices<A: Copy + Sync, O: Send>(a: &[A], o: &mut [O], row: impl Fn(&[A], &mut [O]) + Sync) {
     if o.len() >= PAR_MIN {
         par_chunks(o, CHUNK, &|i, oc| row(&a[i * CHUNK..], oc));
     } else {

@@ -64,7 +64,7 @@ pub(super) fn bias_act<T: Real>(row: &mut [T], bias: Option<T>, act: Option<Acti
                 vector::update(row, &|v: T| v + b);
             }
         }
-        Some(Activation::Silu) => each!(|x: T| x * x.sigmoid()),
+        Some(Activation::Silu) => T::silu_rows(row, bias),
         Some(Activation::Relu) => each!(|x: T| x.relu()),
         Some(Activation::Relu6) => {
             let (lo, hi) = (T::ZERO, T::from_f32(6.0));

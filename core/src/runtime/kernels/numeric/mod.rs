@@ -10,6 +10,7 @@ use crate::ir::Element;
 
 mod arith;
 mod interleave;
+pub(super) mod logistic;
 pub(super) use interleave::deinterleave;
 mod sgemm;
 #[cfg(target_arch = "x86_64")]
@@ -89,6 +90,8 @@ pub(super) trait Real:
     fn atanh(self) -> Self;
     /// The logistic function 1 / (1 + e^-x).
     fn sigmoid(self) -> Self;
+    /// `row[i] ← silu(row[i] + bias)`, SiLU being `x · sigmoid(x)` (no addition without a bias).
+    fn silu_rows(row: &mut [Self], bias: Option<Self>);
     /// The error function (see [`erf`]).
     /// Conversion from an f32 attribute (alpha, clip bounds).
     fn from_f32(x: f32) -> Self;
@@ -135,8 +138,12 @@ pub(super) trait Real:
 }
 
 macro_rules! real_impl {
-    ($t:ident, $mask:expr, $exp:path, $tanh:path, $sigmoid:path, $gemm:path, $may_thread:expr) => {
+    ($t:ident, $mask:expr, $exp:path, $tanh:path, $sigmoid:path, $silu_rows:path, $gemm:path, $may_thread:expr) => {
         impl Real for $t {
+            #[inline]
+            fn silu_rows(row: &mut [Self], bias: Option<Self>) {
+                $silu_rows(row, bias)
+            }
             fn gemm_may_thread() -> bool {
                 $may_thread
             }
@@ -298,8 +305,17 @@ macro_rules! real_impl {
         }
     };
 }
-real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, sgemm::sgemm, !vector::avx2_fma());
-real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, sigmoid_f64, matrixmultiply::dgemm, true);
+real_impl!(f32, 0xffff_f000, exp_f32, tanh_f32, sigmoid_f32, logistic::silu_in_place, sgemm::sgemm, !vector::avx2_fma());
+real_impl!(f64, 0xffff_ffff_0000_0000, f64::exp, f64::tanh, sigmoid_f64, silu_rows_f64, matrixmultiply::dgemm, true);
+
+/// SiLU over f64 rows (the f32 kernel's [`logistic::silu_in_place`] in f64).
+fn silu_rows_f64(row: &mut [f64], bias: Option<f64>) {
+    let b = bias.unwrap_or(0.0);
+    match bias {
+        Some(_) => vector::update(row, &|v: f64| (v + b) * sigmoid_f64(v + b)),
+        None => vector::update(row, &|v: f64| v * sigmoid_f64(v)),
+    }
+}
 
 /// The logistic function in f64, in the form of [`sigmoid_f32`].
 #[inline]
