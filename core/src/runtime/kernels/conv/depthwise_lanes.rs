@@ -59,13 +59,10 @@ thread_local! {
 /// weights and a small output plane, on a CPU with AVX2 and FMA.
 pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dyn PreparedKernel>> {
     let (attrs, p, w, w_shape) = constant_f32_conv(g, n)?;
+    if w_shape.len() != 4 || !takes(&p) {
+        return None;
+    }
     let geo = &p.geom;
-    if !is_depthwise(&p) || p.m != p.c || p.group != p.c || geo.rank != 2 || w_shape.len() != 4 || !super::super::numeric::vector::avx2_fma() {
-        return None;
-    }
-    if geo.out_size() > max_pixels() || geo.out_size() == 0 {
-        return None;
-    }
     let (c, kk) = (p.c, geo.k_size());
     let cp = c.div_ceil(8) * 8;
     let mut wl = vec![0f32; kk * cp];
@@ -76,6 +73,13 @@ pub(in crate::runtime::kernels) fn prepare(g: &Graph, n: usize) -> Option<Box<dy
     }
     let window = window(&p.geom);
     Some(Box::new(DepthwiseLanes { attrs: attrs.clone(), w_shape: w_shape.to_vec(), c, cp, w: wl, window, taps: PixelTaps::new(&window, cp) }))
+}
+
+/// Whether this kernel takes the plan (the weights aside): a 2-D depthwise convolution with depth multiplier 1
+/// and an output plane of 1 to [`max_pixels`] pixels, on a CPU with AVX2 and FMA.
+pub(super) fn takes(p: &ConvPlan) -> bool {
+    let geo = &p.geom;
+    is_depthwise(p) && p.m == p.c && p.group == p.c && geo.rank == 2 && super::super::numeric::vector::avx2_fma() && (1..=max_pixels()).contains(&geo.out_size())
 }
 
 /// The 2-D window of a plan's geometry.
@@ -95,9 +99,12 @@ impl PreparedKernel for DepthwiseLanes {
         }
         let blocks = cp / 8;
         let threads = spin_pool::threads();
-        // tasks of whole four-block groups (32 channels: `pixels` keeps four accumulators), two per thread
+        let wide = super::super::numeric::vector::avx512();
+        // tasks of whole groups of the accumulators `pixels` keeps (four vectors: 32 channels, 64 with AVX-512),
+        // two per thread
+        let group = if wide { 8 } else { 4 };
         let per = if threads > 1 && self.c * self.taps.taps.len() >= spin_pool::min_work(PAR_MIN_MACS) {
-            blocks.div_ceil(2 * threads).div_ceil(4).max(1) * 4
+            blocks.div_ceil(2 * threads).div_ceil(group).max(1) * group
         } else {
             blocks
         };
@@ -117,7 +124,11 @@ impl PreparedKernel for DepthwiseLanes {
                     // above), every tap offset + cp ≤ their lengths; the channel range lies in 0..cp
                     unsafe {
                         x86::to_lanes(xs, self.c, plane, xt, cp, (c_lo, b1 * 8));
-                        x86::pixels(&self.w, &bias, &self.taps, xt, yt, cp, (b0, b1));
+                        if wide {
+                            x86::pixels_512(&self.w, &bias, &self.taps, xt, yt, cp, (b0, b1));
+                        } else {
+                            x86::pixels(&self.w, &bias, &self.taps, xt, yt, cp, (b0, b1));
+                        }
                         x86::from_lanes(yt, cp, yc, (c_lo, c_hi), pix);
                     }
                 });
@@ -270,6 +281,67 @@ mod x86 {
                 }
             }
             cb += nb;
+        }
+    }
+
+    /// [`pixels`] with 16-lane vectors: four of them (64 channels) per pass, the last pass's partial vectors
+    /// masked (the channel range is whole 8-channel blocks). Each output is the same FMA chain in tap order from
+    /// the bias, so the same bits as [`pixels`].
+    ///
+    /// # Safety
+    /// As for [`pixels`], and the CPU has AVX-512F.
+    #[target_feature(enable = "avx512f")]
+    pub(super) unsafe fn pixels_512(w: &[f32], bias: &[f32], pt: &super::PixelTaps, xt: &[f32], yt: &mut [f32], cp: usize, blocks: (usize, usize)) {
+        debug_assert!(blocks.1 <= cp / 8);
+        let (mut c0, c_end) = (blocks.0 * 8, blocks.1 * 8);
+        while c0 < c_end {
+            let n = (c_end - c0).min(64);
+            if n == 64 {
+                // SAFETY: forwarded; 64 channels from c0 lie inside each row of cp.
+                unsafe { pixels_512_pass::<false>(w, bias, pt, xt, yt, cp, c0, [u16::MAX; 4]) };
+            } else {
+                let masks = std::array::from_fn(|k| ((1u32 << n.saturating_sub(16 * k).min(16)) - 1) as u16);
+                // SAFETY: forwarded; the masks cover the n channels from c0 only, inside each row of cp.
+                unsafe { pixels_512_pass::<true>(w, bias, pt, xt, yt, cp, c0, masks) };
+            }
+            c0 += n;
+        }
+    }
+
+    /// One pass of [`pixels_512`] over the channels from `c0` in `masks` (16 lanes each; all four full when not
+    /// `MASKED`).
+    ///
+    /// # Safety
+    /// As for [`pixels_512`]; the masked lanes lie inside each row of `cp` values from `c0`.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn pixels_512_pass<const MASKED: bool>(w: &[f32], bias: &[f32], pt: &super::PixelTaps, xt: &[f32], yt: &mut [f32], cp: usize, c0: usize, masks: [u16; 4]) {
+        let (taps, ends) = (&pt.taps, &pt.ends);
+        let nv = if MASKED { masks.iter().filter(|&&m| m != 0).count() } else { 4 };
+        // SAFETY (loads and stores): the lanes read and written lie in the rows of cp values from c0 (contract).
+        let load = |p: *const f32, k: usize| unsafe { if MASKED { _mm512_maskz_loadu_ps(masks[k], p) } else { _mm512_loadu_ps(p) } };
+        let (xb, wb) = (xt.as_ptr().add(c0), w.as_ptr().add(c0));
+        let mut start = 0;
+        for (pix, &end) in ends.iter().enumerate() {
+            let mut acc = [_mm512_setzero_ps(); 4];
+            for (k, a) in acc.iter_mut().enumerate().take(nv) {
+                *a = load(bias.as_ptr().add(c0 + 16 * k), k);
+            }
+            for &(xo, wo) in &taps[start..end] {
+                for (k, a) in acc.iter_mut().enumerate().take(nv) {
+                    *a = _mm512_fmadd_ps(load(xb.add(xo + 16 * k), k), load(wb.add(wo + 16 * k), k), *a);
+                }
+            }
+            start = end;
+            for (k, a) in acc.iter().enumerate().take(nv) {
+                let dst = yt.as_mut_ptr().add(pix * cp + c0 + 16 * k);
+                if MASKED {
+                    _mm512_mask_storeu_ps(dst, masks[k], *a);
+                } else {
+                    _mm512_storeu_ps(dst, *a);
+                }
+            }
         }
     }
 }
