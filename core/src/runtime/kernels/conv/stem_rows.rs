@@ -215,30 +215,41 @@ mod kernel {
                 let iy0 = (oy * S) as isize - win.pad.0 as isize;
                 let ky0 = (-iy0).max(0) as usize;
                 let ky1 = (ih as isize - iy0).clamp(0, K as isize) as usize;
-                for bi in 0..blocks {
-                    let ld = loads.as_ptr().add(bi * per);
-                    let mut acc = zero;
+                // two blocks of pixels at a time: each weight broadcast serves two FMAs (one block at a time, the
+                // loads outnumbered the FMAs), the odd last block alone
+                let mut bi = 0;
+                while bi < blocks {
+                    let nb = if bi + 1 < blocks { 2 } else { 1 };
+                    let ld = [loads.as_ptr().add(bi * per), loads.as_ptr().add((bi + nb - 1) * per)];
+                    let mut acc = [zero; 2];
                     for ci in 0..cin {
                         for ky in ky0..ky1 {
                             let row = xp.add(ci * plane).offset((iy0 + ky as isize) * iw as isize);
                             let wr = wp.add((ci * K + ky) * K * CB);
                             for kx in 0..K {
-                                let v = tap::<V, S, false>(row, ld, kx);
+                                let v = [tap::<V, S, false>(row, ld[0], kx), tap::<V, S, false>(row, ld[1], kx)];
                                 for c in 0..CB {
-                                    acc[c] = V::fmadd(v, V::splat(*wr.add(kx * CB + c)), acc[c]);
+                                    let wv = V::splat(*wr.add(kx * CB + c));
+                                    acc[0][c] = V::fmadd(v[0], wv, acc[0][c]);
+                                    if nb == 2 {
+                                        acc[1][c] = V::fmadd(v[1], wv, acc[1][c]);
+                                    }
                                 }
                             }
                         }
                     }
-                    let ox0 = bi * V::LANES;
-                    let store = store_mask::<V>(ox0, ow);
-                    for c in 0..chans {
-                        let mut v = V::add(acc[c], vb[c]);
-                        if clamp.is_some() {
-                            v = V::clamp(v, vlo, vhi);
+                    for (h, acc) in acc.iter().enumerate().take(nb) {
+                        let ox0 = (bi + h) * V::LANES;
+                        let store = store_mask::<V>(ox0, ow);
+                        for c in 0..chans {
+                            let mut v = V::add(acc[c], vb[c]);
+                            if clamp.is_some() {
+                                v = V::clamp(v, vlo, vhi);
+                            }
+                            V::store(store, y.add(c * oh * ow + oy * ow + ox0), v);
                         }
-                        V::store(store, y.add(c * oh * ow + oy * ow + ox0), v);
                     }
+                    bi += nb;
                 }
             }
         }
