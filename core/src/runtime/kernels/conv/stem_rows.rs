@@ -220,19 +220,21 @@ mod kernel {
                 let mut bi = 0;
                 while bi < blocks {
                     let nb = if bi + 1 < blocks { 2 } else { 1 };
-                    let ld = [loads.as_ptr().add(bi * per), loads.as_ptr().add((bi + nb - 1) * per)];
+                    let ld = loads.as_ptr().add(bi * per);
                     let mut acc = [zero; 2];
                     for ci in 0..cin {
                         for ky in ky0..ky1 {
                             let row = xp.add(ci * plane).offset((iy0 + ky as isize) * iw as isize);
                             let wr = wp.add((ci * K + ky) * K * CB);
                             for kx in 0..K {
-                                let v = [tap::<V, S, false>(row, ld[0], kx), tap::<V, S, false>(row, ld[1], kx)];
+                                let v0 = tap::<V, S, false>(row, ld, kx);
+                                // the second block's tap only when there is one (the odd last block reuses v0 unread)
+                                let v1 = if nb == 2 { tap::<V, S, false>(row, ld.add(per), kx) } else { v0 };
                                 for c in 0..CB {
                                     let wv = V::splat(*wr.add(kx * CB + c));
-                                    acc[0][c] = V::fmadd(v[0], wv, acc[0][c]);
+                                    acc[0][c] = V::fmadd(v0, wv, acc[0][c]);
                                     if nb == 2 {
-                                        acc[1][c] = V::fmadd(v[1], wv, acc[1][c]);
+                                        acc[1][c] = V::fmadd(v1, wv, acc[1][c]);
                                     }
                                 }
                             }
