@@ -578,6 +578,13 @@ mod x86 {
         }
     }
 
+    /// Where in a [`PackedA`]'s data (depth `k`) the depth block from step `pc` of the row panel holding row
+    /// `i0 + ir` starts (`i0 + ir` a multiple of MR): a tile's A, and the next tile's for the prefetch.
+    #[inline]
+    fn a_block(i0: usize, ir: usize, pc: usize, k: usize) -> usize {
+        (i0 + ir) / MR * MR * k + pc * MR
+    }
+
     /// The AVX-512 kernels' `PF` flag: prefetch A at the given offset `pfa` from the panels they read (the next
     /// tile's depth block, which the caller knows), one line per depth step.
     pub(super) const PF_A: u8 = 1;
@@ -780,13 +787,12 @@ mod x86 {
                     let cols = tile_cols();
                     let last = pc + kc == k;
                     for ir in (0..rows).step_by(2 * MR) {
-                        let panel = (i0 + ir) / MR;
                         let e = if last { epi.at_row(ir) } else { Epi::NONE };
-                        let here = panel * MR * k + pc * MR;
+                        let here = a_block(i0, ir, pc, k);
                         // the weights' next depth block, prefetched while this one is used (in a whole model a
                         // layer's weights come from memory: a 512→256 1×1 layer over 8×8 took 0.15 ms that way
                         // without, 0.073 ms with them in L2)
-                        let next = if ir + 2 * MR < rows { here + 2 * MR * k } else if pc + kc < k { i0 / MR * MR * k + (pc + kc) * MR } else { here };
+                        let next = if ir + 2 * MR < rows { a_block(i0, ir + 2 * MR, pc, k) } else if pc + kc < k { a_block(i0, 0, pc + kc, k) } else { here };
                         for jr in (0..nc).step_by(cols) {
                             // SAFETY: the A panels' blocks hold kc·MR elements inside data (the next panel exists
                             // when more than MR rows are left), the B panels kc·NR each; the tile's valid part
@@ -962,7 +968,7 @@ mod x86 {
         // 3×3 layers over 8×8 in one model, 6.23 → 3.98 ms; one such layer alone, its weights in L2, 3% slower).
         // B only where it streams too: prefetching it from L2 cost more than it gained.
         let pfb = b_big;
-        let at = |ir: usize, pc: usize| (i0 + ir) / MR * MR * k + pc * MR;
+        let at = |ir: usize, pc: usize| a_block(i0, ir, pc, k);
         let tile = |ir: usize, pc: usize, jr: usize, next: usize| {
             let kc = KC.min(k - pc);
             let beta = if pc == 0 { 0.0 } else { 1.0 };
