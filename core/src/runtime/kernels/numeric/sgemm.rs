@@ -99,6 +99,11 @@ mod x86 {
             self.bias.is_null() && !self.clamp
         }
 
+        #[cfg(test)]
+        pub(super) fn bias_is_null(&self) -> bool {
+            self.bias.is_null()
+        }
+
         /// The same from row `i` on.
         pub(super) fn at_row(self, i: usize) -> Epi {
             Epi { bias: if self.bias.is_null() { self.bias } else { self.bias.wrapping_add(i) }, ..self }
@@ -578,6 +583,96 @@ mod x86 {
         }
     }
 
+    /// The widest column tail [`narrow_cols`] takes: its kernel does one 8-lane FMA per row panel, k step and
+    /// column, where a 16-column tile does six 16-lane ones per row panel and k step whatever its width.
+    pub(super) const NARROW_MAX: usize = 4;
+
+    /// Row panels one pass of [`kernel_narrow`] covers: 8 independent FMA chains hide the FMA latency.
+    const NARROW_PANELS: usize = 8;
+
+    /// `nc` columns as `(main, tail)`: the columns the tile kernels take (`main`, a multiple of NR unless it is
+    /// all of them) and the last `tail` ≤ [`NARROW_MAX`] that [`narrow_cols`] takes. A plane of 7×7 pixels (49
+    /// columns: two 16-lane kernels' tiles and one column) ran its last column through a 16-column tile, a
+    /// quarter of the layer's time.
+    fn split_tail(nc: usize) -> (usize, usize) {
+        let t = nc % NR;
+        if t <= NARROW_MAX {
+            (nc - t, t)
+        } else {
+            (nc, 0)
+        }
+    }
+
+    /// `C[..rows, ..t] ← alpha·A·B + beta·C` (C not read when beta is 0) for the row panels of A from `a` (one
+    /// depth block of kc steps each, panel stride `a_stride`) and `t ≤` [`NARROW_MAX`] columns of one packed B
+    /// panel (column j of k step p at `b + p·NR + j`), each value then through `epi` (its rows from the first):
+    /// [`kernel_narrow`] per column over up to [`NARROW_PANELS`] panels at a time. Each output element is the
+    /// tile kernels' FMA chain and write-back, so the same bits.
+    ///
+    /// # Safety
+    /// The `ceil(rows / MR)` panels hold kc·MR readable values each, with 2 more readable after the last (a
+    /// [`PackedA`]'s padding: the kernel loads 8 lanes); `b + p·NR + j` is readable for p < kc, j < t; C's
+    /// `rows × t` elements (row stride rsc) are writable and ours; with a bias, `epi` holds `rows` values.
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn narrow_cols(rows: usize, kc: usize, a: *const f32, a_stride: usize, b: *const f32, t: usize, alpha: f32, beta: f32, c: *mut f32, rsc: isize, epi: Epi) {
+        debug_assert!(t <= NARROW_MAX);
+        let mut ir = 0;
+        while ir < rows {
+            let panels = (rows - ir).div_ceil(MR).min(NARROW_PANELS);
+            let rs = (rows - ir).min(panels * MR);
+            let ap = a.wrapping_add(ir / MR * a_stride);
+            for j in 0..t {
+                let (bj, cj, e) = (b.wrapping_add(j), c.wrapping_offset(ir as isize * rsc + j as isize), epi.at_row(ir));
+                // SAFETY: forwarded (contract): panels ir/MR.. of A, column j of B, rows ir.. of C's column j.
+                unsafe {
+                    match panels {
+                        8 => kernel_narrow::<8>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        7 => kernel_narrow::<7>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        6 => kernel_narrow::<6>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        5 => kernel_narrow::<5>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        4 => kernel_narrow::<4>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        3 => kernel_narrow::<3>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        2 => kernel_narrow::<2>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                        _ => kernel_narrow::<1>(kc, ap, a_stride, bj, alpha, beta, cj, rsc, rs, e),
+                    }
+                }
+            }
+            ir += rs;
+        }
+    }
+
+    /// One column of P row panels: the panel's MR rows (and two lanes past them, ignored) of each k step in one
+    /// 8-lane vector, times the column's value; `rows ≤ P·MR` of C's column written (stride rsc).
+    ///
+    /// # Safety
+    /// As for [`narrow_cols`] with P panels and one column; the CPU has AVX2 and FMA.
+    #[target_feature(enable = "avx2,fma")]
+    #[allow(clippy::too_many_arguments)]
+    unsafe fn kernel_narrow<const P: usize>(kc: usize, a: *const f32, a_stride: usize, b: *const f32, alpha: f32, beta: f32, c: *mut f32, rsc: isize, rows: usize, epi: Epi) {
+        // SAFETY (whole body): the loads read the panels' kc·MR values (the last 8-lane load 2 past a panel's
+        // block: the next block's values or the padding), B's column; the stores C's rows (contract).
+        unsafe {
+            let mut acc = [_mm256_setzero_ps(); P];
+            for p in 0..kc {
+                let bv = _mm256_broadcast_ss(&*b.add(p * NR));
+                for (q, s) in acc.iter_mut().enumerate() {
+                    *s = _mm256_fmadd_ps(bv, _mm256_loadu_ps(a.add(q * a_stride + p * MR)), *s);
+                }
+            }
+            let va = _mm256_set1_ps(alpha);
+            let mut lanes = [[0f32; 8]; P];
+            for (l, v) in lanes.iter_mut().zip(&acc) {
+                _mm256_storeu_ps(l.as_mut_ptr(), _mm256_mul_ps(va, *v));
+            }
+            for i in 0..rows {
+                let v = lanes[i / MR][i % MR];
+                let p = c.offset(i as isize * rsc);
+                let v = if beta == 0.0 { v } else { beta.mul_add(*p, v) };
+                *p = if epi.is_none() { v } else { epi.scalar(i, v) };
+            }
+        }
+    }
+
     /// Where in a [`PackedA`]'s data (depth `k`) the depth block from step `pc` of the row panel holding row
     /// `i0 + ir` starts (`i0 + ir` a multiple of MR): a tile's A, and the next tile's for the prefetch.
     #[inline]
@@ -601,6 +696,14 @@ mod x86 {
         k: usize,
         n: usize,
         data: Vec<f32>,
+    }
+
+    impl PackedB {
+        /// The panels, for handing to [`gemm_packed_a_panels`] in tests.
+        #[cfg(test)]
+        pub(super) fn data_ptr(&self) -> *const f32 {
+            self.data.as_ptr()
+        }
     }
 
     impl PackedB {
@@ -786,6 +889,7 @@ mod x86 {
                     unsafe { pack_b(kc, nc, b.offset(pc as isize * rsb + jc as isize * csb), rsb, csb, pb) };
                     let cols = tile_cols();
                     let last = pc + kc == k;
+                    let (main, tail) = split_tail(nc);
                     for ir in (0..rows).step_by(2 * MR) {
                         let e = if last { epi.at_row(ir) } else { Epi::NONE };
                         let here = a_block(i0, ir, pc, k);
@@ -793,7 +897,7 @@ mod x86 {
                         // layer's weights come from memory: a 512→256 1×1 layer over 8×8 took 0.15 ms that way
                         // without, 0.073 ms with them in L2)
                         let next = if ir + 2 * MR < rows { a_block(i0, ir + 2 * MR, pc, k) } else if pc + kc < k { a_block(i0, 0, pc + kc, k) } else { here };
-                        for jr in (0..nc).step_by(cols) {
+                        for jr in (0..main).step_by(cols) {
                             // SAFETY: the A panels' blocks hold kc·MR elements inside data (the next panel exists
                             // when more than MR rows are left), the B panels kc·NR each; the tile's valid part
                             // lies inside C, its rows' bias values inside epi's (contract); PackedA exists only
@@ -813,11 +917,19 @@ mod x86 {
                                     c.offset(ir as isize * rsc + (jc + jr) as isize),
                                     rsc,
                                     1,
-                                    cols.min(nc - jr),
+                                    cols.min(main - jr),
                                     e,
                                 )
                             };
                         }
+                    }
+                    if tail > 0 {
+                        let e = if last { epi } else { Epi::NONE };
+                        // SAFETY: the row panels from i0 hold kc·MR values each from the depth block (and 2 more
+                        // after the last panel for the 8-lane loads); the tail's columns lie in the packed panel
+                        // from column main (pb holds ceil(nc/NR) panels); C's rows × tail part from column jc + main
+                        // is ours (contract).
+                        unsafe { narrow_cols(rows, kc, a.data.as_ptr().add(a_block(i0, 0, pc, k)), MR * k, pb.as_ptr().add(main * kc), tail, 1.0, beta, c.add(jc + main), rsc, e) };
                     }
                 }
             }
@@ -969,6 +1081,7 @@ mod x86 {
         // B only where it streams too: prefetching it from L2 cost more than it gained.
         let pfb = b_big;
         let at = |ir: usize, pc: usize| a_block(i0, ir, pc, k);
+        let (main, tail) = split_tail(nc);
         let tile = |ir: usize, pc: usize, jr: usize, next: usize| {
             let kc = KC.min(k - pc);
             let beta = if pc == 0 { 0.0 } else { 1.0 };
@@ -979,7 +1092,7 @@ mod x86 {
             unsafe {
                 let pfa = next as isize - at(ir, pc) as isize;
                 let (ap, bp, cp) = (a.data.as_ptr().add(at(ir, pc)), b.add(jr / NR * NR * k + pc * NR), c.offset(ir as isize * rsc + jr as isize));
-                let (rs, nr) = ((2 * MR).min(rows - ir), cols.min(nc - jr));
+                let (rs, nr) = ((2 * MR).min(rows - ir), cols.min(main - jr));
                 if pfb {
                     tile_rows::<{ PF_A | PF_B }>(rs, kc, ap, MR * k, pfa, bp, PREFETCH_B as isize, NR * k, alpha, beta, cp, rsc, 1, nr, e)
                 } else {
@@ -987,25 +1100,37 @@ mod x86 {
                 }
             }
         };
+        // the last few columns past a multiple of NR, over `rs` rows from row ir
+        let narrow = |ir: usize, rs: usize, pc: usize| {
+            let kc = KC.min(k - pc);
+            let beta = if pc == 0 { 0.0 } else { 1.0 };
+            let e = if pc + kc == k { epi.at_row(ir) } else { Epi::NONE };
+            // SAFETY: as for `tile`: the row panels from ir hold kc·MR values each from the depth block (2 more
+            // after the last panel), the tail's columns lie in the panel from column main, C's part is ours.
+            unsafe { narrow_cols(rs, kc, a.data.as_ptr().add(at(ir, pc)), MR * k, b.add(main * k + pc * NR), tail, alpha, beta, c.offset(ir as isize * rsc + main as isize), rsc, e) };
+        };
         if a_big && !b_big {
             // A (a layer's weights, megabytes) streamed once, two panels at a time, each panel's whole depth in
             // order; B, small, is read again from L2 for each pair of row panels
             for ir in (0..rows).step_by(2 * MR) {
                 for pc in (0..k).step_by(KC) {
                     let next = if pc + KC < k { at(ir, pc + KC) } else if ir + 2 * MR < rows { at(ir + 2 * MR, 0) } else { at(ir, pc) };
-                    for jr in (0..nc).step_by(cols) {
+                    for jr in (0..main).step_by(cols) {
                         tile(ir, pc, jr, next);
+                    }
+                    if tail > 0 {
+                        narrow(ir, (2 * MR).min(rows - ir), pc);
                     }
                 }
             }
         } else {
             // B read once, each depth block of A's panels kept in L2 across B's column tiles
             for pc in (0..k).step_by(KC) {
-                for jr in (0..nc).step_by(cols) {
+                for jr in (0..main).step_by(cols) {
                     for ir in (0..rows).step_by(2 * MR) {
                         let next = if ir + 2 * MR < rows {
                             at(ir + 2 * MR, pc)
-                        } else if jr + cols < nc {
+                        } else if jr + cols < main {
                             at(0, pc)
                         } else if pc + KC < k {
                             at(0, pc + KC)
@@ -1014,6 +1139,9 @@ mod x86 {
                         };
                         tile(ir, pc, jr, next);
                     }
+                }
+                if tail > 0 {
+                    narrow(0, rows, pc);
                 }
             }
         }
@@ -1219,6 +1347,66 @@ mod tests {
                 }
                 let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
                 assert_eq!(bits(&x), bits(&y), "{m}x{k}x{n} from ({i0}, {j0})");
+            }
+        }
+    }
+
+    /// The last 1-4 columns past a multiple of NR (computed by the narrow kernel, one 8-lane FMA per row panel)
+    /// give the bits of the same columns inside a full-width product (the tile kernels), through both packed-A
+    /// drivers: row counts over one to several groups of eight panels with partial last panels, from a panel
+    /// boundary, depths over one and two KC blocks, A streamed (over 1 MiB) or not, with and without the
+    /// epilogue; and within rounding of an f64 product.
+    #[cfg(target_arch = "x86_64")]
+    #[test]
+    fn the_narrow_tail_gives_the_tile_kernels_bits() {
+        let val = |i: usize| ((i * 7919 % 1000) as f32 - 500.0) / 97.0;
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for &(m, k) in &[(1, 3), (7, 40), (13, 300), (64, 384), (61, 17), (200, 1400)] {
+            let a: Vec<f32> = (0..m * k).map(val).collect();
+            let bias: Vec<f32> = (0..m).map(|i| val(i * 31) / 10.0).collect();
+            let pa = x86::PackedA::new(&a, m, k).expect("AVX2 CPU");
+            let wide = 2 * NR;
+            let bw: Vec<f32> = (0..k * wide).map(|i| val(i + 3) / 50.0).collect();
+            let pbw = x86::PackedB::new(&bw, k, wide, wide, 1).expect("AVX2 CPU");
+            for t in 1..=x86::NARROW_MAX {
+                for n in [t, NR + t] {
+                    // the first n columns of the wide B, as their own matrix
+                    let bn: Vec<f32> = (0..k * n).map(|e| bw[e / n * wide + e % n]).collect();
+                    let pbn = x86::PackedB::new(&bn, k, n, n, 1).expect("AVX2 CPU");
+                    for epi in [x86::Epi::NONE, x86::Epi::new(Some(&bias), Some((-3.0, 2.5)))] {
+                        for i0 in [0, MR] {
+                            if i0 >= m {
+                                continue;
+                            }
+                            let rows = m - i0;
+                            let e = if epi.bias_is_null() { epi } else { x86::Epi::new(Some(&bias[i0..]), Some((-3.0, 2.5))) };
+                            let (mut full, mut got, mut panels, mut full_panels) = (vec![f32::NAN; rows * wide], vec![f32::NAN; rows * n], vec![f32::NAN; rows * n], vec![f32::NAN; rows * wide]);
+                            // SAFETY: B's k × n and k × wide row-major matrices, C's rows × n (× wide) values, the
+                            // packed panels of both widths and the bias from i0 are in bounds; i0 at a panel boundary.
+                            unsafe {
+                                x86::gemm_packed_a(&pa, i0, rows, wide, bw.as_ptr(), wide as isize, 1, full.as_mut_ptr(), wide as isize, e);
+                                x86::gemm_packed_a(&pa, i0, rows, n, bn.as_ptr(), n as isize, 1, got.as_mut_ptr(), n as isize, e);
+                                x86::gemm_packed_a_panels(&pa, i0, rows, pbn.data_ptr(), n, 1.0, panels.as_mut_ptr(), n as isize, e);
+                                x86::gemm_packed_a_panels(&pa, i0, rows, pbw.data_ptr(), wide, 1.0, full_panels.as_mut_ptr(), wide as isize, e);
+                            }
+                            let want: Vec<f32> = full.chunks(wide).flat_map(|r| r[..n].to_vec()).collect();
+                            let want_panels: Vec<f32> = full_panels.chunks(wide).flat_map(|r| r[..n].to_vec()).collect();
+                            if n > 1 {
+                                // (one column takes gemm_packed_a's matrix-vector kernel, another summation order)
+                                assert_eq!(bits(&got), bits(&want), "gemm_packed_a {m}x{k}x{n} from row {i0}, epi {epi:?}");
+                            }
+                            assert_eq!(bits(&panels), bits(&want_panels), "gemm_packed_a_panels {m}x{k}x{n} from row {i0}, epi {epi:?}");
+                            if epi.bias_is_null() {
+                                for (i, row) in got.chunks(n).enumerate() {
+                                    for (j, &g) in row.iter().enumerate() {
+                                        let s: f64 = (0..k).map(|p| a[(i0 + i) * k + p] as f64 * bn[p * n + j] as f64).sum();
+                                        assert!((g as f64 - s).abs() <= 1e-5 * (1.0 + k as f64).sqrt() * (1.0 + s.abs()), "{m}x{k}x{n}: C[{i},{j}] {g} vs {s}");
+                                    }
+                                }
+                            }
+                        }
+                    }
+                }
             }
         }
     }
