@@ -14,7 +14,7 @@ pub(super) mod logistic;
 pub(super) use interleave::deinterleave;
 mod sgemm;
 #[cfg(target_arch = "x86_64")]
-pub(super) use sgemm::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
+pub(super) use sgemm::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, pack_panel, tile_cols, Epi, PackedA, PackedB, MR_PACKED, NR_PACKED};
 pub(super) mod vector;
 pub(super) use arith::Arith;
 

@@ -271,9 +271,21 @@ mod x86 {
         }
     }
 
+    /// Packs the `k × nc` matrix at `b` (element (p, j) at `b + p·rsb + j`, `nc ≤ NR`) into one panel of the
+    /// packed-B layout over the whole depth (`dst[p·NR + j]`, 0 past column nc), as [`gemm_packed_a_panels`] reads
+    /// it: the panels of a product's columns packed once, by the tasks that share them.
+    ///
+    /// # Safety
+    /// Every `b + p·rsb + j` for `p < k`, `j < nc` is readable; `dst` holds NR·k values.
+    pub(crate) unsafe fn pack_panel(k: usize, nc: usize, b: *const f32, rsb: isize, dst: &mut [f32]) {
+        debug_assert!(nc <= NR && dst.len() >= NR * k);
+        // SAFETY: forwarded (one panel of kc = k steps).
+        unsafe { pack_b(k, nc, b, rsb, 1, dst) }
+    }
+
     /// Columns one tile covers: two panels where the CPU has AVX-512 ([`tile`] then runs the 16-lane kernel),
     /// one otherwise.
-    fn tile_cols() -> usize {
+    pub(crate) fn tile_cols() -> usize {
         if super::super::vector::avx512() {
             2 * NR
         } else {
@@ -1241,7 +1253,7 @@ pub(crate) const NR_PACKED: usize = NR;
 pub(crate) const MR_PACKED: usize = MR;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, Epi, PackedA, PackedB};
+pub(crate) use x86::{gemm_packed, gemm_packed_a, gemm_packed_a_panels, gemm_packed_ab, pack_panel, tile_cols, Epi, PackedA, PackedB};
 
 #[cfg(test)]
 mod tests {
