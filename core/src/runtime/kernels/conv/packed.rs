@@ -422,6 +422,8 @@ mod tests {
             (vec![1, 96, 8, 8], vec![100, 96, 1, 1], attrs(2, 1, 1, 0, 1, None), false),
             (vec![1, 384, 14, 14], vec![64, 384, 1, 1], attrs(2, 1, 1, 0, 1, None), true),
             (vec![1, 40, 28, 28], vec![48, 40, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Relu6)), true),
+            // an output large enough for its buffer's zero-fill to be split between the threads
+            (vec![1, 16, 64, 64], vec![40, 16, 1, 1], attrs(2, 1, 1, 0, 1, None), true),
         ];
         for (seed, (xs, ws, a, with_bias)) in channel_blocks.into_iter().enumerate() {
             assert!(!super::x86::swap_pays(ws[0] / a.group, ws[1], xs[2] * xs[3]), "case {seed} takes the swapped layout");
