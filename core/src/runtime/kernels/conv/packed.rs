@@ -127,23 +127,36 @@ mod x86 {
             // 1-D and 2-D windows write their tiles straight in the GEMM's column panels (im2col_panels' module
             // documentation), 3-D ones the plain column matrix that the GEMM packs
             let panels = im2col_panels::takes(g);
+            // output channels in blocks of whole panel pairs, for the threads to share one column tile: a plane
+            // of one tile (ResNet-18's 4×4 stage: 16 pixels) is one im2col task, which ran on one thread (im2col
+            // runs its tasks in parallel, and a split asked for inside one of them runs serially)
+            let kk = p.cg() * g.k_size();
+            let pair = 2 * MR_PACKED;
+            let blocks = if threads() > 1 && p.n * p.m * pix * kk >= crate::runtime::spin_pool::min_work(1 << 16) { (4 * threads()).min(mg.div_ceil(pair)) } else { 1 };
+            let rows_per = mg.div_ceil(pair).div_ceil(blocks) * pair;
             let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
-                let c = out.block_ptr(off, (mg - 1) * pix + cols);
-                let (epi, rest) = epilogue(bias, act);
-                // SAFETY: the tile holds the kk × cols column matrix from bm.off (im2col built it), or with `panels`
-                // its panels (fill_panels wrote them, panels_len long); C's block lies in y (block_ptr checks its
-                // span) and im2col gives each call a block of its own; the bias holds the group's mg values.
-                unsafe {
-                    let b = bm.data.as_ptr().add(bm.off);
-                    if panels {
-                        gemm_packed_a_panels(&groups[grp], 0, mg, b, cols, 1.0, c, pix as isize, epi)
-                    } else {
-                        gemm_packed_a(&groups[grp], 0, mg, cols, b, bm.rs as isize, bm.cs as isize, c, pix as isize, epi)
+                for_each_task(mg.div_ceil(rows_per), blocks > 1, |rb| {
+                    let i0 = rb * rows_per;
+                    let rows = rows_per.min(mg - i0);
+                    let off = off + i0 * pix;
+                    let c = out.block_ptr(off, (rows - 1) * pix + cols);
+                    let (epi, rest) = epilogue(bias.map(|b| &b[i0..][..rows]), act);
+                    // SAFETY: the tile holds the kk × cols column matrix from bm.off (im2col built it), or with
+                    // `panels` its panels (fill_panels wrote them, panels_len long); C's block lies in y (block_ptr
+                    // checks its span), im2col gives each call a block of its own and the row blocks split it; i0
+                    // is a multiple of the panel height; the bias holds the group's mg values.
+                    unsafe {
+                        let b = bm.data.as_ptr().add(bm.off);
+                        if panels {
+                            gemm_packed_a_panels(&groups[grp], i0, rows, b, cols, 1.0, c, pix as isize, epi)
+                        } else {
+                            gemm_packed_a(&groups[grp], i0, rows, cols, b, bm.rs as isize, bm.cs as isize, c, pix as isize, epi)
+                        }
+                    };
+                    if rest.is_some() {
+                        act_rows(out, off, rows, pix, cols, rest);
                     }
-                };
-                if rest.is_some() {
-                    act_rows(out, off, mg, pix, cols, rest);
-                }
+                });
             };
             if !panels {
                 im2col::run_with(&p, xv, &gemm, bv, act, y, &mut scratch.f32);
@@ -412,7 +425,7 @@ mod tests {
                 }
             }
         }
-        // pointwise in the usual layout on one and two threads, the same bits on both: over few pixels (one or two
+        // pointwise and im2col in the usual layout on one and two threads, the same bits on both: over few pixels (one or two
         // kernel tiles) two threads pack the input's column panels once and split the output channels in blocks
         // of panel pairs (a partial last block, a SiLU pass after the GEMM, groups and a batch); over more they
         // split the columns in whole kernel tiles (14×14: six tiles and a 4-column remainder)
@@ -424,9 +437,14 @@ mod tests {
             (vec![1, 40, 28, 28], vec![48, 40, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Relu6)), true),
             // an output large enough for its buffer's zero-fill to be split between the threads
             (vec![1, 16, 64, 64], vec![40, 16, 1, 1], attrs(2, 1, 1, 0, 1, None), true),
+            // im2col over one column tile (4×4 and 3×3 outputs): the threads split its output channels
+            (vec![1, 64, 4, 4], vec![100, 64, 3, 3], attrs(2, 1, 1, 1, 1, Some(Activation::Relu)), true),
+            (vec![1, 48, 7, 7], vec![70, 48, 3, 3], attrs(2, 2, 1, 1, 1, Some(Activation::Silu)), true),
         ];
         for (seed, (xs, ws, a, with_bias)) in channel_blocks.into_iter().enumerate() {
-            assert!(!super::x86::swap_pays(ws[0] / a.group, ws[1], xs[2] * xs[3]), "case {seed} takes the swapped layout");
+            let pix = (xs[2] + 2 * a.pads[0] - ws[2]) / a.strides[0] + 1;
+            let pix = pix * ((xs[3] + 2 * a.pads[1] - ws[3]) / a.strides[1] + 1);
+            assert!(!super::x86::swap_pays(ws[0] / a.group, ws[1] * ws[2] * ws[3], pix), "case {seed} takes the swapped layout");
             let mut on_one = None;
             for threads in [1, 2] {
                 let (got, want) = prepared_and_ordinary(&xs, &ws, &a, with_bias, 80 + seed as u64, super::prepare, threads);
