@@ -162,14 +162,23 @@ impl PreparedKernel for StemRows {
             // for this window and vector.
             let b = Band { x: xs, cin, win: &self.window, w, bias, loads: &self.loads, y: yb, chans, clamp };
             unsafe { (self.band)(&b, oy0, oy1) };
+            if clamp.is_none() && act.is_some() {
+                // an activation the kernel does not apply in registers (SiLU) on the band's rows just written, while
+                // they are in the cache and on this task's thread (a pass over the whole output after the tasks
+                // read it back from memory, on one thread)
+                let ow = self.window.ow;
+                for c in 0..chans {
+                    // SAFETY: rows oy0..oy1 of output channel ch0 + c: this task's block (see above), written above
+                    // and accessed by nothing else.
+                    let rows = unsafe { out.row(base + c * pix + oy0 * ow, (oy1 - oy0) * ow) };
+                    bias_act(rows, None, act);
+                }
+            }
         };
         if tasks > 1 && threads > 1 {
             spin_pool::run(tasks, &task);
         } else {
             (0..tasks).for_each(task);
-        }
-        if clamp.is_none() && act.is_some() {
-            bias_act(y, None, act);
         }
         Ok(())
     }
