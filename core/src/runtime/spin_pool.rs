@@ -305,6 +305,12 @@ pub(crate) fn min_work(work: usize) -> usize {
     (work as f64 * scale) as usize
 }
 
+/// True on a thread running one of a job's tasks, where a split runs serially ([`run`]): a kernel that would
+/// split work inside a task (a smaller split than its caller's) does better to run it whole.
+pub(crate) fn in_task() -> bool {
+    IN_TASK.with(|t| t.get())
+}
+
 /// The number of threads kernels split their work over: the current rayon pool's size (which `--threads` sets).
 pub(crate) fn threads() -> usize {
     rayon::current_num_threads().max(1)

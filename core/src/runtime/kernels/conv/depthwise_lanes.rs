@@ -3,9 +3,9 @@
 //! outputs, hundreds of channels) then spend more on each channel's setup (copying its padded plane, the calls)
 //! than on the arithmetic. Here an image's input is transposed once to `[pixel][channel]` (8×8 blocks of
 //! unpacks and shuffles), each output pixel sums its taps over 8 channels per vector with FMA (taps over the
-//! padding skipped: their products are 0), and the result is transposed back to NCHW, where the bias-free
-//! activation runs on each channel's row. The weights `[tap][channel]` are laid out once, when the session is
-//! planned.
+//! padding skipped: their products are 0), and the result is transposed back to NCHW, clamped as it is stored
+//! (ReLU, ReLU6, Clip) or with another activation (SiLU) run on each channel's row. The weights
+//! `[tap][channel]` are laid out once, when the session is planned.
 //!
 //! x86-64 with AVX2 + FMA, 2-D, depth multiplier 1, output planes up to [`max_pixels`] pixels; others keep the
 //! direct kernel. Sums in tap order from the bias, one rounding per FMA: within a few ulps of the direct

@@ -128,16 +128,18 @@ mod x86 {
             // documentation), 3-D ones the plain column matrix that the GEMM packs
             let panels = im2col_panels::takes(g);
             // output channels in blocks of whole panel pairs, for the threads to share one column tile: a plane
-            // of one tile (ResNet-18's 4×4 stage: 16 pixels) is one im2col task, which ran on one thread (im2col
-            // runs its tasks in parallel, and a split asked for inside one of them runs serially)
+            // of one tile (ResNet-18's 4×4 stage: 16 pixels) is one im2col task, which ran on one thread; where
+            // im2col runs its tiles in parallel, a tile's product is not split (inside a task it would run its
+            // blocks one after another, each sweeping the tile's columns again)
             let kk = p.cg() * g.k_size();
             let pair = 2 * MR_PACKED;
             let blocks = if threads() > 1 && p.n * p.m * pix * kk >= crate::runtime::spin_pool::min_work(1 << 16) { (4 * threads()).min(mg.div_ceil(pair)) } else { 1 };
             let rows_per = mg.div_ceil(pair).div_ceil(blocks) * pair;
             let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
-                for_each_task(mg.div_ceil(rows_per), blocks > 1, |rb| {
-                    let i0 = rb * rows_per;
-                    let rows = rows_per.min(mg - i0);
+                let (per, split) = if blocks > 1 && !crate::runtime::spin_pool::in_task() { (rows_per, true) } else { (mg, false) };
+                for_each_task(mg.div_ceil(per), split, |rb| {
+                    let i0 = rb * per;
+                    let rows = per.min(mg - i0);
                     let off = off + i0 * pix;
                     let c = out.block_ptr(off, (rows - 1) * pix + cols);
                     let (epi, rest) = epilogue(bias.map(|b| &b[i0..][..rows]), act);

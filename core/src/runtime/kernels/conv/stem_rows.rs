@@ -12,8 +12,8 @@
 //! session is planned). Each output is one FMA chain from 0 over (input channel, ky, kx) in order, then the bias
 //! is added and the clamp (ReLU, ReLU6, Clip) applied in registers: the im2col GEMM's order and epilogue, so the
 //! same values (a float model's calibration for int8 export must not move with the kernel: a shifted range
-//! exposed an int8 Mul rounding difference from LiteRT); SiLU runs as a pass over the output afterwards. Tasks split
-//! the channel blocks and bands of output rows.
+//! exposed an int8 Mul rounding difference from LiteRT); SiLU runs as a pass over each task's rows just after it
+//! wrote them. Tasks split the channel blocks and bands of output rows.
 //!
 //! x86-64 with AVX-512F or AVX2 + FMA; 2-D, one group, at most [`MAX_CIN`] input channels, square kernels of 3, 5 or 7,
 //! stride 1 or 2 on both axes, no dilation, output rows of at least [`super::depthwise_rows::MIN_WIDTH`] pixels.
