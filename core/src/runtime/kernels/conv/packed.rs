@@ -132,11 +132,10 @@ mod x86 {
             // im2col runs its tiles in parallel, a tile's product is not split (inside a task it would run its
             // blocks one after another, each sweeping the tile's columns again)
             let kk = p.cg() * g.k_size();
-            let pair = 2 * MR_PACKED;
-            let blocks = if threads() > 1 && p.n * p.m * pix * kk >= crate::runtime::spin_pool::min_work(1 << 16) { (4 * threads()).min(mg.div_ceil(pair)) } else { 1 };
-            let rows_per = mg.div_ceil(pair).div_ceil(blocks) * pair;
+            let worth = threads() > 1 && p.n * p.m * pix * kk >= crate::runtime::spin_pool::min_work(1 << 16);
+            let rows_per = if worth { pair_blocks(mg) } else { mg };
             let gemm = |out: &BlockOut<f32>, grp: usize, bm: MatRef<f32>, cols: usize, off: usize, bias: Option<&[f32]>, act: Option<Activation>| {
-                let (per, split) = if blocks > 1 && !crate::runtime::spin_pool::in_task() { (rows_per, true) } else { (mg, false) };
+                let (per, split) = if rows_per < mg && !crate::runtime::spin_pool::in_task() { (rows_per, true) } else { (mg, false) };
                 for_each_task(mg.div_ceil(per), split, |rb| {
                     let i0 = rb * per;
                     let rows = per.min(mg - i0);
@@ -317,6 +316,14 @@ mod x86 {
         });
     }
 
+    /// The rows of each block when `mg` output channels are split between the threads: whole pairs of row panels
+    /// (the 12-row tiles the kernels take), about four blocks per thread.
+    fn pair_blocks(mg: usize) -> usize {
+        let pair = 2 * MR_PACKED;
+        let pairs = mg.div_ceil(pair);
+        pairs.div_ceil((4 * threads()).min(pairs).max(1)) * pair
+    }
+
     /// A pointwise layer over few columns (one or two kernel tiles: 7×7 and 8×8 planes) on several threads: per
     /// image and group, the tasks first pack the input's column panels once (a panel each), then split the output
     /// channels in blocks of whole row-panel pairs, every block multiplying the shared panels
@@ -331,9 +338,7 @@ mod x86 {
             scratch.resize(len, 0.0);
         }
         let buf = &mut scratch[..len];
-        let pair = 2 * MR_PACKED;
-        let pairs = mg.div_ceil(pair);
-        let rows_per = pairs.div_ceil((4 * threads()).min(pairs)) * pair;
+        let rows_per = pair_blocks(mg);
         let blocks = mg.div_ceil(rows_per);
         let out = BlockOut::new(y);
         for img in 0..p.n * group {
