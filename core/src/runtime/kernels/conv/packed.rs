@@ -432,10 +432,10 @@ mod tests {
                 }
             }
         }
-        // pointwise and im2col in the usual layout on one and two threads, the same bits on both: over few pixels (one or two
-        // kernel tiles) two threads pack the input's column panels once and split the output channels in blocks
-        // of panel pairs (a partial last block, a SiLU pass after the GEMM, groups and a batch); over more they
-        // split the columns in whole kernel tiles (14×14: six tiles and a 4-column remainder)
+        // pointwise and im2col in the usual layout on one and two threads, the same bits on both: over few pixels
+        // (one or two kernel tiles) two threads pack the input's column panels once and split the output channels
+        // in blocks of panel pairs (a partial last block, a SiLU pass after the GEMM, groups and a batch); over
+        // more they split the columns in whole kernel tiles (14×14: six tiles and a 4-column remainder)
         let channel_blocks = vec![
             (vec![1, 160, 7, 7], vec![970, 160, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Silu)), true),
             (vec![2, 64, 6, 6], vec![120, 32, 1, 1], attrs(2, 1, 1, 0, 2, Some(Activation::Relu)), true),
@@ -444,7 +444,7 @@ mod tests {
             (vec![1, 40, 28, 28], vec![48, 40, 1, 1], attrs(2, 1, 1, 0, 1, Some(Activation::Relu6)), true),
             // an output large enough for its buffer's zero-fill to be split between the threads
             (vec![1, 16, 64, 64], vec![40, 16, 1, 1], attrs(2, 1, 1, 0, 1, None), true),
-            // im2col over one column tile (4×4 and 3×3 outputs): the threads split its output channels
+            // im2col over one column tile (4×4 outputs, stride 1 and 2): the threads split its output channels
             (vec![1, 64, 4, 4], vec![100, 64, 3, 3], attrs(2, 1, 1, 1, 1, Some(Activation::Relu)), true),
             (vec![1, 48, 7, 7], vec![70, 48, 3, 3], attrs(2, 2, 1, 1, 1, Some(Activation::Silu)), true),
         ];
